@@ -1,0 +1,163 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
+import { createPool } from '../db/pool.js';
+import { migrate } from '../db/migrate.js';
+import { selectHealthChecks } from '../db/sql/selectHealthChecks.js';
+import { resolveTemporalCli } from '../dev/temporalCli.js';
+import { runHealthCheck } from '../healthCheck.js';
+import { stderrLog } from '../log.js';
+import { connectClient, connectWorker } from '../temporal/connection.js';
+import { createBatonWorker } from '../worker.js';
+import { describeStack, openStack } from './stack.js';
+
+const log = stderrLog;
+
+// The SDK logs every worker state change at INFO; a CLI user wants warnings only unless asked.
+Runtime.install({ logger: new DefaultLogger((readEnv('BATON_LOG_LEVEL')?.toUpperCase() ?? 'WARN') as LogLevel) });
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidArgumentError(`not a TCP port: ${value}`);
+  return port;
+}
+
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+const program = new Command()
+  .name('baton')
+  .description(
+    'Safe shared work for many agents: atomic claims in PostgreSQL, fencing tokens, Temporal heartbeats.\n' +
+      `Reads ${DATABASE_URL_ENV}, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*;\n` +
+      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, baton starts an embedded one with its state in ./.baton.',
+  )
+  .showHelpAfterError();
+
+program
+  .command('dev')
+  .description('start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it')
+  .option('--postgres-port <port>', 'embedded Postgres port', parsePort)
+  .option('--temporal-port <port>', 'Temporal dev server gRPC port', parsePort)
+  .option('--ui-port <port>', 'Temporal Web UI port', parsePort)
+  .option('--no-worker', 'do not run a baton worker in this process')
+  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean }) => {
+    const open = await openStack(log, {
+      postgresPort: opts.postgresPort,
+      temporalPort: opts.temporalPort,
+      temporalUiPort: opts.uiPort,
+    });
+    describeStack(open.stack, log);
+    const connection = opts.worker ? await connectWorker(open.stack.temporal) : undefined;
+    const worker = connection
+      ? await createBatonWorker({ connection, namespace: open.stack.temporal.namespace, db: open.pool })
+      : undefined;
+    log('');
+    log('In another shell:');
+    log(`  export ${DATABASE_URL_ENV}='${open.stack.databaseUrl}'`);
+    log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
+    log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
+    const running = worker?.run();
+    const signal = await untilSignal();
+    log(`${signal}: stopping ...`);
+    worker?.shutdown();
+    await running;
+    await connection?.close();
+    await open.close();
+    log('Stopped. State is kept in .baton/ for the next run.');
+  });
+
+program
+  .command('demo')
+  .description('run baton end to end on the embedded default (or DATABASE_URL / TEMPORAL_ADDRESS) and show what it recorded')
+  .action(async () => {
+    const open = await openStack(log);
+    try {
+      describeStack(open.stack, log);
+      const row = await runHealthCheck({ pool: open.pool, temporal: open.stack.temporal, message: 'demo', log });
+      log(`Workflow ${row.workflowId} wrote row ${row.id} to Postgres at ${row.recordedAt}.`);
+      const client = new Client({ connection: await connectClient(open.stack.temporal), namespace: open.stack.temporal.namespace });
+      let completed = 0;
+      for await (const _ of client.workflow.list({ query: `WorkflowType = 'healthCheckWorkflow' AND ExecutionStatus = 'Completed'` })) completed++;
+      await client.connection.close();
+      const history = await selectHealthChecks(open.pool, 5);
+      log(`Temporal remembers ${completed} completed health-check workflow(s); latest rows in Postgres:`);
+      for (const r of history) log(`  #${r.id}  ${r.recordedAt}  ${r.workflowId}`);
+    } finally {
+      await open.close();
+    }
+  });
+
+program
+  .command('check')
+  .description('run the health-check workflow through Temporal into Postgres and read the row back')
+  .action(async () => {
+    const open = await openStack(log);
+    try {
+      const row = await runHealthCheck({ pool: open.pool, temporal: open.stack.temporal, log });
+      process.stdout.write(`${JSON.stringify(row)}\n`);
+    } finally {
+      await open.close();
+    }
+  });
+
+program
+  .command('migrate')
+  .description(`apply baton's database migrations to ${DATABASE_URL_ENV} (safe to run concurrently and repeatedly)`)
+  .action(async () => {
+    const url = readEnv(DATABASE_URL_ENV);
+    if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; baton migrate needs the database to migrate`);
+    const pool = createPool(url);
+    try {
+      const { applied, alreadyApplied } = await migrate(pool);
+      log(`Applied ${applied.length} migration(s); ${alreadyApplied} were already applied.`);
+    } finally {
+      await pool.end();
+    }
+  });
+
+program
+  .command('worker')
+  .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
+  .option('--task-queue <name>', 'task queue to poll', TASK_QUEUE_DEFAULT)
+  .action(async (opts: { taskQueue: string }) => {
+    const open = await openStack(log);
+    const connection = await connectWorker(open.stack.temporal);
+    const worker = await createBatonWorker({
+      connection,
+      namespace: open.stack.temporal.namespace,
+      taskQueue: opts.taskQueue,
+      db: open.pool,
+    });
+    describeStack(open.stack, log);
+    log(`Worker polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
+    const running = worker.run();
+    await Promise.race([running, untilSignal()]);
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await open.close();
+  });
+
+program
+  .command('temporal-cli')
+  .description('find the Temporal CLI (installing it into .baton/tools when missing) and print its path and version')
+  .option('--no-install', 'only look, never install')
+  .action(async (opts: { install: boolean }) => {
+    const cli = await resolveTemporalCli({ install: opts.install, log });
+    process.stdout.write(`${cli.path}\n`);
+    log(`${cli.version} (found via ${cli.route})`);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  log(`baton: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+}

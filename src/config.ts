@@ -1,0 +1,34 @@
+import path from 'node:path';
+
+/** Where baton keeps project-local state (embedded Postgres, Temporal state, tools). (Default: `./.baton`) */
+export const BATON_HOME_ENV = 'BATON_HOME';
+/** Postgres connection string; when unset, baton starts an embedded Postgres. */
+export const DATABASE_URL_ENV = 'DATABASE_URL';
+/** Temporal frontend address, read the way Temporal's own tools read it. */
+export const TEMPORAL_ADDRESS_ENV = 'TEMPORAL_ADDRESS';
+/** Path to a `temporal` CLI binary to use instead of searching for one. */
+export const TEMPORAL_CLI_PATH_ENV = 'TEMPORAL_CLI_PATH';
+
+/** Task queue baton's worker polls unless told otherwise. */
+export const TASK_QUEUE_DEFAULT = 'baton';
+/** Port of the embedded Postgres started by `baton dev`. */
+export const DEV_POSTGRES_PORT_DEFAULT = 54329;
+/** gRPC port of the Temporal dev server started by `baton dev`. */
+export const DEV_TEMPORAL_PORT_DEFAULT = 7233;
+/** Web UI port of the Temporal dev server started by `baton dev`. */
+export const DEV_TEMPORAL_UI_PORT_DEFAULT = 8233;
+/** Database baton creates in the embedded Postgres. */
+export const DEV_DATABASE_NAME = 'baton';
+/** How long to wait for a server to become ready; 2-core machines need far more than the SDK's 5 s. */
+export const SERVER_READY_TIMEOUT_MS_DEFAULT = 60_000;
+
+/** The project-local state folder, absolute. */
+export function batonHome(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env[BATON_HOME_ENV] ?? '.baton');
+}
+
+/** Reads a non-empty environment variable, or undefined. */
+export function readEnv(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}

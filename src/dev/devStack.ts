@@ -1,0 +1,117 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  batonHome,
+  DEV_DATABASE_NAME,
+  DEV_POSTGRES_PORT_DEFAULT,
+  DEV_TEMPORAL_PORT_DEFAULT,
+  DEV_TEMPORAL_UI_PORT_DEFAULT,
+} from '../config.js';
+import { ensureDatabase, withDatabase } from '../db/pool.js';
+import { silentLog, type Log } from '../log.js';
+import { temporalSettings, type TemporalSettings } from '../temporal/connection.js';
+import { pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
+import { resolveTemporalCli, type TemporalCli } from './temporalCli.js';
+import { startTemporalDevServer } from './temporalDevServer.js';
+
+export interface DevStackOptions {
+  /** Project-local state folder. (Default: `./.baton`) */
+  home?: string;
+  /** Use this Postgres instead of starting the embedded one. */
+  databaseUrl?: string;
+  /** Use this Temporal frontend instead of starting the dev server. */
+  temporalAddress?: string;
+  /** Embedded Postgres port; 0 picks a free one. (Default: 54329) */
+  postgresPort?: number;
+  /** Dev server gRPC port; 0 picks a free one. (Default: 7233) */
+  temporalPort?: number;
+  /** Dev server UI port; 0 picks a free one. (Default: 8233) */
+  temporalUiPort?: number;
+  /** Start the dev server without its UI. (Default: false) */
+  headless?: boolean;
+  /** Keep the dev server's state in memory only, for test runs. (Default: false) */
+  ephemeralTemporal?: boolean;
+  log?: Log;
+}
+
+export interface DevStack {
+  /** Connection string of baton's database. */
+  databaseUrl: string;
+  postgresVersion: string;
+  /** Whether Postgres is the embedded one started here. */
+  embeddedPostgres: boolean;
+  /** Connection settings for the Temporal server in use (env and `temporal.toml` for an external one). */
+  temporal: TemporalSettings;
+  temporalUiUrl?: string;
+  /** Set when the dev server was started here. */
+  temporalCli?: TemporalCli;
+  temporalServerVersion?: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts what baton needs on one machine and is not given: an embedded Postgres with its data in
+ * `home/postgres`, and the Temporal dev server with its UI and its state in `home/temporal.sqlite`.
+ * A second start reuses both, so earlier workflows and tasks are still there.
+ */
+export async function startDevStack(options: DevStackOptions = {}): Promise<DevStack> {
+  const log = options.log ?? silentLog;
+  const home = options.home ?? batonHome();
+  await mkdir(home, { recursive: true });
+  const port = (value: number | undefined, fallback: number) => (value === 0 ? undefined : (value ?? fallback));
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s();
+  };
+
+  try {
+    let databaseUrl = options.databaseUrl;
+    if (!databaseUrl) {
+      const postgres = await startEmbeddedPostgres({
+        dataDir: path.join(home, 'postgres'),
+        port: port(options.postgresPort, DEV_POSTGRES_PORT_DEFAULT),
+        log,
+      });
+      stops.push(() => postgres.stop());
+      await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
+      databaseUrl = withDatabase(postgres.url, DEV_DATABASE_NAME);
+    }
+    const postgresVersion = await pingPostgres(databaseUrl);
+
+    let temporalAddress = options.temporalAddress;
+    let temporalCli: TemporalCli | undefined;
+    let temporalServerVersion: string | undefined;
+    let temporalUiUrl: string | undefined;
+    let namespace: string | undefined;
+    if (!temporalAddress) {
+      temporalCli = await resolveTemporalCli({ home, log });
+      log(`Temporal CLI: ${temporalCli.path} (${temporalCli.version}, found via ${temporalCli.route})`);
+      const temporal = await startTemporalDevServer({
+        cliPath: temporalCli.path,
+        dbFilename: options.ephemeralTemporal ? undefined : path.join(home, 'temporal.sqlite'),
+        port: port(options.temporalPort, DEV_TEMPORAL_PORT_DEFAULT),
+        uiPort: port(options.temporalUiPort, DEV_TEMPORAL_UI_PORT_DEFAULT),
+        headless: options.headless,
+        log,
+      });
+      stops.push(() => temporal.stop());
+      temporalAddress = temporal.address;
+      temporalServerVersion = temporal.serverVersion;
+      temporalUiUrl = temporal.uiUrl;
+      namespace = temporal.namespace;
+    }
+    return {
+      databaseUrl,
+      postgresVersion,
+      embeddedPostgres: !options.databaseUrl,
+      temporal: temporalSettings({ address: temporalAddress, namespace }),
+      temporalUiUrl,
+      temporalCli,
+      temporalServerVersion,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

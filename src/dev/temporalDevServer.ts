@@ -1,0 +1,98 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
+import { silentLog, type Log } from '../log.js';
+import { freePort } from './freePort.js';
+import { waitFor } from './waitFor.js';
+
+export interface TemporalDevServerOptions {
+  /** The `temporal` binary (see `resolveTemporalCli`). */
+  cliPath: string;
+  /** SQLite file for the server's state; without it, state is lost when the server stops. */
+  dbFilename?: string;
+  /** gRPC port. (Default: a free port) */
+  port?: number;
+  /** Web UI port; ignored when `headless`. (Default: a free port) */
+  uiPort?: number;
+  /** Run without the Web UI. (Default: false) */
+  headless?: boolean;
+  /** Namespace to create at start. (Default: `default`) */
+  namespace?: string;
+  /** How long to wait for the frontend to answer. (Default: 60s) */
+  readyTimeoutMs?: number;
+  log?: Log;
+}
+
+export interface TemporalDevServer {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  /** The server's own version, as reported by the frontend. */
+  serverVersion: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` and waits until its frontend answers. */
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const log = options.log ?? silentLog;
+  const namespace = options.namespace ?? 'default';
+  const port = options.port ?? (await freePort());
+  const uiPort = options.headless ? undefined : (options.uiPort ?? (await freePort()));
+  const address = `127.0.0.1:${port}`;
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-level', 'warn'];
+  if (uiPort === undefined) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  if (options.dbFilename) args.push('--db-filename', options.dbFilename);
+
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8_000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  let exited: Error | undefined;
+  const exitedPromise = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = new Error(`temporal server start-dev exited early (code ${code}, signal ${signal}):\n${output.trim()}`);
+      resolve();
+    });
+  });
+
+  log(`Starting Temporal dev server on ${address}${options.dbFilename ? ` (state in ${options.dbFilename})` : ''} ...`);
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exitedPromise;
+    clearTimeout(timer);
+  };
+  try {
+    const serverVersion = await waitFor(
+      `Temporal dev server at ${address}`,
+      async () => {
+        const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+        try {
+          await connection.workflowService.describeNamespace({ namespace });
+          const info = await connection.workflowService.getClusterInfo({});
+          return info.serverVersion ?? 'unknown';
+        } finally {
+          await connection.close();
+        }
+      },
+      { timeoutMs: options.readyTimeoutMs ?? SERVER_READY_TIMEOUT_MS_DEFAULT, intervalMs: 500, abort: () => exited },
+    );
+    return {
+      address,
+      namespace,
+      uiUrl: uiPort === undefined ? undefined : `http://127.0.0.1:${uiPort}`,
+      serverVersion,
+      process: child,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
