@@ -7,6 +7,7 @@ export const SQLSTATE = {
   notFound: 'BT002',
   invalidInput: 'BT003',
   appendOnly: 'BT004',
+  objectExists: 'BT020',
 } as const;
 
 /** Thrown when a change would move a task or object through a transition the state machine forbids. */
@@ -41,6 +42,14 @@ export class AppendOnlyError extends Error {
   }
 }
 
+/** Thrown when a shared object is created under a key that is already taken; nothing was written. */
+export class ObjectExistsError extends Error {
+  override readonly name = 'ObjectExistsError';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
+
 /** Maps a `pg` error with one of baton's SQLSTATEs to its class; anything else is returned as is. */
 export function fromDatabaseError(error: unknown): unknown {
   const code = (error as { code?: string } | null)?.code;
@@ -54,6 +63,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new InvalidInputError(message);
     case SQLSTATE.appendOnly:
       return new AppendOnlyError(message);
+    case SQLSTATE.objectExists:
+      return new ObjectExistsError(message);
     default:
       return error;
   }
@@ -65,5 +76,26 @@ export async function mapDatabaseErrors<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (error) {
     throw fromDatabaseError(error);
+  }
+}
+
+/**
+ * Thrown when an owner's write (heartbeat, progress, note, submit) no longer matches its claim:
+ * the task was reclaimed, finished or cancelled. The caller must stop; the refusal is already
+ * recorded as a `stale_write_refused` event.
+ */
+export class StaleClaimError extends Error {
+  override readonly name = 'StaleClaimError';
+  constructor(
+    readonly taskId: string,
+    readonly owner: string,
+    readonly claimVersion: number,
+    readonly action: string,
+    readonly current: { status: string; owner: string | null; claimVersion: number },
+  ) {
+    super(
+      `${action} refused for task ${taskId}: ${owner} holds claim version ${claimVersion}, but the task is ` +
+        `${current.status} with owner ${current.owner ?? 'none'} at claim version ${current.claimVersion}`,
+    );
   }
 }

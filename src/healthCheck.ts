@@ -6,6 +6,7 @@ import type { HealthCheckRow } from './db/sql/insertHealthCheck.js';
 import { connectClient, connectWorker, type TemporalSettings } from './temporal/connection.js';
 import { createBatonWorker } from './worker.js';
 import { silentLog, type Log } from './log.js';
+import type { healthCheckWorkflow } from '../workflows/healthCheckWorkflow.js';
 
 /**
  * Proves the plumbing end to end: a worker on a private task queue runs the health-check
@@ -31,14 +32,10 @@ export async function runHealthCheck(options: {
       db: options.pool,
     });
     const client = new Client({ connection: clientConnection, namespace: options.temporal.namespace });
-    const row = await worker.runUntil(async () => {
-      log(`Running workflow ${workflowId} ...`);
-      return client.workflow.execute('healthCheckWorkflow', {
-        taskQueue,
-        workflowId,
-        args: [options.message ?? 'baton health check'],
-      });
-    });
+    log(`Running workflow ${workflowId} ...`);
+    const row = await worker.runUntil(
+      client.workflow.execute<typeof healthCheckWorkflow>('healthCheckWorkflow', { taskQueue, workflowId, args: [options.message ?? 'baton health check'] }),
+    );
     const stored = (await selectHealthChecks(options.pool, 50)).find((r) => r.workflowId === workflowId);
     if (!stored || stored.id !== row.id) throw new Error(`workflow ${workflowId} returned row ${row.id}, but Postgres does not hold it`);
     return stored;

@@ -1,32 +1,91 @@
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../activities/index.js';
-import { TASK_QUEUE_DEFAULT } from './config.js';
+import { createActivities } from '../activities/index.js';
+import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
+import type { Queryable } from './db/queryable.js';
+import { createCommandRunner } from './runners/commandRunner.js';
+import { createCommandVerifier } from './runners/commandVerifier.js';
+import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
 
-/** Path of baton's workflow code, for `Worker.create({ workflowsPath })` in a team's own worker. */
 // `.ts` when run from source, `.js` when run from the built package.
 export const workflowsPath = fileURLToPath(
   new URL(`../workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
 );
 
-export interface BatonWorkerOptions extends ActivityDeps {
+/** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
+export const WORKER_ID_ENV = 'BATON_WORKER_ID';
+
+export interface BatonWorkerOptions {
   connection: NativeConnection;
   namespace: string;
-  /** (Default: `baton`) */
+  db: Queryable;
+  /** Shared task queue for workflows, claims and verification. (Default: `baton`) */
   taskQueue?: string;
-  /** Any other Temporal worker option, passed through unchanged. */
+  /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>`) */
+  identity?: string;
+  /** Folder for worktrees and agent logs. (Default: `.baton/work`) */
+  workDir?: string;
+  /** Agents for tasks whose spec says `run.function`. */
+  agentFunctions?: Record<string, AgentFunction>;
+  /** Verifiers for tasks whose spec says `verify.function`. */
+  verifierFunctions?: Record<string, VerifierFunction>;
+  /** Prebuilt workflow bundle (tests bundle once); otherwise `workflowsPath` is bundled. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Any other Temporal worker option, passed through to both workers. */
   workerOptions?: Partial<WorkerOptions>;
 }
 
-/** Creates a Temporal worker that runs baton's workflows and activities. */
-export function createBatonWorker(options: BatonWorkerOptions): Promise<Worker> {
-  return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue ?? TASK_QUEUE_DEFAULT,
-    workflowsPath,
-    activities: createActivities({ db: options.db }),
-    ...options.workerOptions,
+export interface BatonWorker {
+  identity: string;
+  /** The queue only this worker polls; a claim's run is sent there. */
+  ownerTaskQueue: string;
+  run(): Promise<void>;
+  runUntil<T>(until: Promise<T>): Promise<T>;
+  shutdown(): void;
+}
+
+/** Owner identity from the worker's configuration, never from task input. */
+export function defaultWorkerIdentity(): string {
+  return readEnv(WORKER_ID_ENV) ?? `${hostname()}-${process.pid}`;
+}
+
+/**
+ * Creates baton's worker: one Temporal worker on the shared queue (workflows and shared
+ * activities) and one on this worker's own queue (the runs of the claims it takes).
+ */
+export async function createBatonWorker(options: BatonWorkerOptions): Promise<BatonWorker> {
+  const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
+  const identity = options.identity ?? defaultWorkerIdentity();
+  const ownerTaskQueue = `${taskQueue}@${identity}`;
+  const workDir = options.workDir ?? path.join(batonHome(), 'work');
+  const commandRunner = createCommandRunner({ workDir });
+  const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
+  const commandVerifier = createCommandVerifier({ workDir });
+  const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
+  const activities = createActivities({
+    db: options.db,
+    identity,
+    ownerTaskQueue,
+    runnerFor: (spec) => (spec.run.function ? functionRunner : commandRunner),
+    verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
   });
+  const common = { connection: options.connection, namespace: options.namespace, identity, activities, ...options.workerOptions };
+  const shared = await Worker.create({
+    ...common,
+    taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+  });
+  const own = await Worker.create({ ...common, taskQueue: ownerTaskQueue });
+  const run = () => Promise.all([shared.run(), own.run()]).then(() => undefined);
+  return {
+    identity,
+    ownerTaskQueue,
+    run,
+    shutdown: () => {
+      for (const w of [shared, own]) if (w.getState() === 'RUNNING') w.shutdown();
+    },
+    runUntil: (until) => own.runUntil(shared.runUntil(until)),
+  };
 }

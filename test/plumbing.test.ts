@@ -21,7 +21,7 @@ afterAll(async () => {
 describe('plumbing: a workflow on the real Temporal server writes to real Postgres', () => {
   it('runs the health-check workflow whose activity inserts a row that the test reads back', async () => {
     const workflowId = uniqueWorkflowId('plumbing');
-    const worker = await temporal.createWorker({ db: db.pool });
+    const worker = await temporal.createWorker(db.pool);
     const result = await worker.runUntil(
       temporal.client.workflow.execute('healthCheckWorkflow', {
         taskQueue: temporal.taskQueue,

@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import { MIGRATION_CONSTANTS } from './migrationConstants.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 // Every migrator takes this lock, so concurrent `baton migrate` runs apply each file once.
@@ -28,9 +29,17 @@ export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
     if (!match) throw new Error(`migration file ${file} must be named NNNN_snake_case.sql`);
     const id = Number(match[1]);
     if (id !== migrations.length + 1) throw new Error(`migration ${file}: expected number ${migrations.length + 1}`);
-    migrations.push({ id, name: match[2]!, sql: await readFile(path.join(dir, file), 'utf8') });
+    migrations.push({ id, name: match[2]!, sql: substituteConstants(file, await readFile(path.join(dir, file), 'utf8')) });
   }
   return migrations;
+}
+
+function substituteConstants(file: string, sql: string): string {
+  return sql.replace(/\{\{([a-z_]+)\}\}/g, (_, name: string) => {
+    const value = MIGRATION_CONSTANTS[name];
+    if (value === undefined) throw new Error(`migration ${file}: unknown constant {{${name}}}`);
+    return value;
+  });
 }
 
 /**

@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { createActivities, type ActivityDeps } from '../../activities/index.js';
+import type { Queryable } from '../../src/db/queryable.js';
+import { createBatonWorker, type BatonWorker, type BatonWorkerOptions } from '../../src/worker.js';
 
 export interface TestTemporal {
   client: Client;
   namespace: string;
+  address: string;
   /** A task queue no other test uses. */
   taskQueue: string;
-  /** A worker on this file's task queue, running the workflow bundle built once in global setup. */
-  createWorker(deps: ActivityDeps, options?: Partial<WorkerOptions>): Promise<Worker>;
+  /** A baton worker on this file's task queue, running the workflow bundle built once in global setup. */
+  createWorker(db: Queryable, options?: Partial<BatonWorkerOptions>): Promise<BatonWorker>;
   close(): Promise<void>;
 }
 
@@ -24,14 +26,16 @@ export async function connectTestTemporal(): Promise<TestTemporal> {
   return {
     client: new Client({ connection, namespace }),
     namespace,
+    address,
     taskQueue,
-    createWorker: (deps, options = {}) =>
-      Worker.create({
+    createWorker: (db, options = {}) =>
+      createBatonWorker({
         connection: nativeConnection,
         namespace,
         taskQueue,
+        db,
+        identity: `test-worker-${randomUUID().slice(0, 8)}`,
         workflowBundle: { codePath: inject('workflowBundlePath') },
-        activities: createActivities(deps),
         ...options,
       }),
     close: async () => {

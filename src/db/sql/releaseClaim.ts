@@ -1,0 +1,21 @@
+import { mapDatabaseErrors } from '../../errors.js';
+import type { Queryable } from '../queryable.js';
+
+export type ReleaseKind = 'reclaimed_after_silence' | 'released';
+
+/**
+ * T6: makes a running task claimable again, but only if `claimVersion` is still the current claim.
+ * Returns false (and changes nothing) when the task has moved on.
+ */
+export function releaseClaim(
+  db: Queryable,
+  release: { taskId: string; claimVersion: number; actor: string; kind: ReleaseKind; reason: string; details?: Record<string, unknown> },
+): Promise<boolean> {
+  return mapDatabaseErrors(async () => {
+    const { rows } = await db.query<{ released: boolean }>(
+      'SELECT baton.release_claim($1, $2, $3, $4, $5, $6) AS released',
+      [release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {}],
+    );
+    return rows[0]!.released;
+  });
+}

@@ -1,0 +1,34 @@
+import type { TaskEvent } from '../../tasks/types.js';
+import type { Queryable } from '../queryable.js';
+
+export type SubjectKind = 'task' | 'object' | 'graph';
+
+/**
+ * The event log of one subject in order, or of every task of a graph when `subjectId` names a
+ * graph and `includeGraphTasks` is set.
+ */
+export async function selectEvents(
+  db: Queryable,
+  subjectKind: SubjectKind,
+  subjectId: string,
+  options: { includeGraphTasks?: boolean; afterId?: number } = {},
+): Promise<TaskEvent[]> {
+  const { rows } = await db.query(
+    `SELECT id, subject_id, subject_seq, kind, actor, at, fence, reason, details FROM baton.events
+      WHERE id > $3 AND ((subject_kind = $1 AND subject_id = $2)
+         OR ($4 AND subject_kind = 'task' AND subject_id LIKE replace(replace($2, '%', '\\%'), '_', '\\_') || '/%'))
+      ORDER BY id`,
+    [subjectKind, subjectId, options.afterId ?? 0, options.includeGraphTasks ?? false],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    subjectId: r.subject_id,
+    seq: r.subject_seq,
+    kind: r.kind,
+    actor: r.actor,
+    at: r.at.toISOString(),
+    fence: r.fence,
+    reason: r.reason,
+    details: r.details,
+  }));
+}

@@ -1,0 +1,52 @@
+import type { Artifact, Claim } from '../tasks/types.js';
+
+/** What a runner gets for one claim. Identity and fencing are bound by baton, not by the agent. */
+export interface RunContext {
+  claim: Claim;
+  /** Git repository of the graph, if it has one. */
+  repo?: string;
+  /** Revision the graph's first tasks start from. */
+  base: string;
+  /** Fenced heartbeat: extends the lease and stores progress; throws StaleClaimError when the claim is gone. */
+  heartbeat(progress: Record<string, unknown>): Promise<void>;
+  /** Aborted when Temporal cancels the run or the claim turns out stale: stop the agent now. */
+  signal: AbortSignal;
+  /** A line for the task's log. */
+  log(line: string): void;
+}
+
+/** Runs an agent for one claim and returns the artifact it produced. */
+export interface Runner {
+  run(ctx: RunContext): Promise<Artifact>;
+}
+
+/** What a verifier checks: the exact artifact, by its revision, with the task's verification. */
+export interface VerifyContext {
+  taskId: string;
+  repo?: string;
+  artifact: Artifact;
+  verify: { command?: string; function?: string };
+  /** Keeps Temporal informed that the verifier is alive. */
+  heartbeat(): void;
+  signal: AbortSignal;
+}
+
+export interface VerificationResult {
+  revision: string;
+  command: string;
+  exitCode: number;
+  outputDigest: string;
+  outputTail: string;
+}
+
+export interface Verifier {
+  verify(ctx: VerifyContext): Promise<VerificationResult>;
+}
+
+/** Thrown when the agent ran but did not produce an artifact (non-zero exit, no commit). */
+export class AgentFailedError extends Error {
+  override readonly name = 'AgentFailedError';
+  constructor(readonly taskId: string, readonly detail: string) {
+    super(`agent for task ${taskId} failed: ${detail}`);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Terminology
+ * - task: one unit of work in a graph, with a spec (what to run, how to verify) and a status.
+ * - claim: an owner's exclusive right to run a task, taken atomically in Postgres.
+ * - claim version: a counter bumped by every claim; the fencing token every owner write carries.
+ * - lease: how long a claim lasts without a heartbeat, computed with the database clock.
+ * - artifact: what a run produced: commit revision, test command and the agent's own result.
+ * - verification: a check of the exact artifact by someone other than the agent.
+ * - fence: the predicate (id + owner + claim version + status) every owner write must match.
+ * - release: making a dependent ready once all its dependencies are verified, pinning their revisions.
+ */
+
+/** Every task status, in lifecycle order. The SQL checks are generated from this list. */
+export const TASK_STATUSES = [
+  'blocked',
+  'ready',
+  'running',
+  'submitted',
+  'verifying',
+  'verified',
+  'rejected',
+  'stale',
+  'failed',
+  'cancelled',
+] as const;
+
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/**
+ * The only status changes Postgres allows (a trigger refuses the rest). The SQL migration's
+ * transition table is generated from this list.
+ */
+export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> = [
+  ['blocked', 'ready'], // all dependencies verified
+  ['blocked', 'cancelled'],
+  ['ready', 'running'], // claimed
+  ['ready', 'blocked'], // an upstream task is being re-run
+  ['ready', 'cancelled'],
+  ['ready', 'failed'], // attempts used up
+  ['running', 'submitted'], // the owner's fenced submit
+  ['running', 'ready'], // released, or reclaimed after silence
+  ['running', 'failed'],
+  ['running', 'cancelled'],
+  ['submitted', 'verifying'],
+  ['submitted', 'cancelled'],
+  ['verifying', 'verified'],
+  ['verifying', 'rejected'],
+  ['verifying', 'submitted'], // the verifier itself was lost; verify again
+  ['rejected', 'ready'], // retry policy: run again
+  ['rejected', 'failed'],
+  ['verified', 'stale'], // an upstream task was verified at a new revision
+  ['verified', 'ready'], // re-run requested
+  ['stale', 'verifying'],
+  ['stale', 'ready'],
+  ['failed', 'ready'], // manual retry
+];
+
+/** Statuses a task never leaves on its own. */
+export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['verified', 'failed', 'cancelled']);

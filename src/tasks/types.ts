@@ -1,0 +1,65 @@
+import type { TaskStatus } from './states.js';
+
+/** What an agent is asked to do and how its work is checked. */
+export interface TaskSpec {
+  /** One line for people. */
+  description: string;
+  /** What to run: a shell command (command runner) or a registered function name (function runner). */
+  run: { command?: string; function?: string };
+  /** How to verify the artifact: a shell command run in a clean checkout of its commit, or a registered function. */
+  verify: { command?: string; function?: string };
+  /** Extra fields for runners; never used for identity or ownership. */
+  [extra: string]: unknown;
+}
+
+/** What a run produced (T7): the exact revision, the command to check it, and the agent's own result. */
+export interface Artifact {
+  revision: string;
+  testCommand: string;
+  agentResult: { exitCode: number; outputDigest: string };
+  /** The revision the work started from (after merging pinned upstream revisions). */
+  baseRevision?: string;
+}
+
+/** A committed claim, returned before any agent work starts. */
+export interface Claim {
+  taskId: string;
+  graphId: string;
+  key: string;
+  spec: TaskSpec;
+  claimVersion: number;
+  leaseExpiresAt: string;
+  attempts: number;
+  /** Upstream key -> verified revision this task was released against. */
+  upstreamRevisions: Record<string, string>;
+}
+
+export interface TaskRow {
+  id: string;
+  graphId: string;
+  key: string;
+  spec: TaskSpec;
+  status: TaskStatus;
+  owner: string | null;
+  claimVersion: number;
+  claimedAt: string | null;
+  leaseExpiresAt: string | null;
+  attempts: number;
+  progress: Record<string, unknown> | null;
+  artifact: Artifact | null;
+  verifiedRevision: string | null;
+  upstreamRevisions: Record<string, string>;
+  dependsOn: string[];
+}
+
+export interface TaskEvent {
+  id: number;
+  subjectId: string;
+  seq: number;
+  kind: string;
+  actor: string;
+  at: string;
+  fence: number | null;
+  reason: string | null;
+  details: Record<string, unknown>;
+}

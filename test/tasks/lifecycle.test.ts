@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatonClient, type BatonClient } from '../../src/client.js';
+import type { BatonWorker } from '../../src/worker.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { connectTestTemporal, type TestTemporal } from '../helpers/temporal.js';
+
+let db: TestDatabase;
+let temporal: TestTemporal;
+let worker: BatonWorker;
+let running: Promise<void>;
+let client: BatonClient;
+const verifyCalls: string[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  temporal = await connectTestTemporal();
+  worker = await temporal.createWorker(db.pool, {
+    agentFunctions: {
+      commit: async (ctx) => {
+        await ctx.heartbeat({ step: 'working' });
+        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+      },
+    },
+    verifierFunctions: {
+      pass: async (ctx) => {
+        verifyCalls.push(ctx.taskId);
+        return { exitCode: 0, outputDigest: 'sha256:ok', outputTail: 'ok' };
+      },
+      failOnce: async (ctx) => {
+        verifyCalls.push(ctx.taskId);
+        const failed = verifyCalls.filter((t) => t === ctx.taskId).length === 1;
+        return { exitCode: failed ? 1 : 0, outputDigest: 'sha256:x', outputTail: failed ? 'boom' : 'ok' };
+      },
+    },
+  });
+  running = worker.run();
+  client = createBatonClient({ db: db.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await temporal?.close();
+  await db?.drop();
+});
+
+describe('task lifecycle on real Temporal and Postgres', () => {
+  it('runs a graph: the dependent is released only after both upstream tasks are verified, with revisions pinned', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await client.submitGraph(
+      {
+        id,
+        policy: { heartbeatTimeoutMs: 5_000 },
+        tasks: [
+          { key: 'request', run: { function: 'commit' }, verify: { function: 'pass' } },
+          { key: 'response', run: { function: 'commit' }, verify: { function: 'failOnce' } },
+          { key: 'tests', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['request', 'response'] },
+        ],
+      },
+      'test',
+    );
+    const result = await client.waitForGraph(id);
+    expect(result.verified.sort()).toEqual([`${id}/request`, `${id}/response`, `${id}/tests`]);
+    const tasks = await client.graphTasks(id);
+    const tests = tasks.find((t) => t.key === 'tests')!;
+    expect(tests.upstreamRevisions).toEqual({ request: 'rev-request-1', response: 'rev-response-2' });
+    const events = await client.events(id);
+    const kinds = (taskKey: string) => events.filter((e) => e.subjectId === `${id}/${taskKey}`).map((e) => e.kind);
+    expect(kinds('response')).toEqual([
+      'created', 'claimed', 'submitted', 'verification_started', 'rejected', 'rerun_after_rejection',
+      'claimed', 'submitted', 'verification_started', 'verified',
+    ]);
+    expect(kinds('tests')).toEqual(['created', 'released', 'claimed', 'submitted', 'verification_started', 'verified']);
+    const released = events.find((e) => e.subjectId === `${id}/tests` && e.kind === 'released')!;
+    const lastUpstreamVerified = events.filter((e) => e.kind === 'verified' && e.subjectId !== `${id}/tests`).map((e) => e.id);
+    expect(released.id).toBeGreaterThan(Math.max(...lastUpstreamVerified));
+  });
+});

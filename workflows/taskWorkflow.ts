@@ -1,0 +1,114 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setHandler,
+  sleep,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { TaskActivities } from '../activities/tasks.js';
+import { dependenciesReleasedSignal, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
+
+/** How long the workflow waits before looking again at a task it could not claim. */
+const CLAIM_RETRY_DELAY = '1 second';
+/** An agent job may take hours; silence, not duration, is what ends a claim. */
+const RUN_START_TO_CLOSE = '24 hours';
+
+const store = proxyActivities<TaskActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
+});
+
+const verifier = proxyActivities<TaskActivities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+function isSilence(error: unknown): error is ActivityFailure {
+  return error instanceof ActivityFailure && error.cause instanceof TimeoutFailure;
+}
+
+function failureType(error: unknown): string | undefined {
+  return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.type ?? undefined : undefined;
+}
+
+/**
+ * One task's lifecycle (T9): wait for dependencies, claim, run on the claimant's own queue with a
+ * heartbeat timeout, submit (inside the run, fenced), verify as someone else, and so release
+ * dependents. A silent owner is recovered and the task claimed again with a bumped claim version.
+ */
+export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
+  const { taskId, policy } = input;
+  let released = input.dependsOn.length === 0;
+  setHandler(dependenciesReleasedSignal, () => {
+    released = true;
+  });
+  await condition(() => released);
+
+  for (;;) {
+    const task = await store.readTask({ taskId });
+    switch (task.status) {
+      case 'verified':
+      case 'failed':
+      case 'cancelled':
+        return { taskId, status: task.status, attempts: task.attempts };
+      case 'ready':
+        if (task.attempts >= policy.maxAttempts) {
+          await store.failExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
+        } else {
+          await claimAndRun(taskId, input.policy);
+        }
+        break;
+      case 'submitted':
+      case 'verifying': // a verifier was lost before recording its result
+      case 'stale': {
+        const outcome = await verifier.verifyTask({ taskId });
+        if (outcome.status === 'verified') return { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts };
+        await store.afterRejection({ taskId, policy });
+        break;
+      }
+      case 'rejected':
+        await store.afterRejection({ taskId, policy });
+        break;
+      default:
+        // blocked, or running under a claim this execution did not take: look again shortly.
+        await sleep(CLAIM_RETRY_DELAY);
+    }
+  }
+}
+
+/** Claims the task and runs it on the claimant's own queue; recovers the claim if its owner goes silent. */
+async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<void> {
+  const claim = await store.claimTask({ taskId, leaseMs: policy.heartbeatTimeoutMs });
+  if (!claim) {
+    await sleep(CLAIM_RETRY_DELAY);
+    return;
+  }
+  const owner = proxyActivities<TaskActivities>({
+    taskQueue: claim.ownerTaskQueue,
+    heartbeatTimeout: policy.heartbeatTimeoutMs,
+    // A claimant that dies before its run starts leaves the activity in its own queue.
+    scheduleToStartTimeout: policy.heartbeatTimeoutMs,
+    startToCloseTimeout: RUN_START_TO_CLOSE,
+    retry: { maximumAttempts: 1 },
+  });
+  try {
+    await owner.runTask({ taskId, claimVersion: claim.claimVersion, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
+  } catch (error) {
+    if (isSilence(error)) {
+      const timeout = (error.cause as TimeoutFailure).timeoutType?.toLowerCase().replaceAll('_', '-') ?? 'heartbeat';
+      await store.recoverTask({
+        taskId,
+        claimVersion: claim.claimVersion,
+        reason: `owner silent: Temporal ${timeout} timeout (${policy.heartbeatTimeoutMs} ms) on claim version ${claim.claimVersion}`,
+      });
+      return;
+    }
+    const type = failureType(error);
+    // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).
+    if (type === 'AgentFailed' || type === 'StaleClaim') return;
+    throw error;
+  }
+}
