@@ -110,7 +110,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         actor: identity,
         kind: 'reclaimed_after_silence',
         reason: input.reason,
-        details: { isolation },
+        details: { isolation, agentPid: task.progress?.pid ?? null, agentHost: task.progress?.host ?? null },
       });
     },
 

@@ -10,7 +10,9 @@ import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
 import { connectClient, connectWorker } from '../temporal/connection.js';
 import { createBatonWorker } from '../worker.js';
+import { registerDrillCommand } from './drillCommand.js';
 import { describeStack, openStack } from './stack.js';
+import { registerTaskCommands } from './taskCommands.js';
 
 const log = stderrLog;
 
@@ -129,8 +131,10 @@ program
 program
   .command('worker')
   .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
-  .option('--task-queue <name>', 'task queue to poll', TASK_QUEUE_DEFAULT)
-  .action(async (opts: { taskQueue: string }) => {
+  .option('--task-queue <name>', 'shared task queue to poll', TASK_QUEUE_DEFAULT)
+  .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
+  .option('--workflow-bundle <file>', 'prebuilt workflow bundle (default: bundle the workflows at start)')
+  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string }) => {
     const open = await openStack(log);
     const connection = await connectWorker(open.stack.temporal);
     const worker = await createBatonWorker({
@@ -138,9 +142,11 @@ program
       namespace: open.stack.temporal.namespace,
       taskQueue: opts.taskQueue,
       db: open.pool,
+      workDir: opts.workDir,
+      workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
     });
     describeStack(open.stack, log);
-    log(`Worker polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
+    log(`Worker ${worker.identity} polling task queues '${opts.taskQueue}' and '${worker.ownerTaskQueue}'. Press Ctrl-C to stop.`);
     const running = worker.run();
     await Promise.race([running, untilSignal()]);
     worker.shutdown();
@@ -148,6 +154,9 @@ program
     await connection.close();
     await open.close();
   });
+
+registerTaskCommands(program, log);
+registerDrillCommand(program, log);
 
 program
   .command('temporal-cli')

@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import path from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
+import YAML from 'yaml';
+import { createBatonClient, type BatonClient } from '../client.js';
+import { TASK_QUEUE_DEFAULT } from '../config.js';
+import { InvalidInputError } from '../errors.js';
+import type { Log } from '../log.js';
+import { TERMINAL_STATUSES } from '../tasks/states.js';
+import type { TaskRow } from '../tasks/types.js';
+import { connectDeployment } from './deployment.js';
+import { formatEvents, formatTasks, summarise } from './format.js';
+
+/** How often `baton status` looks again while a graph runs. */
+const STATUS_POLL_INTERVAL_MS = 1_000;
+
+/** Who submits: the operator running the CLI (`BATON_ACTOR`, else the OS user). */
+function submitter(): string {
+  return process.env.BATON_ACTOR?.trim() || userInfo().username;
+}
+
+/** Reads a graph from YAML or JSON; `repo` is resolved relative to the file. */
+export async function readGraphFile(file: string): Promise<unknown> {
+  const text = await readFile(file, 'utf8').catch((error: Error) => {
+    throw new InvalidInputError(`cannot read ${file}: ${error.message}`);
+  });
+  try {
+    return YAML.parse(text);
+  } catch (error) {
+    throw new InvalidInputError(`${file} is not valid YAML: ${(error as Error).message}`);
+  }
+}
+
+const isSettled = (tasks: TaskRow[]) =>
+  tasks.every((t) => TERMINAL_STATUSES.has(t.status) || (t.status === 'blocked' && tasks.some((u) => u.status === 'failed')));
+
+/** Prints the graph's tasks whenever they change, until every task is settled; true when all verified. */
+export async function watchGraph(client: BatonClient, graphId: string, log: Log, options: { follow: boolean }): Promise<boolean> {
+  let last = '';
+  for (;;) {
+    const tasks = await client.graphTasks(graphId);
+    const view = formatTasks(tasks);
+    if (view !== last) {
+      log(`\n[${new Date().toISOString().slice(11, 19)}] graph ${graphId}: ${summarise(tasks)}`);
+      log(view);
+      last = view;
+    }
+    if (!options.follow || isSettled(tasks)) return tasks.every((t) => t.status === 'verified');
+    await new Promise((r) => setTimeout(r, STATUS_POLL_INTERVAL_MS));
+  }
+}
+
+export function registerTaskCommands(program: Command, log: Log): void {
+  program
+    .command('submit')
+    .description('validate a task graph (YAML), write it atomically and start it; nothing is written if it is invalid')
+    .argument('<graph.yaml>', 'the graph: id, repo, policy and tasks with run, verify and dependsOn')
+    .option('--task-queue <name>', 'task queue of the workers that run it', TASK_QUEUE_DEFAULT)
+    .option('--watch', 'show progress until the graph settles')
+    .action(async (file: string, opts: { taskQueue: string; watch?: boolean }) => {
+      const input = await readGraphFile(file);
+      const deployment = await connectDeployment();
+      try {
+        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal, taskQueue: opts.taskQueue });
+        const graph = await client.submitGraph(input, submitter(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
+        process.stdout.write(`${graph.id}\n`);
+        log(`Submitted graph ${graph.id} with ${graph.tasks.length} task(s). Follow it with: npx baton status ${graph.id}`);
+        if (opts.watch && !(await watchGraph(client, graph.id, log, { follow: true }))) process.exitCode = 1;
+      } finally {
+        await deployment.close();
+      }
+    });
+
+  program
+    .command('status')
+    .description('show the tasks of a graph, live until every task is verified, failed or blocked behind a failure')
+    .argument('<graph>', 'graph id')
+    .option('--no-follow', 'print once and exit')
+    .action(async (graphId: string, opts: { follow: boolean }) => {
+      const deployment = await connectDeployment();
+      try {
+        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal });
+        const allVerified = await watchGraph(client, graphId, log, { follow: opts.follow });
+        if (opts.follow && !allVerified) process.exitCode = 1;
+      } finally {
+        await deployment.close();
+      }
+    });
+
+  program
+    .command('events')
+    .description('show the ownership timeline of a task (<graph>/<key>) or of every task of a graph')
+    .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
+    .option('--json', 'print the events as JSON lines')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const deployment = await connectDeployment();
+      try {
+        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal });
+        if (id.includes('/')) await client.task(id); // NotFoundError names a mistyped task
+        else await client.graphTasks(id);
+        const events = await client.events(id);
+        if (opts.json) for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
+        else process.stdout.write(`${formatEvents(events, { showSubject: !id.includes('/') })}\n`);
+      } finally {
+        await deployment.close();
+      }
+    });
+}
+
+export function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return n;
+}

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type pg from 'pg';
+import { createBatonClient } from '../client.js';
+import { selectEvents } from '../db/sql/selectEvents.js';
+import { selectTask } from '../db/sql/selectTasks.js';
+import { silentLog, type Log } from '../log.js';
+import { workflowsPath } from '../worker.js';
+import { commitAll, createScriptedRepo } from './scriptedRepo.js';
+import { drillResult, type DrillResult } from './types.js';
+import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
+
+/** Heartbeat timeout the drill runs with unless told otherwise. */
+export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
+/** How long the scripted agent works: long enough to be killed mid-run. */
+const AGENT_STEPS = 60;
+
+export interface WorkerKillDrillOptions {
+  pool: pg.Pool;
+  temporal: Client;
+  /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
+  workerEnv: Record<string, string>;
+  trials: number;
+  /** (Default: 2s) */
+  heartbeatTimeoutMs?: number;
+  /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 60s) */
+  trialDeadlineMs?: number;
+  log?: Log;
+}
+
+async function waitUntil<T>(what: string, deadline: number, check: () => Promise<T | undefined>): Promise<T> {
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * D2: real worker processes run a scripted agent in a git worktree; the claimant is SIGKILLed
+ * (alternately right after its claim and mid-run). Passes when every task is recovered by another
+ * worker and verified, with a bumped claim version and the reason recorded.
+ */
+export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promise<DrillResult> {
+  const log = options.log ?? silentLog;
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
+  const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
+  const taskQueue = `baton-drill-${randomUUID().slice(0, 8)}`;
+  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue });
+  const repo = await createScriptedRepo();
+  const workDir = path.join(tmpdir(), `baton-drill-work-${randomUUID().slice(0, 8)}`);
+  const bundlePath = path.join(tmpdir(), `baton-drill-bundle-${randomUUID().slice(0, 8)}.js`);
+  await writeFile(bundlePath, (await bundleWorkflowCode({ workflowsPath, logger: quietBundler })).code);
+
+  let spawned = 0;
+  const spawnOne = () =>
+    spawnWorkerProcess({ identity: `drill-worker-${++spawned}`, taskQueue, env: options.workerEnv, workflowBundle: bundlePath, workDir });
+  const workers: WorkerProcess[] = [spawnOne(), spawnOne()];
+  const violations: string[] = [];
+  const recoveryMs: number[] = [];
+  let recovered = 0;
+  let orphans = 0;
+  try {
+    for (let trial = 0; trial < options.trials; trial++) {
+      const deadline = Date.now() + trialDeadlineMs;
+      const killMidRun = trial % 2 === 1;
+      const graph = await client.submitGraph(
+        {
+          id: `d2-${randomUUID().slice(0, 8)}`,
+          repo,
+          policy: { heartbeatTimeoutMs, maxAttempts: 3 },
+          tasks: [
+            {
+              key: 'work',
+              run: { command: `for i in $(seq 1 ${AGENT_STEPS}); do echo "step $i"; sleep 0.05; done; echo done > done.txt; ${commitAll('drill work')}` },
+              verify: { command: 'test -f done.txt' },
+            },
+          ],
+        },
+        'drill',
+      );
+      const taskId = `${graph.id}/work`;
+      try {
+        const claimed = await waitUntil('the first claim', deadline, async () => {
+          const task = await selectTask(options.pool, taskId);
+          if (task.status !== 'running') return undefined;
+          if (killMidRun && Number(task.progress?.lines ?? 0) < 3) return undefined;
+          return task;
+        });
+        const victim = workers.find((w) => w.identity === claimed.owner);
+        if (!victim) throw new Error(`task claimed by unknown owner ${claimed.owner}`);
+        const { rows } = await options.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+        victim.child.kill('SIGKILL');
+        await victim.exited;
+        workers.splice(workers.indexOf(victim), 1, spawnOne());
+        log(`D2 trial ${trial + 1}/${options.trials}: killed ${victim.identity} ${killMidRun ? 'mid-run' : 'right after its claim'}`);
+
+        let timer: NodeJS.Timeout | undefined;
+        const outcome = await Promise.race([
+          client.waitForGraph(graph.id),
+          new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), Math.max(0, deadline - Date.now())))),
+        ]).finally(() => clearTimeout(timer));
+        const task = await selectTask(options.pool, taskId);
+        const events = await selectEvents(options.pool, 'task', taskId);
+        const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
+        const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
+        if (!outcome || task.status !== 'verified') {
+          violations.push(`${taskId}: lost (status ${task.status} after ${trialDeadlineMs} ms)`);
+          continue;
+        }
+        if (!reclaim?.reason || task.claimVersion <= claimed.claimVersion || task.owner === claimed.owner || !nextClaim) {
+          violations.push(`${taskId}: verified without a recorded recovery (claim version ${task.claimVersion}, owner ${task.owner})`);
+          continue;
+        }
+        recovered++;
+        const agentPid = reclaim.details.agentPid;
+        if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && isAlive(agentPid)) {
+          orphans++;
+          violations.push(`${taskId}: the silent owner's agent (pid ${agentPid}) still runs after recovery`);
+        }
+        recoveryMs.push(new Date(nextClaim.at).getTime() - rows[0]!.now.getTime());
+      } catch (error) {
+        violations.push(`${taskId}: ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    for (const w of workers) w.child.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.exited));
+    await rm(repo, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true });
+    await rm(bundlePath, { force: true });
+  }
+  recoveryMs.sort((a, b) => a - b);
+  return drillResult(
+    'D2',
+    'SIGKILL the owner after it claims',
+    {
+      trials: options.trials,
+      recovered,
+      lost: options.trials - recovered,
+      orphanAgents: orphans,
+      recoveryMedianMs: recoveryMs[Math.floor(recoveryMs.length / 2)] ?? 'n/a',
+      recoveryMaxMs: recoveryMs.at(-1) ?? 'n/a',
+      heartbeatTimeoutMs,
+    },
+    violations,
+  );
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const quietBundler = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };

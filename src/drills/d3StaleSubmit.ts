@@ -1,0 +1,56 @@
+import type { Queryable } from '../db/queryable.js';
+import { claimTask } from '../db/sql/claimTask.js';
+import type { Fence } from '../db/sql/fencedWrite.js';
+import { releaseClaim } from '../db/sql/releaseClaim.js';
+import { selectEvents } from '../db/sql/selectEvents.js';
+import { selectTask } from '../db/sql/selectTasks.js';
+import { submitTask } from '../db/sql/submitTask.js';
+import { StaleClaimError } from '../errors.js';
+import type { Artifact } from '../tasks/types.js';
+import { insertDrillGraph } from './drillGraph.js';
+import { drillResult, type DrillResult } from './types.js';
+
+/** Submits an artifact under a fence; throws StaleClaimError when refused. */
+export type SubmitFn = (db: Queryable, fence: Fence, artifact: Artifact) => Promise<unknown>;
+
+const LEASE_MS = 60_000;
+
+function artifact(revision: string): Artifact {
+  return { revision, testCommand: 'drill', agentResult: { exitCode: 0, outputDigest: 'drill' } };
+}
+
+/**
+ * D3: A claims, goes silent and the task is reclaimed by B; then A's late submit arrives, then B's.
+ * Passes when A's is refused and logged, and B's is accepted exactly once.
+ */
+export async function runStaleSubmitDrill(db: Queryable, options: { trials: number; submit?: SubmitFn }): Promise<DrillResult> {
+  const submit = options.submit ?? submitTask;
+  const keys = Array.from({ length: options.trials }, (_, i) => ({ key: `t${i}` }));
+  const graphId = await insertDrillGraph(db, 'd3', keys);
+  const violations: string[] = [];
+  let refused = 0;
+  let logged = 0;
+  let accepted = 0;
+  for (const { key } of keys) {
+    const taskId = `${graphId}/${key}`;
+    const first = (await claimTask(db, taskId, 'owner-a', LEASE_MS))!;
+    await releaseClaim(db, { taskId, claimVersion: first.claimVersion, actor: 'drill', kind: 'reclaimed_after_silence', reason: 'drill: owner-a silent' });
+    const second = (await claimTask(db, taskId, 'owner-b', LEASE_MS))!;
+    try {
+      await submit(db, { taskId, owner: 'owner-a', claimVersion: first.claimVersion }, artifact('late-a'));
+      violations.push(`${taskId}: the old owner's late submit was accepted`);
+    } catch (error) {
+      if (!(error instanceof StaleClaimError)) throw error;
+      refused++;
+    }
+    await submit(db, { taskId, owner: 'owner-b', claimVersion: second.claimVersion }, artifact('b'));
+    const task = await selectTask(db, taskId);
+    const events = await selectEvents(db, 'task', taskId);
+    if (events.some((e) => e.kind === 'stale_write_refused' && e.details.claim_version === first.claimVersion)) logged++;
+    else violations.push(`${taskId}: no stale_write_refused event for the old owner's submit`);
+    const submits = events.filter((e) => e.kind === 'submitted').length;
+    if (task.status === 'submitted' && task.artifact?.revision === 'b' && task.owner === 'owner-b' && submits === 1) accepted++;
+    else violations.push(`${taskId}: expected B's artifact submitted once, found ${task.status} ${task.artifact?.revision} by ${task.owner}, ${submits} submit event(s)`);
+  }
+  return drillResult('D3', "old owner's submit after a reclaim", { trials: options.trials, refused, logged, accepted }, violations);
+}

@@ -1,0 +1,19 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { git } from '../runners/git.js';
+
+/** A throwaway git repository with one commit, for scripted agents that edit files and commit. */
+export async function createScriptedRepo(files: Record<string, string> = { 'README.md': '# scratch repository\n' }): Promise<string> {
+  const repo = await mkdtemp(path.join(tmpdir(), 'baton-repo-'));
+  await git(repo, ['init', '-q', '-b', 'main']);
+  for (const [name, content] of Object.entries(files)) await writeFile(path.join(repo, name), content);
+  await git(repo, ['add', '.']);
+  await git(repo, ['commit', '-q', '-m', 'initial']);
+  return repo;
+}
+
+/** A shell snippet that commits everything in the worktree as a scripted agent would. */
+export function commitAll(message: string): string {
+  return `git add -A && git -c user.name=agent -c user.email=agent@localhost commit -q -m ${JSON.stringify(message)}`;
+}

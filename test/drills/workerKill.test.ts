@@ -1,0 +1,49 @@
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runWorkerKillDrill } from '../../src/drills/d2WorkerKill.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+
+let db: TestDatabase;
+let connection: Connection;
+let temporal: Client;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  temporal = new Client({ connection, namespace: inject('temporalNamespace') });
+});
+
+afterAll(async () => {
+  await connection?.close();
+  await db?.drop();
+});
+
+const workerEnv = () => ({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
+
+describe('D2: SIGKILL a real worker process after it claims', () => {
+  // Recovery is deterministic once Temporal reports the silence; what varies is when the kill
+  // lands. Eight trials alternate its two paths (killed before the run starts: schedule-to-start
+  // timeout; killed mid-run: heartbeat timeout), four each, on separate graphs and processes.
+  it('recovers and completes every task, with the claim version bumped and the reason recorded', async () => {
+    const result = await runWorkerKillDrill({ pool: db.pool, temporal, workerEnv: workerEnv(), trials: 8, heartbeatTimeoutMs: 2_000 });
+    expect(result.violations).toEqual([]);
+    expect(result.figures).toMatchObject({ trials: 8, recovered: 8, lost: 0, orphanAgents: 0 });
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS n FROM baton.events WHERE kind = 'reclaimed_after_silence' AND reason LIKE 'owner silent: Temporal % timeout%'",
+    );
+    expect(rows[0].n).toBe(8);
+  });
+
+  it('fails when silence is not detected (no heartbeat timeout within the deadline)', async () => {
+    const result = await runWorkerKillDrill({
+      pool: db.pool,
+      temporal,
+      workerEnv: workerEnv(),
+      trials: 1,
+      heartbeatTimeoutMs: 3_600_000,
+      trialDeadlineMs: 15_000,
+    });
+    expect(result.passed).toBe(false);
+    expect(result.figures).toMatchObject({ lost: 1 });
+  });
+});
