@@ -9,6 +9,8 @@ import {
 } from './definitions.js';
 import { taskWorkflow } from './taskWorkflow.js';
 
+const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
+
 /**
  * A graph of tasks (T8, T9): starts one lifecycle workflow per task; when a task is verified,
  * signals each dependent whose dependencies are now all verified. Postgres has already made
@@ -28,6 +30,8 @@ export async function graphWorkflow(input: GraphWorkflowInput): Promise<GraphWor
       await startChild(taskWorkflow, {
         workflowId: taskWorkflowId(task.taskId),
         taskQueue: workflowInfo().taskQueue,
+        // Small histories; a task stuck on a frozen worker's poll is handed to another sooner.
+        workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
         args: [{ taskId: task.taskId, dependsOn: task.dependsOn, policy: input.policy }],
       }),
     );

@@ -15,8 +15,9 @@ const CLAIM_RETRY_DELAY = '1 second';
 /** An agent job may take hours; silence, not duration, is what ends a claim. */
 const RUN_START_TO_CLOSE = '24 hours';
 
+// Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
 const store = proxyActivities<TaskActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
 });
 

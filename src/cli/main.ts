@@ -10,6 +10,7 @@ import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
 import { connectClient, connectWorker } from '../temporal/connection.js';
 import { createBatonWorker } from '../worker.js';
+import { runDemo } from '../demo/runDemo.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { describeStack, openStack } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
@@ -81,20 +82,17 @@ program
 
 program
   .command('demo')
-  .description('run baton end to end on the embedded default (or DATABASE_URL / TEMPORAL_ADDRESS) and show what it recorded')
+  .description(
+    'run the SDK-integration demo on the embedded default (or DATABASE_URL / TEMPORAL_ADDRESS): scripted agents, ' +
+      'a frozen worker recovered by another, a failed verification retried, dependents released only after verification',
+  )
   .action(async () => {
     const open = await openStack(log);
     try {
       describeStack(open.stack, log);
-      const row = await runHealthCheck({ pool: open.pool, temporal: open.stack.temporal, message: 'demo', log });
-      log(`Workflow ${row.workflowId} wrote row ${row.id} to Postgres at ${row.recordedAt}.`);
-      const client = new Client({ connection: await connectClient(open.stack.temporal), namespace: open.stack.temporal.namespace });
-      let completed = 0;
-      for await (const _ of client.workflow.list({ query: `WorkflowType = 'healthCheckWorkflow' AND ExecutionStatus = 'Completed'` })) completed++;
-      await client.connection.close();
-      const history = await selectHealthChecks(open.pool, 5);
-      log(`Temporal remembers ${completed} completed health-check workflow(s); latest rows in Postgres:`);
-      for (const r of history) log(`  #${r.id}  ${r.recordedAt}  ${r.workflowId}`);
+      const outcome = await runDemo(open, log);
+      log(outcome.passed ? `\nDemo passed. Replay the timeline with: npx baton events ${outcome.graphId}` : '\nDemo FAILED.');
+      if (!outcome.passed) process.exitCode = 1;
     } finally {
       await open.close();
     }

@@ -107,13 +107,16 @@ export function registerObjectCommands(program: Command, log: Log): void {
       withDatabase(opts, async (db, actor) => {
         const hasContent = [opts.content, opts.file, opts.ref].some((v) => v !== undefined);
         const initial = hasContent ? await contentOf(opts) : {};
-        state(await store.createObject(db, actor, { key, ...initial, silenceTimeoutMs: opts.silenceTimeout, defaultAccess: opts.defaultAccess }));
+        const { silenceTimeout: silenceTimeoutMs, defaultAccess } = opts;
+        state(await store.createObject(db, actor, { key, ...initial, silenceTimeoutMs, defaultAccess }));
       }),
     );
 
   leaf('grant <key> <grantee> <access>', `set an actor's access (${OBJECT_ACCESS_LEVELS.join(', ')}); only the creator may`).action(
     (key: string, grantee: string, access: string, opts: ActorOptions) =>
-      withDatabase(opts, async (db, actor) => state(await store.grantObjectAccess(db, actor, { key, grantee, access: access as ObjectAccess }))),
+      withDatabase(opts, async (db, actor) =>
+        state(await store.grantObjectAccess(db, actor, { key, grantee, access: access as ObjectAccess })),
+      ),
   );
 
   leaf('show <key>', 'show version, token, holder and any open offer')

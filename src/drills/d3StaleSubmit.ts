@@ -46,7 +46,7 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
     await submit(db, { taskId, owner: 'owner-b', claimVersion: second.claimVersion }, artifact('b'));
     const task = await selectTask(db, taskId);
     const events = await selectEvents(db, 'task', taskId);
-    if (events.some((e) => e.kind === 'stale_write_refused' && e.details.claim_version === first.claimVersion)) logged++;
+    if (events.some((e) => e.kind === 'stale_write_refused' && e.fence === first.claimVersion && e.details.action === 'submit')) logged++;
     else violations.push(`${taskId}: no stale_write_refused event for the old owner's submit`);
     const submits = events.filter((e) => e.kind === 'submitted').length;
     if (task.status === 'submitted' && task.artifact?.revision === 'b' && task.owner === 'owner-b' && submits === 1) accepted++;

@@ -48,11 +48,9 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         const agentAbort = new AbortController();
         const onCancel = () => agentAbort.abort(ctx.signal.reason);
         ctx.signal.addEventListener('abort', onCancel, { once: true });
-        let heartbeatError: unknown;
         const timer = setInterval(() => {
           beat().catch((error: unknown) => {
             // A refused heartbeat means the claim is gone: stop the agent at once.
-            heartbeatError = error;
             agentAbort.abort(error);
           });
         }, options.heartbeatIntervalMs ?? COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT);
@@ -79,7 +77,8 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
               void log(line);
             },
           });
-          if (heartbeatError) throw heartbeatError;
+          // An agent that finished on its own still gets its submit tried even if a heartbeat was
+          // refused meanwhile: the fence decides, and a refused submit is recorded.
           if (outcome.exitCode !== 0) {
             throw new AgentFailedError(claim.taskId, `agent exited ${outcome.exitCode}: ${outcome.outputTail.trim().split('\n').slice(-3).join(' | ')}`);
           }

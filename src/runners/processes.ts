@@ -59,7 +59,9 @@ export function runShell(
     child.once('close', (code, sig) => {
       options.signal.removeEventListener('abort', kill);
       if (partial) options.onLine?.(partial);
-      if (options.signal.aborted) {
+      // Only a process our kill ended counts as cancelled: one that had already exited on its own
+      // (even if not yet reaped when cancellation came) keeps its result.
+      if (options.signal.aborted && sig === 'SIGKILL') {
         reject(options.signal.reason instanceof Error ? options.signal.reason : new Error('cancelled'));
         return;
       }

@@ -202,10 +202,11 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
-  PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, t.claim_version, NULL,
+  -- The event's fence is the stale claim version the write carried; the current one is in the reason.
+  PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
     format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',
            p_action, p_owner, p_claim_version, t.status, coalesce(t.owner, 'none'), t.claim_version),
-    jsonb_build_object('action', p_action, 'claim_version', p_claim_version));
+    jsonb_build_object('action', p_action, 'current_claim_version', t.claim_version));
   RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
 END $$;
 

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { formatEvents, formatTasks, summarise } from '../cli/format.js';
+import type { OpenStack } from '../cli/stack.js';
+import { createBatonClient } from '../client.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../drills/workerProcess.js';
+import type { Log } from '../log.js';
+import { TERMINAL_STATUSES } from '../tasks/states.js';
+import type { TaskEvent, TaskRow } from '../tasks/types.js';
+import { connectClient } from '../temporal/connection.js';
+import { workflowsPath } from '../worker.js';
+import {
+  createSdkIntegrationRepo,
+  REQUEST_AGENT,
+  REQUEST_CHECK,
+  RESPONSE_AGENT,
+  RESPONSE_CHECK,
+  TESTS_AGENT,
+  TESTS_CHECK,
+} from './sdkIntegrationRepo.js';
+
+/** The demo's heartbeat timeout: short, so the recovery shows within seconds. */
+const DEMO_HEARTBEAT_TIMEOUT_MS = 3_000;
+const POLL_MS = 500;
+const DEMO_DEADLINE_MS = 180_000;
+
+export interface DemoOutcome {
+  graphId: string;
+  passed: boolean;
+  checks: Array<{ what: string; ok: boolean }>;
+}
+
+/**
+ * The SDK-integration demo: three tasks, two worker processes. Worker A is frozen (SIGSTOP)
+ * while its agent builds the request code; Temporal's heartbeat timeout hands the task to worker
+ * B with a new claim version; A is thawed and its late writes are refused. The response agent's
+ * first artifact fails verification and its rerun passes. The tests task starts only after both.
+ */
+export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
+  const connection = await connectClient(open.stack.temporal);
+  const taskQueue = `baton-demo-${randomUUID().slice(0, 8)}`;
+  const client = createBatonClient({ db: open.pool, temporal: new Client({ connection, namespace: open.stack.temporal.namespace }), taskQueue });
+  const repo = await createSdkIntegrationRepo();
+  const workDir = path.join(tmpdir(), `baton-demo-work-${randomUUID().slice(0, 8)}`);
+  const bundle = path.join(tmpdir(), `baton-demo-bundle-${randomUUID().slice(0, 8)}.js`);
+  const workers: WorkerProcess[] = [];
+  try {
+    log(`Scratch repository with the SDK: ${repo}`);
+    log('Bundling workflows once for both workers ...');
+    await writeFile(bundle, (await bundleWorkflowCode({ workflowsPath, logger: quiet })).code);
+    const env = {
+      DATABASE_URL: open.stack.databaseUrl,
+      TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
+      TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
+    };
+    const spawn = (identity: string) => {
+      const w = spawnWorkerProcess({ identity, taskQueue, env, workflowBundle: bundle, workDir });
+      workers.push(w);
+      return w;
+    };
+    const workerA = spawn(`worker-a-${taskQueue.slice(-4)}`);
+    log(`Started worker process ${workerA.identity} (pid ${workerA.child.pid}).`);
+
+    const graph = await client.submitGraph(
+      {
+        id: `sdk-${randomUUID().slice(0, 6)}`,
+        repo,
+        policy: { heartbeatTimeoutMs: DEMO_HEARTBEAT_TIMEOUT_MS, maxAttempts: 3, onVerificationFailure: 'rerun' },
+        tasks: [
+          { key: 'request', description: 'request construction', run: REQUEST_AGENT, verify: REQUEST_CHECK },
+          { key: 'response', description: 'response parsing', run: RESPONSE_AGENT, verify: RESPONSE_CHECK },
+          { key: 'tests', description: 'migration tests', run: TESTS_AGENT, verify: TESTS_CHECK, dependsOn: ['request', 'response'] },
+        ],
+      },
+      'demo',
+    );
+    log(`Submitted graph ${graph.id}: request, response -> tests.`);
+
+    const deadline = Date.now() + DEMO_DEADLINE_MS;
+    let last = '';
+    const show = async (): Promise<TaskRow[]> => {
+      const tasks = await client.graphTasks(graph.id);
+      const view = formatTasks(tasks);
+      if (view !== last) {
+        log(`\n[${new Date().toISOString().slice(11, 19)}] ${summarise(tasks)}\n${view}`);
+        last = view;
+      }
+      return tasks;
+    };
+    const until = async (what: string, done: (tasks: TaskRow[], events: TaskEvent[]) => boolean) => {
+      for (;;) {
+        const tasks = await show();
+        if (done(tasks, await client.events(graph.id))) return;
+        if (Date.now() > deadline) {
+          log(formatEvents(await client.events(graph.id), { showSubject: true }));
+          throw new Error(`demo timed out waiting for ${what}`);
+        }
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    };
+    const task = (tasks: TaskRow[], key: string) => tasks.find((t) => t.key === key)!;
+
+    await until('worker A to claim request', (tasks) => task(tasks, 'request').owner === workerA.identity);
+    const workerB = spawn(`worker-b-${taskQueue.slice(-4)}`);
+    log(`\nStarted worker process ${workerB.identity} (pid ${workerB.child.pid}).`);
+    await until('worker B to poll', () => /polling task queues/.test(workerB.output()));
+    log(`\n>>> Freezing ${workerA.identity} (SIGSTOP, as a hung or cut-off worker looks) while its agent builds the request code.`);
+    await until('worker A to be mid-run on request', (tasks) => Number(task(tasks, 'request').progress?.lines ?? 0) >= 3);
+    workerA.child.kill('SIGSTOP');
+    await until('the request task to be reclaimed', (tasks) => task(tasks, 'request').claimVersion >= 2 && task(tasks, 'request').owner === workerB.identity);
+    log(`\n>>> ${workerB.identity} holds request at claim version 2. Thawing ${workerA.identity} (SIGCONT): its agent finished meanwhile; its late submit must be refused.`);
+    workerA.child.kill('SIGCONT');
+    await until('the graph to settle and the late write to be refused', (tasks, events) =>
+      tasks.every((t) => TERMINAL_STATUSES.has(t.status)) &&
+      events.some((e) => e.kind === 'stale_write_refused' && e.actor === workerA.identity && e.details.action === 'submit'));
+
+    const tasks = await client.graphTasks(graph.id);
+    const events = await client.events(graph.id);
+    log(`\nOwnership timeline of graph ${graph.id}:\n${formatEvents(events, { showSubject: true })}`);
+    const of = (key: string) => events.filter((e) => e.subjectId === `${graph.id}/${key}`);
+    const verifiedAt = (key: string) => of(key).find((e) => e.kind === 'verified')?.id ?? Infinity;
+    const checks = [
+      { what: 'every task verified', ok: tasks.every((t) => t.status === 'verified') },
+      { what: 'request recovered by another worker at claim version 2', ok: of('request').some((e) => e.kind === 'reclaimed_after_silence') && task(tasks, 'request').owner === workerB.identity },
+      {
+        what: "the frozen worker's late submit refused and logged",
+        ok: of('request').some((e) => e.kind === 'stale_write_refused' && e.actor === workerA.identity && e.details.action === 'submit'),
+      },
+      { what: 'response rejected once, then verified on the rerun', ok: of('response').filter((e) => e.kind === 'rejected').length === 1 },
+      {
+        what: 'tests released only after request and response were verified',
+        ok: (of('tests').find((e) => e.kind === 'released')?.id ?? -1) > Math.max(verifiedAt('request'), verifiedAt('response')),
+      },
+    ];
+    log('');
+    for (const c of checks) log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.what}`);
+    return { graphId: graph.id, passed: checks.every((c) => c.ok), checks };
+  } finally {
+    for (const w of workers) {
+      w.child.kill('SIGCONT');
+      w.child.kill('SIGTERM');
+    }
+    await Promise.all(workers.map((w) => w.exited));
+    await connection.close();
+    await rm(bundle, { force: true });
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };

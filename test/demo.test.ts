@@ -1,0 +1,25 @@
+import { describe, expect, inject, it } from 'vitest';
+import { cleanEnv, runCli } from './helpers/cli.js';
+import { createTestDatabase } from './helpers/db.js';
+
+describe('the README demo (baton demo)', () => {
+  it('recovers a frozen worker, refuses its late submit, retries a failed verification and releases tests last', async () => {
+    const db = await createTestDatabase({ migrate: false });
+    try {
+      const result = await runCli(['demo'], cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress') }));
+      expect(result.code, result.output).toBe(0);
+      for (const check of [
+        'every task verified',
+        'request recovered by another worker at claim version 2',
+        "the frozen worker's late submit refused and logged",
+        'response rejected once, then verified on the rerun',
+        'tests released only after request and response were verified',
+      ]) {
+        expect(result.output).toContain(`ok    ${check}`);
+      }
+      expect(result.output).toMatch(/Ownership timeline of graph sdk-/);
+    } finally {
+      await db.drop();
+    }
+  });
+});
