@@ -363,9 +363,18 @@ BEGIN
     RETURN;
   END IF;
 
-  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
+  -- A re-verification (after 'stale') is pinned to the upstream revisions it was checked against.
+  SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+    FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
+   WHERE x.task_id = p_task_id AND u.status = 'verified'
+  HAVING count(*) = (SELECT count(*) FROM baton.task_dependencies WHERE task_id = p_task_id);
+  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision,
+         upstream_revisions = coalesce(v_pins, upstream_revisions)
+   WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
-    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
+    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest,
+                       'upstream_revisions', v_pins));
+  v_pins := NULL;
 
   FOR d IN
     SELECT dt.* FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id

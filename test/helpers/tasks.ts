@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../../src/db/queryable.js';
+import { claimTask } from '../../src/db/sql/claimTask.js';
+import { recordVerification } from '../../src/db/sql/recordVerification.js';
+import { selectTask } from '../../src/db/sql/selectTasks.js';
+import { startVerification } from '../../src/db/sql/startVerification.js';
+import { submitGraph } from '../../src/db/sql/submitGraph.js';
+import { submitTask } from '../../src/db/sql/submitTask.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import type { TaskRow } from '../../src/tasks/types.js';
+
+export const LEASE_MS = 60_000;
+
+export const artifact = (revision: string) => ({ revision, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } });
+
+/** Writes a graph of function tasks; `deps` maps key -> keys it depends on. Returns the graph id. */
+export async function insertGraph(db: Queryable, deps: Record<string, string[]>): Promise<string> {
+  const id = `g-${randomUUID().slice(0, 8)}`;
+  const spec = parseGraphSpec({
+    id,
+    tasks: Object.entries(deps).map(([key, dependsOn]) => ({ key, dependsOn, run: { function: 'f' }, verify: { function: 'v' } })),
+  });
+  await submitGraph(db, spec, 'test');
+  return id;
+}
+
+type Stage = 'ready' | 'running' | 'submitted' | 'verifying' | 'verified' | 'rejected';
+
+/**
+ * A task of its own graph, driven through the real store functions to `status` (and, for
+ * `running`, owned by `owner`). Only the overrides matter to the caller; the rest is defaulted.
+ */
+export async function insertTask(db: Queryable, overrides: { status?: Stage; owner?: string } = {}): Promise<TaskRow> {
+  const graphId = await insertGraph(db, { t: [] });
+  const taskId = `${graphId}/t`;
+  const status = overrides.status ?? 'ready';
+  const owner = overrides.owner ?? 'agent';
+  const order: Stage[] = ['ready', 'running', 'submitted', 'verifying'];
+  const reach = (s: Stage) => order.indexOf(status) >= order.indexOf(s) || status === 'verified' || status === 'rejected';
+  if (reach('running')) {
+    const claim = (await claimTask(db, taskId, owner, LEASE_MS))!;
+    if (reach('submitted')) await submitTask(db, { taskId, owner, claimVersion: claim.claimVersion }, artifact('rev-1'));
+    if (reach('verifying')) await startVerification(db, taskId, 'verifier');
+    if (status === 'verified' || status === 'rejected') {
+      await recordVerification(db, {
+        taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision: 'rev-1',
+        command: 'check', exitCode: status === 'verified' ? 0 : 1, outputDigest: 'sha256:x', outputTail: '',
+      });
+    }
+  }
+  return selectTask(db, taskId);
+}
+
+/** One task in each situation a claim must tell apart. */
+export async function makeSelectionOfTasks(db: Queryable) {
+  const claimable = await insertTask(db, { status: 'ready' });
+  const leased = await insertTask(db, { status: 'running', owner: 'someone' });
+  // Test-only: age the lease on the database clock (status and claim version stay as they are).
+  const expired = await insertTask(db, { status: 'running', owner: 'silent' });
+  await db.query("UPDATE baton.tasks SET lease_expires_at = now() - interval '1 minute' WHERE id = $1", [expired.id]);
+  const finished = await insertTask(db, { status: 'verified' });
+  return { claimable, leased, expired: await selectTask(db, expired.id), finished };
+}
+
+/** The columns a transition must leave alone on tasks it does not touch. */
+export const snapshot = async (db: Queryable, ids: string[]) =>
+  Promise.all(ids.map(async (id) => {
+    const t = await selectTask(db, id);
+    return { id, status: t.status, owner: t.owner, claimVersion: t.claimVersion, leaseExpiresAt: t.leaseExpiresAt, artifact: t.artifact };
+  }));
