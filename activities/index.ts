@@ -1,4 +1,5 @@
 import { createHealthCheckActivities } from './healthCheck.js';
+import { createObjectActivities } from './objects.js';
 import { createTaskActivities, type TaskActivityDeps } from './tasks.js';
 
 export type ActivityDeps = TaskActivityDeps;
@@ -11,6 +12,8 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createHealthCheckActivities(deps),
     ...createTaskActivities(deps),
+    // Objects are written as this worker: the same configured identity that owns its claims.
+    ...createObjectActivities({ db: deps.db, actor: deps.identity }),
   };
 }
 

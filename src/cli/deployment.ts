@@ -17,10 +17,10 @@ export interface Deployment {
 }
 
 /**
- * Connects to the deployment named by DATABASE_URL / TEMPORAL_ADDRESS, or else to a running
- * `baton dev` on its default ports; explains how to get one when neither answers.
+ * Opens the database named by DATABASE_URL, or else that of a running `baton dev`, with the
+ * schema up to date; explains how to get one when neither answers.
  */
-export async function connectDeployment(): Promise<Deployment> {
+export async function openDatabase(options: { max?: number; applicationName?: string } = {}): Promise<pg.Pool> {
   const databaseUrl = readEnv(DATABASE_URL_ENV) ?? DEV_DATABASE_URL;
   try {
     await pingPostgres(databaseUrl);
@@ -30,8 +30,22 @@ export async function connectDeployment(): Promise<Deployment> {
         `${(error as Error).message}. Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`,
     );
   }
-  const pool = createPool(databaseUrl);
-  await migrate(pool);
+  const pool = createPool(databaseUrl, options);
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return pool;
+}
+
+/**
+ * Connects to the deployment named by DATABASE_URL / TEMPORAL_ADDRESS, or else to a running
+ * `baton dev` on its default ports.
+ */
+export async function connectDeployment(): Promise<Deployment> {
+  const pool = await openDatabase();
   const settings = temporalSettings();
   const connection = await connectClient(settings).catch(async (error: Error) => {
     await pool.end();

@@ -12,6 +12,7 @@ import { connectClient, connectWorker } from '../temporal/connection.js';
 import { createBatonWorker } from '../worker.js';
 import { runDemo } from '../demo/runDemo.js';
 import { registerDrillCommand } from './drillCommand.js';
+import { registerObjectCommands } from './objectCommands.js';
 import { describeStack, openStack } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
 
@@ -155,6 +156,7 @@ program
 
 registerTaskCommands(program, log);
 registerDrillCommand(program, log);
+registerObjectCommands(program, log);
 
 program
   .command('temporal-cli')

@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DATABASE_URL_ENV, readEnv } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
+import { openDatabase } from './deployment.js';
 import type { Queryable } from '../db/queryable.js';
 import type { Log } from '../log.js';
 import { objectLog } from '../objects/objectLog.js';
@@ -14,6 +13,9 @@ import { OBJECT_ACCESS_LEVELS, type ObjectAccess, type ObjectContent, type Objec
  * in a real deployment the identity comes from the agent's own token or database role (T5).
  */
 export const BATON_ACTOR_ENV = 'BATON_ACTOR';
+
+/** Connections a single object command needs: one to migrate, one for the call. */
+const CLI_POOL_SIZE = 2;
 
 interface ActorOptions {
   as?: string;
@@ -44,14 +46,11 @@ async function contentOf(opts: ContentOptions): Promise<ObjectContent> {
   return { content: opts.content ?? (await readFile(opts.file!, 'utf8')) };
 }
 
-/** Resolves the actor, opens DATABASE_URL, applies migrations, runs `fn` and closes the pool. */
+/** Resolves the actor, opens the database (DATABASE_URL or `baton dev`'s), runs `fn` and closes the pool. */
 async function withDatabase<T>(opts: ActorOptions, fn: (db: Queryable, actor: string) => Promise<T>): Promise<T> {
   const actor = actorOf(opts);
-  const url = readEnv(DATABASE_URL_ENV);
-  if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; the object commands need the database that holds the objects`);
-  const pool = createPool(url, { max: 2, applicationName: 'baton object' });
+  const pool = await openDatabase({ max: CLI_POOL_SIZE, applicationName: 'baton object' });
   try {
-    await migrate(pool);
     return await fn(pool, actor);
   } finally {
     await pool.end();
@@ -86,7 +85,7 @@ function describeEvent(e: ObjectEvent): string {
 export function registerObjectCommands(program: Command, log: Log): void {
   const object = program
     .command('object')
-    .description(`shared objects: take the single-writer role, compare-and-swap writes, hand over (needs ${DATABASE_URL_ENV})`);
+    .description(`shared objects: take the single-writer role, compare-and-swap writes, hand over (uses ${DATABASE_URL_ENV}, else the database of a running baton dev)`);
 
   const leaf = (name: string, description: string) =>
     object

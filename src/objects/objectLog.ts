@@ -1,0 +1,43 @@
+import type { Queryable } from '../db/queryable.js';
+import { showObject } from './objectStore.js';
+import type { ObjectEvent } from './types.js';
+
+/** Most events `objectLog` returns unless told otherwise. */
+export const OBJECT_LOG_LIMIT_DEFAULT = 1000;
+
+/**
+ * The object's story, oldest first (E1): who took, wrote, offered, refused what, when and why.
+ * Needs view access, checked (and a refusal recorded) by `showObject`.
+ */
+export async function objectLog(
+  db: Queryable,
+  actor: string,
+  input: { key: string; afterSeq?: number; limit?: number },
+): Promise<ObjectEvent[]> {
+  await showObject(db, actor, { key: input.key });
+  const { rows } = await db.query<{
+    subject_seq: number;
+    kind: string;
+    actor: string;
+    at: Date;
+    fence: number | null;
+    version: number | null;
+    reason: string | null;
+    details: Record<string, unknown>;
+  }>(
+    `SELECT subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+      WHERE subject_kind = 'object' AND subject_id = $1 AND subject_seq > $2
+      ORDER BY subject_seq LIMIT $3`,
+    [input.key, input.afterSeq ?? 0, input.limit ?? OBJECT_LOG_LIMIT_DEFAULT],
+  );
+  return rows.map((r) => ({
+    seq: r.subject_seq,
+    kind: r.kind,
+    actor: r.actor,
+    at: r.at.toISOString(),
+    fence: r.fence === null ? null : Number(r.fence),
+    version: r.version === null ? null : Number(r.version),
+    reason: r.reason,
+    details: r.details,
+  }));
+}

@@ -1,0 +1,89 @@
+import type { Queryable } from '../db/queryable.js';
+import { mapDatabaseErrors } from '../errors.js';
+import { refusalError } from './errors.js';
+import type { ObjectRefusalCode, ObjectSnapshot, ObjectState } from './types.js';
+
+/** A row of `baton.object_outcome`, the type every `baton.object_*` function returns. */
+export interface ObjectOutcomeRow {
+  ok: boolean;
+  refusal: ObjectRefusalCode | null;
+  reason: string | null;
+  key: string;
+  version: number;
+  token: number;
+  holder: string | null;
+  holder_since: Date | null;
+  holder_heartbeat_at: Date | null;
+  holder_silent: boolean;
+  silence_timeout_ms: number;
+  offer_to: string | null;
+  offer_version: number | null;
+  offered_at: Date | null;
+  content: string | null;
+  content_ref: string | null;
+  suggestion_id: number | null;
+  at: Date;
+  [column: string]: unknown;
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function toObjectState(row: ObjectOutcomeRow): ObjectState {
+  return {
+    key: row.key,
+    version: Number(row.version),
+    token: Number(row.token),
+    holder: row.holder,
+    holderSince: iso(row.holder_since),
+    holderHeartbeatAt: iso(row.holder_heartbeat_at),
+    holderSilent: row.holder_silent,
+    silenceTimeoutMs: row.silence_timeout_ms,
+    offer:
+      row.offer_to === null
+        ? null
+        : { to: row.offer_to, version: Number(row.offer_version), offeredAt: iso(row.offered_at)! },
+    at: row.at.toISOString(),
+  };
+}
+
+export function toObjectSnapshot(row: ObjectOutcomeRow): ObjectSnapshot {
+  return { ...toObjectState(row), content: row.content, contentRef: row.content_ref };
+}
+
+/** The store's SQL functions (0004_objects.sql); each takes the key and the actor first. */
+export type ObjectFunction =
+  | 'object_create'
+  | 'object_grant'
+  | 'object_show'
+  | 'object_read'
+  | 'object_take'
+  | 'object_write'
+  | 'object_heartbeat'
+  | 'object_release'
+  | 'object_offer'
+  | 'object_accept'
+  | 'object_decline'
+  | 'object_withdraw'
+  | 'object_suggest'
+  | 'object_approve'
+  | 'object_check_view';
+
+/**
+ * Runs `baton.<fn>(key, actor, ...args)` and returns its outcome row. A refusal (recorded by the
+ * function as an event, and committed with it) is thrown as its typed error.
+ */
+export async function callObjectFunction(
+  db: Queryable,
+  fn: ObjectFunction,
+  call: { key: string; actor: string; operation: string },
+  args: readonly unknown[] = [],
+): Promise<ObjectOutcomeRow> {
+  const values = [call.key, call.actor, ...args];
+  const text = `SELECT * FROM baton.${fn}(${values.map((_, i) => `$${i + 1}`).join(', ')})`;
+  const { rows } = await mapDatabaseErrors(() => db.query<ObjectOutcomeRow>(text, values));
+  const row = rows[0]!;
+  if (!row.ok) {
+    throw refusalError({ ...call, refusal: row.refusal!, reason: row.reason ?? row.refusal!, state: toObjectState(row) });
+  }
+  return row;
+}

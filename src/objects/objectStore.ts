@@ -1,0 +1,202 @@
+// The shared-object store's TypeScript API (SPEC O1-O6). Each function runs one SQL function from
+// 0004_objects.sql, which enforces the rules and records the events in one transaction.
+// `actor` is the authenticated caller (worker configuration, API token, database role), never a
+// value taken from content, a prompt or a request field the agent controls (SPEC T5).
+// Call these outside a transaction of your own, or commit it after a refusal: rolling back would
+// erase the refusal's event.
+import type { Queryable } from '../db/queryable.js';
+import { callObjectFunction, toObjectSnapshot, toObjectState } from './objectOutcome.js';
+import { SILENCE_TIMEOUT_MS_DEFAULT, type ObjectAccess, type ObjectContent, type ObjectSnapshot, type ObjectState } from './types.js';
+import {
+  checkAccess,
+  checkActor,
+  checkContent,
+  checkCounter,
+  checkKey,
+  checkNote,
+  checkSilenceTimeout,
+} from './validateObjectInput.js';
+
+/** The call as the store and its errors name it, validated at the boundary (S3). */
+function callOf(actor: string, operation: string, key: string) {
+  return { actor: checkActor(actor), operation, key: checkKey(key) };
+}
+
+export interface CreateObjectInput {
+  key: string;
+  /** Initial content (version 1); none means version 0 and no content. */
+  content?: string;
+  contentRef?: string;
+  /** How long the holder may stay silent before losing the role. (Default: 30 s) */
+  silenceTimeoutMs?: number;
+  /** Access for actors without a grant of their own. The creator always has write. (Default: 'none') */
+  defaultAccess?: ObjectAccess;
+}
+
+/** Creates a shared object with no holder; throws ObjectExistsError if the key is taken. */
+export async function createObject(db: Queryable, actor: string, input: CreateObjectInput): Promise<ObjectState> {
+  const initial = input.content === undefined && input.contentRef === undefined ? [null, null] : checkContent(input);
+  const row = await callObjectFunction(db, 'object_create', callOf(actor, 'create', input.key), [
+    checkSilenceTimeout(input.silenceTimeoutMs ?? SILENCE_TIMEOUT_MS_DEFAULT),
+    checkAccess(input.defaultAccess ?? 'none'),
+    ...initial,
+  ]);
+  return toObjectState(row);
+}
+
+/** Sets `grantee`'s access to the object; only its creator may. 'none' revokes. */
+export async function grantObjectAccess(
+  db: Queryable,
+  actor: string,
+  input: { key: string; grantee: string; access: ObjectAccess },
+): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_grant', callOf(actor, 'grant', input.key), [
+    checkActor(input.grantee, 'grantee'),
+    checkAccess(input.access),
+  ]);
+  return toObjectState(row);
+}
+
+/** The object's state without its content; does not count as reading it. Needs view access. */
+export async function showObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
+  return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input.key)));
+}
+
+/** The content and its version; records that `actor` has read this version (O4). Needs view access. */
+export async function readObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectSnapshot> {
+  return toObjectSnapshot(await callObjectFunction(db, 'object_read', callOf(actor, 'read', input.key)));
+}
+
+/**
+ * Takes the holder role now, from whoever has it (O2): never waits, bumps the token and records
+ * why (taken, taken_over, reclaimed_after_silence). Taking what one already holds changes nothing.
+ */
+export async function takeObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_take', callOf(actor, 'take', input.key), [checkNote(input.reason, 'reason')]);
+  return toObjectState(row);
+}
+
+export type WriteObjectInput = {
+  key: string;
+  /** The version the writer read. */
+  version: number;
+  /** The fencing token the writer holds. */
+  token: number;
+} & ObjectContent;
+
+/**
+ * Compare-and-swap write (O3): lands only if `actor` holds the role with `token` and the object is
+ * still at `version`; otherwise throws StaleWriteError or HandoffPendingError with the reason.
+ */
+export async function writeObject(db: Queryable, actor: string, input: WriteObjectInput): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_write', callOf(actor, 'write', input.key), [
+    checkCounter(input.version, 'version'),
+    checkCounter(input.token, 'token'),
+    ...checkContent(input),
+  ]);
+  return toObjectState(row);
+}
+
+/** Proves the holder is alive; refused (StaleWriteError) once the role has moved. */
+export async function heartbeatObject(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_heartbeat', callOf(actor, 'heartbeat', input.key), [checkCounter(input.token, 'token')]);
+  return toObjectState(row);
+}
+
+/** Gives the role up; the token moves so nothing sent later under it lands. */
+export async function releaseObject(
+  db: Queryable,
+  actor: string,
+  input: { key: string; token: number; reason?: string },
+): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_release', callOf(actor, 'release', input.key), [
+    checkCounter(input.token, 'token'),
+    checkNote(input.reason, 'reason'),
+  ]);
+  return toObjectState(row);
+}
+
+/**
+ * Offers the role to `successor` at `version` (O5). Until it is accepted, declined, withdrawn or
+ * overtaken, the giver's writes are refused. No timer ends it.
+ */
+export async function offerObject(
+  db: Queryable,
+  actor: string,
+  input: { key: string; token: number; version: number; successor: string },
+): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_offer', callOf(actor, 'offer', input.key), [
+    checkCounter(input.token, 'token'),
+    checkCounter(input.version, 'version'),
+    checkActor(input.successor, 'successor'),
+  ]);
+  return toObjectState(row);
+}
+
+/** The named successor accepts the open offer at `version` and becomes the holder with a new token. */
+export async function acceptObject(db: Queryable, actor: string, input: { key: string; version: number }): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_accept', callOf(actor, 'accept', input.key), [checkCounter(input.version, 'version')]);
+  return toObjectState(row);
+}
+
+/** The named successor declines the open offer; the giver keeps the role and may write again. */
+export async function declineObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_decline', callOf(actor, 'decline', input.key), [checkNote(input.reason, 'reason')]);
+  return toObjectState(row);
+}
+
+/** The giver withdraws its open offer and may write again. */
+export async function withdrawOffer(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_withdraw', callOf(actor, 'withdraw', input.key), [checkCounter(input.token, 'token')]);
+  return toObjectState(row);
+}
+
+export type SuggestInput = {
+  key: string;
+  /** The version the suggestion is based on. */
+  baseVersion: number;
+  note?: string;
+} & ObjectContent;
+
+/** Proposes new content (O6, needs suggest access); nothing changes until the holder approves it. */
+export async function suggestObjectChange(
+  db: Queryable,
+  actor: string,
+  input: SuggestInput,
+): Promise<{ suggestionId: number; state: ObjectState }> {
+  const row = await callObjectFunction(db, 'object_suggest', callOf(actor, 'suggest', input.key), [
+    checkCounter(input.baseVersion, 'base version'),
+    ...checkContent(input),
+    checkNote(input.note, 'note'),
+  ]);
+  return { suggestionId: Number(row.suggestion_id), state: toObjectState(row) };
+}
+
+/** The holder applies a suggestion made on the current version; a fenced write like any other. */
+export async function approveSuggestion(
+  db: Queryable,
+  actor: string,
+  input: { key: string; token: number; suggestionId: number },
+): Promise<ObjectState> {
+  const row = await callObjectFunction(db, 'object_approve', callOf(actor, 'approve', input.key), [
+    checkCounter(input.token, 'token'),
+    checkCounter(input.suggestionId, 'suggestion id'),
+  ]);
+  return toObjectState(row);
+}
+
+/**
+ * The check to run just before an irreversible step (O4): throws StaleViewError unless the
+ * version `actor` last read is the current one.
+ */
+export async function checkObjectView(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
+  return toObjectState(await callObjectFunction(db, 'object_check_view', callOf(actor, 'check_view', input.key)));
+}
+
+/** Records the loss of the role for every holder silent past its timeout that nobody has touched since. */
+export async function sweepSilentHolders(db: Queryable, actor: string): Promise<{ key: string; silentHolder: string; token: number }[]> {
+  const { rows } = await db.query<{ object_key: string; silent_holder: string; token: number }>('SELECT * FROM baton.object_sweep($1)', [
+    checkActor(actor),
+  ]);
+  return rows.map((r) => ({ key: r.object_key, silentHolder: r.silent_holder, token: Number(r.token) }));
+}
