@@ -117,6 +117,12 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
     async verifyTask(input: { taskId: string }): Promise<{ status: 'verified' | 'rejected'; revision: string; released: string[] }> {
       const verifier = verifierIdentity(identity);
+      // A retry after the outcome was recorded (its completion lost on the way to Temporal)
+      // returns that outcome instead of verifying twice.
+      const current = await selectTask(db, input.taskId);
+      if (current.status === 'verified' || current.status === 'rejected') {
+        return { status: current.status, revision: current.artifact?.revision ?? '', released: [] };
+      }
       const { claimVersion, artifact, spec } = await startVerification(db, input.taskId, verifier);
       const task = await selectTask(db, input.taskId);
       const graph = await selectGraph(db, task.graphId);
@@ -136,6 +142,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** Applies the graph's policy after a rejected verification: run again, or fail the task. */
     async afterRejection(input: { taskId: string; policy: GraphPolicy }): Promise<TaskStatus> {
       const task = await selectTask(db, input.taskId);
+      if (task.status !== 'rejected') return task.status; // already decided by an earlier try
       const rerun = input.policy.onVerificationFailure === 'rerun' && task.attempts < input.policy.maxAttempts;
       await setTaskStatus(db, {
         taskId: input.taskId,
@@ -155,9 +162,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /** The task's status and attempts, for the workflow's decisions. */
-    async readTask(input: { taskId: string }): Promise<{ status: TaskStatus; attempts: number; claimVersion: number }> {
+    async readTask(input: { taskId: string }): Promise<{ status: TaskStatus; attempts: number; claimVersion: number; leaseExpired: boolean }> {
       const task = await selectTask(db, input.taskId);
-      return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion };
+      return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
     },
   };
 }

@@ -73,8 +73,21 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       case 'rejected':
         await store.afterRejection({ taskId, policy });
         break;
+      case 'running':
+        // A claim this execution is not running, e.g. one whose claim activity committed but
+        // whose result was lost: nobody heartbeats it, so its lease runs out and it is recovered.
+        if (task.leaseExpired) {
+          await store.recoverTask({
+            taskId,
+            claimVersion: task.claimVersion,
+            reason: `lease expired on the database clock: no heartbeat for claim version ${task.claimVersion}`,
+          });
+        } else {
+          await sleep(CLAIM_RETRY_DELAY);
+        }
+        break;
       default:
-        // blocked, or running under a claim this execution did not take: look again shortly.
+        // blocked: the graph workflow signals when dependencies are verified; look again shortly.
         await sleep(CLAIM_RETRY_DELAY);
     }
   }

@@ -44,6 +44,8 @@ export interface TaskRow {
   claimVersion: number;
   claimedAt: string | null;
   leaseExpiresAt: string | null;
+  /** Whether the lease has run out, by the database clock. */
+  leaseExpired: boolean;
   attempts: number;
   progress: Record<string, unknown> | null;
   artifact: Artifact | null;

@@ -3,7 +3,7 @@ import type { TaskRow } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 
 const TASK_COLUMNS = `t.id, t.graph_id, t.key, t.spec, t.status, t.owner, t.claim_version, t.claimed_at, t.lease_expires_at,
-  t.attempts, t.progress, t.artifact, t.verified_revision, t.upstream_revisions,
+  t.attempts, t.progress, t.artifact, t.verified_revision, t.upstream_revisions, coalesce(t.lease_expires_at < now(), false) AS lease_expired,
   coalesce((SELECT array_agg(u.key ORDER BY u.key) FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
             WHERE d.task_id = t.id), '{}') AS depends_on`;
 
@@ -18,6 +18,7 @@ function toTaskRow(r: Record<string, any>): TaskRow {
     claimVersion: r.claim_version,
     claimedAt: r.claimed_at?.toISOString() ?? null,
     leaseExpiresAt: r.lease_expires_at?.toISOString() ?? null,
+    leaseExpired: r.lease_expired,
     attempts: r.attempts,
     progress: r.progress,
     artifact: r.artifact,

@@ -1,0 +1,93 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import YAML from 'yaml';
+import { commitAll, createScriptedRepo } from '../../src/drills/scriptedRepo.js';
+import type { BatonWorker } from '../../src/worker.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { connectTestTemporal, type TestTemporal } from '../helpers/temporal.js';
+
+let db: TestDatabase;
+let temporal: TestTemporal;
+let worker: BatonWorker;
+let running: Promise<void>;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  temporal = await connectTestTemporal();
+  dir = await mkdtemp(path.join(tmpdir(), 'baton-cli-'));
+  worker = await temporal.createWorker(db.pool, { workDir: path.join(dir, 'work') });
+  running = worker.run();
+  env = cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), BATON_ACTOR: 'cli-test' });
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await temporal?.close();
+  await db?.drop();
+});
+
+async function graphFile(name: string, graph: unknown): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, YAML.stringify(graph));
+  return file;
+}
+
+const graphCount = async () => (await db.pool.query('SELECT count(*)::int AS n FROM baton.graphs')).rows[0].n as number;
+
+describe('baton submit, status and events', () => {
+  it('submits a YAML graph, shows progress until it settles, and prints the timeline', async () => {
+    const repo = await createScriptedRepo();
+    const file = await graphFile('graph.yaml', {
+      id: 'cli-graph',
+      repo: path.relative(dir, repo),
+      policy: { heartbeatTimeoutMs: 5_000 },
+      tasks: [
+        { key: 'write', run: `echo hello > hello.txt && ${commitAll('hello')}`, verify: 'grep -q hello hello.txt' },
+        { key: 'check', run: `echo checked >> hello.txt && ${commitAll('check')}`, verify: 'grep -q checked hello.txt', dependsOn: ['write'] },
+      ],
+    });
+    const submit = await runCli(['submit', file, '--task-queue', temporal.taskQueue, '--watch'], env);
+    expect(submit.code, submit.output).toBe(0);
+    expect(submit.stdout.trim()).toBe('cli-graph');
+    expect(submit.output).toMatch(/2 verified/);
+
+    const status = await runCli(['status', 'cli-graph', '--no-follow'], env);
+    expect(status.code, status.output).toBe(0);
+    expect(status.output).toMatch(/check\s+verified\s+\S+\s+v1\s+1\s+[0-9a-f]{10}\s+write/);
+
+    const events = await runCli(['events', 'cli-graph/check'], env);
+    expect(events.code, events.output).toBe(0);
+    expect(events.stdout.split('\n').slice(1, -1).map((line) => line.split(/\s{2,}/)[1])).toEqual([
+      'created', 'released', 'claimed', 'submitted', 'verification_started', 'verified',
+    ]);
+    expect(events.stdout).toMatch(/released .*pinned write@[0-9a-f]{10}/);
+  });
+
+  it('refuses an invalid graph with every problem named, and writes nothing', async () => {
+    const before = await graphCount();
+    const file = await graphFile('bad.yaml', {
+      tasks: [
+        { key: 'a', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['b'] },
+        { key: 'b', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['a'] },
+      ],
+    });
+    const result = await runCli(['submit', file], env);
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(/invalid input: dependency cycle: a -> b -> a/);
+    const duplicate = await runCli(['submit', await graphFile('dup.yaml', { id: 'cli-graph', tasks: [{ key: 'x', run: { function: 'f' }, verify: { function: 'v' } }] })], env);
+    expect(duplicate.output).toMatch(/graph cli-graph already exists/);
+    expect(await graphCount()).toBe(before);
+  });
+
+  it('says which task does not exist', async () => {
+    const result = await runCli(['events', 'cli-graph/nope'], env);
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(/task cli-graph\/nope does not exist/);
+  });
+});
