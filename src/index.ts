@@ -1,0 +1,24 @@
+// baton's public API for teams that run their own Temporal workers and clients.
+export { createActivities, type ActivityDeps, type BatonActivities } from '../activities/index.js';
+export { createBatonClient, type BatonClient, type BatonClientOptions } from './client.js';
+export {
+  createBatonWorker,
+  defaultWorkerIdentity,
+  workflowsPath,
+  STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
+  type BatonWorker,
+  type BatonWorkerOptions,
+} from './worker.js';
+export { migrate, loadMigrations } from './db/migrate.js';
+export { createPool } from './db/pool.js';
+export type { Queryable } from './db/queryable.js';
+export * from './errors.js';
+export { parseGraphSpec, type GraphSpec, type GraphPolicy, HEARTBEAT_TIMEOUT_MS_DEFAULT, MAX_ATTEMPTS_DEFAULT } from './tasks/graphSpec.js';
+export { TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './tasks/states.js';
+export type { Artifact, Claim, TaskEvent, TaskRow, TaskSpec } from './tasks/types.js';
+export { createCommandRunner } from './runners/commandRunner.js';
+export { createCommandVerifier } from './runners/commandVerifier.js';
+export { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
+export { AgentFailedError, type Runner, type RunContext, type Verifier, type VerifyContext } from './runners/types.js';
+export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
+export { graphWorkflowId, taskWorkflowId, dependenciesReleasedSignal, graphProgressQuery } from '../workflows/definitions.js';
