@@ -15,9 +15,13 @@ let worker: BatonWorker;
 let running: Promise<void>;
 let dir: string;
 let env: NodeJS.ProcessEnv;
+const saved = { databaseUrl: process.env.DATABASE_URL, pgPassword: process.env.PGPASSWORD };
 
 beforeAll(async () => {
+  // Credentials the worker holds; the agents it starts must not inherit them.
+  process.env.PGPASSWORD = 'worker-secret';
   db = await createTestDatabase();
+  process.env.DATABASE_URL = db.url;
   temporal = await connectTestTemporal();
   dir = await mkdtemp(path.join(tmpdir(), 'baton-cli-'));
   worker = await temporal.createWorker(db.pool, { workDir: path.join(dir, 'work') });
@@ -26,6 +30,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const [name, value] of [['PGPASSWORD', saved.pgPassword], ['DATABASE_URL', saved.databaseUrl]] as const) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
   worker?.shutdown();
   await running;
   await temporal?.close();
@@ -50,12 +58,18 @@ describe('baton submit, status and events', () => {
       tasks: [
         { key: 'write', run: `echo hello > hello.txt && ${commitAll('hello')}`, verify: 'grep -q hello hello.txt' },
         { key: 'check', run: `echo checked >> hello.txt && ${commitAll('check')}`, verify: 'grep -q checked hello.txt', dependsOn: ['write'] },
+        {
+          // S1: the agent sees its claim but no database or Temporal credentials; the verifier checks.
+          key: 'env',
+          run: `env > agent-env.txt && ${commitAll('env')}`,
+          verify: "grep -q '^BATON_CLAIM_VERSION=1$' agent-env.txt && ! grep -qE '^(DATABASE_URL|PG[A-Z]*|TEMPORAL_[A-Z_]*)=' agent-env.txt",
+        },
       ],
     });
     const submit = await runCli(['submit', file, '--task-queue', temporal.taskQueue, '--watch'], env);
     expect(submit.code, submit.output).toBe(0);
     expect(submit.stdout.trim()).toBe('cli-graph');
-    expect(submit.output).toMatch(/2 verified/);
+    expect(submit.output).toMatch(/3 verified/);
 
     const status = await runCli(['status', 'cli-graph', '--no-follow'], env);
     expect(status.code, status.output).toBe(0);
