@@ -5,7 +5,7 @@ import { claimTask as claimTaskSql } from '../src/db/sql/claimTask.js';
 import { failAttempt } from '../src/db/sql/failAttempt.js';
 import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
 import { recordVerification } from '../src/db/sql/recordVerification.js';
-import { releaseClaim } from '../src/db/sql/releaseClaim.js';
+import { releaseClaim, type ReleaseKind } from '../src/db/sql/releaseClaim.js';
 import { selectGraph } from '../src/db/sql/selectGraph.js';
 import { selectTask } from '../src/db/sql/selectTasks.js';
 import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
@@ -79,7 +79,14 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           log: () => {},
           heartbeat: async (progress) => {
             ctx.heartbeat(progress);
-            await heartbeatTask(db, fence, input.heartbeatTimeoutMs, progress);
+            try {
+              await heartbeatTask(db, fence, input.heartbeatTimeoutMs, progress);
+            } catch (error) {
+              // A lost claim stops the agent; a database blip does not: Temporal still hears the
+              // heartbeat, and the submit is fenced whenever it comes.
+              if (error instanceof StaleClaimError) throw error;
+              ctx.log.warn('heartbeat not recorded in Postgres', { taskId: input.taskId, error: String(error) });
+            }
           },
         });
         await submitTask(db, fence, artifact);
@@ -97,10 +104,10 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /**
-     * T6: Temporal reported the owner of `claimVersion` silent. Stop its agent where possible,
-     * record why, and make the task claimable again. False when the task had already moved on.
+     * T6: Temporal reported the owner of `claimVersion` silent (or its run failed). Stop its agent
+     * where possible, record why, and make the task claimable again. False when it had moved on.
      */
-    async recoverTask(input: { taskId: string; claimVersion: number; reason: string }): Promise<boolean> {
+    async recoverTask(input: { taskId: string; claimVersion: number; reason: string; kind?: ReleaseKind }): Promise<boolean> {
       const task = await selectTask(db, input.taskId);
       if (task.status !== 'running' || task.claimVersion !== input.claimVersion) return false;
       const isolation = await isolateOwner(input.taskId, input.claimVersion, task.progress);
@@ -108,7 +115,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         taskId: input.taskId,
         claimVersion: input.claimVersion,
         actor: identity,
-        kind: 'reclaimed_after_silence',
+        kind: input.kind ?? 'reclaimed_after_silence',
         reason: input.reason,
         details: { isolation, agentPid: task.progress?.pid ?? null, agentHost: task.progress?.host ?? null },
       });

@@ -123,6 +123,13 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
     const type = failureType(error);
     // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).
     if (type === 'AgentFailed' || type === 'StaleClaim') return;
-    throw error;
+    // Anything else (the database or the worktree failed under the run): give the claim back
+    // and let the attempt count decide whether the task runs again.
+    await store.recoverTask({
+      taskId,
+      claimVersion: claim.claimVersion,
+      reason: `run failed before submitting: ${error instanceof ActivityFailure ? (error.cause?.message ?? error.message) : String(error)}`,
+      kind: 'released',
+    });
   }
 }
