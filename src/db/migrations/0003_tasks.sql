@@ -210,79 +210,79 @@ BEGIN
   RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
 END $$;
 
+-- T4: the fence, defined once: locks the task if, and only if, the caller still holds this claim.
+CREATE FUNCTION baton.hold_fence(p_task_id text, p_owner text, p_claim_version bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM baton.tasks
+   WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version AND status = 'running'
+   FOR UPDATE;
+  RETURN FOUND;
+END $$;
+
+-- An accepted owner write: the task as it is now.
+CREATE FUNCTION baton.accepted_write(p_task_id text) RETURNS baton.fenced_result LANGUAGE sql AS $$
+  SELECT true, status, owner, claim_version, lease_expires_at FROM baton.tasks WHERE id = p_task_id
+$$;
+
 -- T4: the owner's heartbeat extends its lease (database clock) and stores progress.
 CREATE FUNCTION baton.heartbeat_task(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
 RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
-DECLARE
-  r baton.fenced_result;
 BEGIN
+  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'heartbeat');
+  END IF;
   UPDATE baton.tasks
      SET heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
          progress = coalesce(p_progress, progress)
-   WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version AND status = 'running'
-  RETURNING true, status, owner, claim_version, lease_expires_at INTO r;
-  IF FOUND THEN
-    RETURN r;
-  END IF;
-  RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'heartbeat');
+   WHERE id = p_task_id;
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 
 -- T4, T7: the owner submits its artifact (revision, test command, its own result).
 CREATE FUNCTION baton.submit_task(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
 RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
-DECLARE
-  r baton.fenced_result;
 BEGIN
   IF p_artifact IS NULL OR coalesce(p_artifact->>'revision', '') = '' THEN
     RAISE EXCEPTION 'task %: an artifact must name its revision', p_task_id USING ERRCODE = 'BT003';
   END IF;
-  UPDATE baton.tasks
-     SET status = 'submitted', artifact = p_artifact, lease_expires_at = NULL
-   WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version AND status = 'running'
-  RETURNING true, status, owner, claim_version, lease_expires_at INTO r;
-  IF FOUND THEN
-    PERFORM baton.append_event('task', p_task_id, 'submitted', p_owner, p_claim_version, NULL, NULL,
-      jsonb_build_object('revision', p_artifact->>'revision'));
-    RETURN r;
+  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
   END IF;
-  RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
+  UPDATE baton.tasks SET status = 'submitted', artifact = p_artifact, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, 'submitted', p_owner, p_claim_version, NULL, NULL,
+    jsonb_build_object('revision', p_artifact->>'revision'));
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 
 -- T4: the owner gives the task back after its agent failed; retry makes it ready, else failed.
 CREATE FUNCTION baton.fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
 RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
-DECLARE
-  r baton.fenced_result;
 BEGIN
+  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
+  END IF;
   UPDATE baton.tasks
      SET status = CASE WHEN p_retry THEN 'ready' ELSE 'failed' END,
          owner = CASE WHEN p_retry THEN NULL ELSE owner END, lease_expires_at = NULL
-   WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version AND status = 'running'
-  RETURNING true, status, owner, claim_version, lease_expires_at INTO r;
-  IF FOUND THEN
-    PERFORM baton.append_event('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
-      p_owner, p_claim_version, NULL, p_reason);
-    RETURN r;
-  END IF;
-  RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
+   WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
+    p_owner, p_claim_version, NULL, p_reason);
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 
 -- T4: a note; one tied to a claim (p_claim_version not null) is fenced like any owner write.
 CREATE FUNCTION baton.add_task_note(p_task_id text, p_author text, p_claim_version bigint, p_body text)
 RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
-DECLARE
-  t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
+  IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
-  IF p_claim_version IS NOT NULL
-     AND NOT (t.owner = p_author AND t.claim_version = p_claim_version AND t.status = 'running') THEN
+  IF p_claim_version IS NOT NULL AND NOT baton.hold_fence(p_task_id, p_author, p_claim_version) THEN
     RETURN baton.refuse_stale_write(p_task_id, p_author, p_claim_version, 'note');
   END IF;
   INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (p_task_id, p_author, p_claim_version, p_body);
-  RETURN ROW(true, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 
 -- T6: after Temporal reported the owner silent, make the task claimable again. Only the claim that
