@@ -28,6 +28,9 @@ export interface TaskActivityDeps {
   verifierFor(spec: { verify: { command?: string; function?: string } }): Verifier;
 }
 
+/** How often a verification tells Temporal it is alive, whatever the verifier does. */
+const VERIFY_KEEPALIVE_MS = 5_000;
+
 /** Identity the verifier records; distinct from the agent's by construction (T7). */
 export function verifierIdentity(identity: string): string {
   return `${identity}/verifier`;
@@ -61,6 +64,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       }
       const graph = await selectGraph(db, task.graphId);
       const ctx = Context.current();
+      // Temporal hears from the run from its first moment (worktree setup can take a while);
+      // the runner's own heartbeats add progress and extend the lease in Postgres.
+      const keepAlive = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
         const artifact = await deps.runnerFor(task.spec).run({
           claim: {
@@ -100,6 +106,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           throw nonRetryable(error, 'AgentFailed');
         }
         throw error;
+      } finally {
+        clearInterval(keepAlive);
       }
     },
 
@@ -134,14 +142,11 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const task = await selectTask(db, input.taskId);
       const graph = await selectGraph(db, task.graphId);
       const ctx = Context.current();
-      const result = await deps.verifierFor(spec).verify({
-        taskId: input.taskId,
-        repo: graph.repo,
-        artifact,
-        verify: spec.verify,
-        heartbeat: () => ctx.heartbeat(),
-        signal: ctx.cancellationSignal,
-      });
+      const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
+      const result = await deps
+        .verifierFor(spec)
+        .verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal })
+        .finally(() => clearInterval(keepAlive));
       const outcome = await recordVerification(db, { taskId: input.taskId, verifier, claimVersion, ...result });
       return { status: outcome.status, revision: artifact.revision, released: outcome.released };
     },
@@ -161,6 +166,18 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           : `verification rejected attempt ${task.attempts}; policy ${input.policy.onVerificationFailure}, max attempts ${input.policy.maxAttempts}`,
       });
       return rerun ? 'ready' : 'failed';
+    },
+
+    /** Sends a task round again (stale, verified or failed -> ready, on current upstream revisions). */
+    async rerunTask(input: { taskId: string; reason: string; kind?: string }): Promise<void> {
+      await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'ready', kind: input.kind ?? 'rerun_requested', reason: input.reason });
+    },
+
+    /** Marks the task cancelled (its workflow was cancelled); a finished task stays as it is. */
+    async cancelTask(input: { taskId: string; reason: string }): Promise<void> {
+      const task = await selectTask(db, input.taskId);
+      if (['verified', 'failed', 'cancelled', 'verifying', 'rejected', 'stale'].includes(task.status)) return;
+      await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'cancelled', kind: 'cancelled', reason: input.reason });
     },
 
     /** Gives up on a task whose attempts are used up (ready -> failed), recording why. */

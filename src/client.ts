@@ -1,13 +1,18 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { selectEvents } from './db/sql/selectEvents.js';
+import { selectGraph } from './db/sql/selectGraph.js';
+import { setTaskStatus } from './db/sql/setTaskStatus.js';
+import { InvalidInputError } from './errors.js';
 import { selectGraphTasks, selectTask } from './db/sql/selectTasks.js';
 import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import type { TaskEvent, TaskRow } from './tasks/types.js';
-import { graphWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
+import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
+import type { taskWorkflow } from '../workflows/taskWorkflow.js';
 
 export interface BatonClientOptions {
   db: Queryable;
@@ -30,7 +35,13 @@ export function createBatonClient(options: BatonClientOptions) {
      */
     async submitGraph(input: unknown, submittedBy: string, parseOptions?: Parameters<typeof parseGraphSpec>[1]): Promise<GraphSpec> {
       const graph = parseGraphSpec(input, parseOptions);
-      await submitGraph(db, graph, submittedBy);
+      try {
+        await submitGraph(db, graph, submittedBy);
+      } catch (error) {
+        // The same graph again (say its workflow failed to start last time): start it, once.
+        const existing = error instanceof InvalidInputError ? await selectGraph(db, graph.id).catch(() => undefined) : undefined;
+        if (!existing || !sameGraph(existing, graph)) throw error;
+      }
       const byKey = (key: string) => `${graph.id}/${key}`;
       const workflowInput: GraphWorkflowInput = {
         graphId: graph.id,
@@ -41,8 +52,26 @@ export function createBatonClient(options: BatonClientOptions) {
         taskQueue,
         workflowId: graphWorkflowId(graph.id),
         args: [workflowInput],
+        workflowIdConflictPolicy: 'USE_EXISTING',
       });
       return graph;
+    },
+
+    /**
+     * Sends a verified, stale or failed task round again on its dependencies' current revisions
+     * and starts its lifecycle workflow. When it is verified at a new revision, dependents
+     * verified against the old one are marked stale; rerun them the same way.
+     */
+    async rerunTask(taskId: string, actor: string, reason: string): Promise<void> {
+      const task = await selectTask(db, taskId);
+      const graph = await selectGraph(db, task.graphId);
+      await setTaskStatus(db, { taskId, actor, to: 'ready', kind: 'rerun_requested', reason });
+      await temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+        taskQueue,
+        workflowId: taskWorkflowId(taskId),
+        args: [{ taskId, dependsOn: [], policy: graph.policy }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
     },
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
@@ -63,3 +92,9 @@ export function createBatonClient(options: BatonClientOptions) {
 }
 
 export type BatonClient = ReturnType<typeof createBatonClient>;
+
+function sameGraph(stored: GraphSpec, submitted: GraphSpec): boolean {
+  const { id, repo, base, policy, tasks } = stored;
+  const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown; // drops undefined fields
+  return isDeepStrictEqual(plain({ id, repo, base, policy, tasks }), plain(submitted));
+}

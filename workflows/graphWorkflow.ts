@@ -41,8 +41,15 @@ export async function graphWorkflow(input: GraphWorkflowInput): Promise<GraphWor
     progress[result.taskId] = result.status;
     (result.status === 'verified' ? verified : failed).add(result.taskId);
   };
+  // A child that fails or is cancelled counts as a failed task; it must not fail the whole graph.
   const pending = new Map(
-    [...handles].map(([taskId, handle]) => [taskId, handle.result().then((r) => ({ taskId, result: r }))] as const),
+    [...handles].map(([taskId, handle]) => [
+      taskId,
+      handle.result().then(
+        (result) => ({ taskId, result }),
+        (): { taskId: string; result: TaskWorkflowResult } => ({ taskId, result: { taskId, status: 'failed', attempts: 0 } }),
+      ),
+    ] as const),
   );
   const isReleasable = (t: { taskId: string; dependsOn: string[] }) =>
     t.dependsOn.length > 0 && !signalled.has(t.taskId) && t.dependsOn.every((d) => verified.has(d));

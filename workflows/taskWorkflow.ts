@@ -1,30 +1,38 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
+  continueAsNew,
+  isCancellation,
   proxyActivities,
   setHandler,
   sleep,
   TimeoutFailure,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/tasks.js';
 import { dependenciesReleasedSignal, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
 
-/** How long the workflow waits before looking again at a task it could not claim. */
-const CLAIM_RETRY_DELAY = '1 second';
+/** How long the workflow first waits before looking again at a task it cannot act on. */
+const POLL_DELAY_MIN_MS = 1_000;
+/** The longest wait between looks, so a long wait costs few history events. */
+const POLL_DELAY_MAX_MS = 30_000;
+/** Errors that retrying cannot fix: the workflow fails instead of retrying forever. */
+const DOMAIN_ERRORS = ['IllegalTransitionError', 'InvalidInputError', 'NotFoundError', 'AppendOnlyError'];
 /** An agent job may take hours; silence, not duration, is what ends a claim. */
 const RUN_START_TO_CLOSE = '24 hours';
 
 // Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
 const store = proxyActivities<TaskActivities>({
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
+  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
 });
 
 const verifier = proxyActivities<TaskActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
 });
 
 function isSilence(error: unknown): error is ActivityFailure {
@@ -41,15 +49,38 @@ function failureType(error: unknown): string | undefined {
  * dependents. A silent owner is recovered and the task claimed again with a bumped claim version.
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
-  const { taskId, policy } = input;
+  const { taskId } = input;
   let released = input.dependsOn.length === 0;
   setHandler(dependenciesReleasedSignal, () => {
     released = true;
   });
   await condition(() => released);
+  try {
+    return await lifecycle(input);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // Cancelled (by an operator or the graph): the task must not stay claimed by nobody.
+    await CancellationScope.nonCancellable(() =>
+      store.cancelTask({ taskId, reason: `workflow ${workflowInfo().workflowId} was cancelled` }),
+    );
+    throw error;
+  }
+}
 
+async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
+  const { taskId, policy } = input;
+  let delayMs = POLL_DELAY_MIN_MS;
+  const wait = async () => {
+    await sleep(delayMs);
+    delayMs = Math.min(delayMs * 2, POLL_DELAY_MAX_MS);
+  };
   for (;;) {
+    if (workflowInfo().continueAsNewSuggested) {
+      // Keep the history short on long waits; the task's state lives in Postgres anyway.
+      await continueAsNew<typeof taskWorkflow>({ ...input, dependsOn: [] });
+    }
     const task = await store.readTask({ taskId });
+    if (task.status !== 'blocked' && task.status !== 'running') delayMs = POLL_DELAY_MIN_MS;
     switch (task.status) {
       case 'verified':
       case 'failed':
@@ -62,9 +93,11 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
           await claimAndRun(taskId, input.policy);
         }
         break;
+      case 'stale':
+        await store.rerunTask({ taskId, reason: 'an upstream task was verified at a new revision', kind: 'rerun_after_stale' });
+        break;
       case 'submitted':
-      case 'verifying': // a verifier was lost before recording its result
-      case 'stale': {
+      case 'verifying': { // verifying: a verifier was lost before recording its result
         const outcome = await verifier.verifyTask({ taskId });
         if (outcome.status === 'verified') return { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts };
         await store.afterRejection({ taskId, policy });
@@ -83,12 +116,12 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
             reason: `lease expired on the database clock: no heartbeat for claim version ${task.claimVersion}`,
           });
         } else {
-          await sleep(CLAIM_RETRY_DELAY);
+          await wait();
         }
         break;
       default:
-        // blocked: the graph workflow signals when dependencies are verified; look again shortly.
-        await sleep(CLAIM_RETRY_DELAY);
+        // blocked: an upstream task is being re-run; look again later.
+        await wait();
     }
   }
 }
@@ -97,7 +130,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
 async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<void> {
   const claim = await store.claimTask({ taskId, leaseMs: policy.heartbeatTimeoutMs });
   if (!claim) {
-    await sleep(CLAIM_RETRY_DELAY);
+    await sleep(POLL_DELAY_MIN_MS);
     return;
   }
   const owner = proxyActivities<TaskActivities>({

@@ -73,6 +73,25 @@ export function registerTaskCommands(program: Command, log: Log): void {
     });
 
   program
+    .command('rerun')
+    .description('send a verified, stale or failed task round again on its dependencies\' current revisions')
+    .argument('<task>', 'task id, <graph>/<key>')
+    .requiredOption('--reason <text>', 'why, for the event log')
+    .option('--task-queue <name>', 'task queue of the workers that run it', TASK_QUEUE_DEFAULT)
+    .option('--watch', 'show progress of its graph until it settles')
+    .action(async (taskId: string, opts: { reason: string; taskQueue: string; watch?: boolean }) => {
+      const deployment = await connectDeployment();
+      try {
+        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal, taskQueue: opts.taskQueue });
+        await client.rerunTask(taskId, submitter(), opts.reason);
+        log(`Task ${taskId} is ready again.`);
+        if (opts.watch && !(await watchGraph(client, taskId.split('/')[0]!, log, { follow: true }))) process.exitCode = 1;
+      } finally {
+        await deployment.close();
+      }
+    });
+
+  program
     .command('status')
     .description('show the tasks of a graph, live until every task is verified, failed or blocked behind a failure')
     .argument('<graph>', 'graph id')

@@ -13,8 +13,9 @@ export function createPool(connectionString: string, options: { max?: number; ap
     max: options.max ?? POOL_SIZE_DEFAULT,
     application_name: options.applicationName ?? 'baton',
   });
-  // An idle client losing its server (Postgres restarted) must not crash the process.
-  pool.on('error', () => {});
+  // An idle client losing its server (Postgres restarted) must not crash the process; the next
+  // query reconnects. Say so once per error rather than staying silent.
+  pool.on('error', (error) => process.emitWarning(`baton: idle Postgres connection lost: ${error.message}`));
   return pool;
 }
 

@@ -10,6 +10,10 @@ export const MAX_DEPENDENCIES_PER_TASK = 100;
 export const MAX_TASK_SPEC_BYTES = 64 * 1024;
 /** Default heartbeat timeout: how long an owner may be silent before recovery starts. */
 export const HEARTBEAT_TIMEOUT_MS_DEFAULT = 10_000;
+/** Allowed heartbeat timeouts: below 1 s recovery churns; above 1 h a dead owner holds work too long. */
+export const HEARTBEAT_TIMEOUT_MS_RANGE = [1_000, 3_600_000] as const;
+/** Allowed attempts per task. */
+export const MAX_ATTEMPTS_RANGE = [1, 100] as const;
 /** Default number of runs of one task (first run, reruns after rejection and reclaims after silence). */
 export const MAX_ATTEMPTS_DEFAULT = 3;
 
@@ -62,10 +66,10 @@ function text(value: unknown, where: string, problems: Problems, options: { requ
   return value;
 }
 
-function positiveInt(value: unknown, where: string, fallback: number, problems: Problems): number {
+function boundedInt(value: unknown, where: string, fallback: number, [min, max]: readonly [number, number], problems: Problems): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    problems.push(`${where} must be a positive integer`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    problems.push(`${where} must be an integer from ${min} to ${max}`);
     return fallback;
   }
   return value;
@@ -115,9 +119,9 @@ export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: s
     problems.push(`policy.onVerificationFailure must be 'rerun' or 'fail', not ${JSON.stringify(onVerificationFailure)}`);
   }
   const policy: GraphPolicy = {
-    maxAttempts: positiveInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, problems),
+    maxAttempts: boundedInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
     onVerificationFailure: onVerificationFailure === 'fail' ? 'fail' : 'rerun',
-    heartbeatTimeoutMs: positiveInt(p.heartbeatTimeoutMs, 'policy.heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, problems),
+    heartbeatTimeoutMs: boundedInt(p.heartbeatTimeoutMs, 'policy.heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
   };
 
   if (!Array.isArray(input.tasks) || input.tasks.length === 0) {

@@ -39,6 +39,7 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
   ['ready', 'failed'], // attempts used up
   ['running', 'submitted'], // the owner's fenced submit
   ['running', 'ready'], // released, or reclaimed after silence
+  ['running', 'blocked'], // given back while an upstream task is being re-run
   ['running', 'failed'],
   ['running', 'cancelled'],
   ['submitted', 'verifying'],
@@ -50,8 +51,8 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
   ['rejected', 'failed'],
   ['verified', 'stale'], // an upstream task was verified at a new revision
   ['verified', 'ready'], // re-run requested
-  ['stale', 'verifying'],
-  ['stale', 'ready'],
+  ['stale', 'verifying'], // check the same artifact again
+  ['stale', 'ready'], // re-run it on the new upstream revisions
   ['failed', 'ready'], // manual retry
 ];
 

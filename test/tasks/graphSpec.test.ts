@@ -35,7 +35,8 @@ describe('graph validation (T8)', () => {
   it('refuses oversized graphs and specs', () => {
     const many = Array.from({ length: MAX_TASKS_PER_GRAPH + 1 }, (_, i) => task(`t${i}`));
     expect(problems({ tasks: many })).toMatch(/at most 10000 tasks/);
-    expect(problems({ tasks: [{ ...task('big'), description: 'x'.repeat(70_000) }] })).toMatch(/longer than 2000 characters|larger than/);
+    expect(problems({ tasks: [{ ...task('long'), description: 'x'.repeat(2_001) }] })).toMatch(/longer than 2000 characters/);
+    expect(problems({ tasks: [{ ...task('big'), notes: 'x'.repeat(70_000) }] })).toMatch(/task 'big': spec is larger than 65536 bytes/);
   });
 
   it('requires a verification for every task and a repo for commands', () => {
@@ -47,8 +48,9 @@ describe('graph validation (T8)', () => {
     expect(problems({ id: 'Not Valid', tasks: [task('a')] })).toMatch(/id 'Not Valid' must match/);
     expect(problems({ tasks: [task('UPPER')] })).toMatch(/task 'UPPER': key must match/);
     expect(problems({ policy: { maxAttempts: 0, onVerificationFailure: 'shrug' }, tasks: [task('a')] })).toMatch(
-      /policy.onVerificationFailure must be 'rerun' or 'fail'.*policy.maxAttempts must be a positive integer|policy.maxAttempts must be a positive integer.*onVerificationFailure/,
+      /policy.onVerificationFailure must be 'rerun' or 'fail'.*policy.maxAttempts must be an integer from 1 to 100|policy.maxAttempts must be an integer from 1 to 100.*onVerificationFailure/,
     );
+    expect(problems({ policy: { heartbeatTimeoutMs: 2 ** 31 }, tasks: [task('a')] })).toMatch(/heartbeatTimeoutMs must be an integer from 1000 to 3600000/);
     expect(problems('tasks: []')).toMatch(/a graph must be a mapping/);
     expect(problems({ tasks: [] })).toMatch(/tasks must be a non-empty list/);
   });

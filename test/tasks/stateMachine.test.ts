@@ -57,6 +57,23 @@ describe('the state machine, enforced by Postgres', () => {
     expect((await selectTask(db.pool, `${graphId}/down`)).status).toBe('blocked');
   });
 
+  it('refuses to verify a task by a status change, with no passed verification of its artifact', async () => {
+    const task = await insertTask(db.pool, { status: 'submitted' });
+    await expect(setTaskStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(/goes through a claim, its owner or a verifier/);
+    await db.pool.query("SELECT * FROM baton.start_verification($1, 'verifier')", [task.id]);
+    const direct = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [task.id])).catch((e) => e);
+    expect(direct).toBeInstanceOf(IllegalTransitionError);
+    expect(direct.message).toMatch(/verified needs a passed verification of revision rev-1/);
+    expect((await selectTask(db.pool, task.id)).status).toBe('verifying');
+  });
+
+  it('treats a repeated status change as done: no second event', async () => {
+    const task = await insertTask(db.pool, { status: 'rejected' });
+    for (let i = 0; i < 2; i++) await setTaskStatus(db.pool, { taskId: task.id, actor: 'policy', to: 'failed', kind: 'failed', reason: 'r' });
+    expect((await kinds(task.id)).filter((k) => k === 'failed')).toHaveLength(1);
+    await expect(setTaskStatus(db.pool, { taskId: task.id, actor: 'x', to: 'bogus' as never, kind: 'k', reason: 'r' })).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
   it('keeps the event log append-only', async () => {
     const task = await insertTask(db.pool);
     await expect(mapDatabaseErrors(() => db.pool.query("UPDATE baton.events SET actor = 'x' WHERE subject_id = $1", [task.id]))).rejects.toBeInstanceOf(AppendOnlyError);
@@ -154,13 +171,10 @@ describe('verification (T7) and release (T8)', () => {
     expect((await selectTask(db.pool, `${graphId}/down`)).upstreamRevisions).toEqual({ up: 'up-1' });
     await setTaskStatus(db.pool, { taskId: `${graphId}/up`, actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API version' });
     expect((await run('up', 'up-2')).staled).toEqual([`${graphId}/down`]);
-    expect((await selectTask(db.pool, `${graphId}/down`)).status).toBe('stale');
-    // Re-verification of the same artifact pins the new upstream revision.
-    await startVerification(db.pool, `${graphId}/down`, 'verifier');
-    await recordVerification(db.pool, {
-      taskId: `${graphId}/down`, verifier: 'verifier', claimVersion: 1, revision: 'down-1', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
-    });
-    expect(await selectTask(db.pool, `${graphId}/down`)).toMatchObject({ status: 'verified', upstreamRevisions: { up: 'up-2' } });
+    expect(await selectTask(db.pool, `${graphId}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'up-1' } });
+    // Re-running it builds on the new upstream revision; its pins say so before any work starts.
+    await setTaskStatus(db.pool, { taskId: `${graphId}/down`, actor: 'operator', to: 'ready', kind: 'rerun_after_stale', reason: 'up moved' });
+    expect(await selectTask(db.pool, `${graphId}/down`)).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
     expect(await kinds(`${graphId}/down`)).toContain('marked_stale');
   });
 });

@@ -34,6 +34,8 @@ CREATE TABLE baton.tasks (
   progress jsonb,
   artifact jsonb,
   verified_revision text,
+  -- Who is verifying (or last verified) the artifact; never its owner.
+  verifier text,
   -- Upstream key -> verified revision this task was released (or re-verified) against.
   upstream_revisions jsonb NOT NULL DEFAULT '{}'::jsonb,
   created_at timestamptz NOT NULL DEFAULT now(),
@@ -98,6 +100,13 @@ BEGIN
   ) THEN
     RAISE EXCEPTION 'task %: % -> % is not an allowed transition', NEW.id, OLD.status, NEW.status USING ERRCODE = 'BT001';
   END IF;
+  IF NEW.status = 'verified' AND OLD.status <> 'verified' AND NOT EXISTS (
+    SELECT 1 FROM baton.verifications v
+     WHERE v.task_id = NEW.id AND v.passed AND v.claim_version = NEW.claim_version AND v.revision = NEW.artifact->>'revision'
+  ) THEN
+    RAISE EXCEPTION 'task %: verified needs a passed verification of revision % at claim version %',
+      NEW.id, NEW.artifact->>'revision', NEW.claim_version USING ERRCODE = 'BT001';
+  END IF;
   NEW.updated_at := now();
   RETURN NEW;
 END $$;
@@ -121,7 +130,7 @@ BEGIN
 END $$;
 
 CREATE TRIGGER tasks_release_guard BEFORE UPDATE OF status ON baton.tasks
-  FOR EACH ROW WHEN (OLD.status IN ('blocked', 'rejected', 'failed', 'stale', 'verified') AND NEW.status = 'ready')
+  FOR EACH ROW WHEN (OLD.status <> 'ready' AND NEW.status = 'ready')
   EXECUTE FUNCTION baton.check_task_release();
 
 CREATE FUNCTION baton.refuse_record_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -210,6 +219,14 @@ BEGIN
   RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
 END $$;
 
+-- Where a task goes when it is given back: ready, unless an upstream task is being re-run.
+CREATE FUNCTION baton.ready_or_blocked(p_task_id text) RETURNS text LANGUAGE sql AS $$
+  SELECT CASE WHEN EXISTS (
+    SELECT 1 FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
+     WHERE d.task_id = p_task_id AND u.status <> 'verified'
+  ) THEN 'blocked' ELSE 'ready' END
+$$;
+
 -- T4: the fence, defined once: locks the task if, and only if, the caller still holds this claim.
 CREATE FUNCTION baton.hold_fence(p_task_id text, p_owner text, p_claim_version bigint) RETURNS boolean
 LANGUAGE plpgsql AS $$
@@ -247,6 +264,11 @@ BEGIN
     RAISE EXCEPTION 'task %: an artifact must name its revision', p_task_id USING ERRCODE = 'BT003';
   END IF;
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    -- The same submit again (its first answer was lost): accepted, and nothing changes.
+    IF EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version
+                AND artifact->>'revision' = p_artifact->>'revision' AND status <> 'running') THEN
+      RETURN baton.accepted_write(p_task_id);
+    END IF;
     RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
   END IF;
   UPDATE baton.tasks SET status = 'submitted', artifact = p_artifact, lease_expires_at = NULL WHERE id = p_task_id;
@@ -263,7 +285,7 @@ BEGIN
     RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
   END IF;
   UPDATE baton.tasks
-     SET status = CASE WHEN p_retry THEN 'ready' ELSE 'failed' END,
+     SET status = CASE WHEN p_retry THEN baton.ready_or_blocked(p_task_id) ELSE 'failed' END,
          owner = CASE WHEN p_retry THEN NULL ELSE owner END, lease_expires_at = NULL
    WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
@@ -300,7 +322,7 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  UPDATE baton.tasks SET status = 'ready', owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
     coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
   RETURN true;
@@ -322,8 +344,10 @@ BEGIN
   IF t.status = 'verifying' THEN
     -- An earlier verifier was lost before recording a result: this one starts over.
     UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
+      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
   END IF;
-  UPDATE baton.tasks SET status = 'verifying' WHERE id = p_task_id;
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
     jsonb_build_object('revision', t.artifact->>'revision'));
   RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
@@ -348,6 +372,10 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
   IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
     RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
       p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
@@ -363,18 +391,10 @@ BEGIN
     RETURN;
   END IF;
 
-  -- A re-verification (after 'stale') is pinned to the upstream revisions it was checked against.
-  SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
-    FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
-   WHERE x.task_id = p_task_id AND u.status = 'verified'
-  HAVING count(*) = (SELECT count(*) FROM baton.task_dependencies WHERE task_id = p_task_id);
-  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision,
-         upstream_revisions = coalesce(v_pins, upstream_revisions)
-   WHERE id = p_task_id;
+  -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
+  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
-    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest,
-                       'upstream_revisions', v_pins));
-  v_pins := NULL;
+    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
 
   FOR d IN
     SELECT dt.* FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
@@ -412,13 +432,27 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
-  IF p_to = 'running' OR (t.status = 'running' AND p_to <> 'cancelled') THEN
-    RAISE EXCEPTION 'task %: % -> % goes through a claim or its owner, not a status change', p_task_id, t.status, p_to
+  IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
+    RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
+  END IF;
+  IF p_to = t.status THEN
+    RETURN t.status; -- already there (e.g. a retried activity): no change, no event
+  END IF;
+  -- Only policy and operator moves; claims, submits and verifications have their own functions.
+  IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
+                               ('stale', 'ready'), ('failed', 'ready'))
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted'))) THEN
+    RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;
   UPDATE baton.tasks SET status = p_to,
          owner = CASE WHEN p_to = 'ready' THEN NULL ELSE owner END,
-         lease_expires_at = NULL
+         lease_expires_at = NULL,
+         -- A task sent round again is built on its dependencies' current verified revisions.
+         upstream_revisions = CASE WHEN p_to = 'ready' THEN coalesce((
+           SELECT jsonb_object_agg(u.key, u.verified_revision)
+             FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = p_task_id
+         ), '{}'::jsonb) ELSE upstream_revisions END
    WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
     jsonb_build_object('from', t.status, 'to', p_to));
