@@ -76,4 +76,35 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     const lastUpstreamVerified = events.filter((e) => e.kind === 'verified' && e.subjectId !== `${id}/tests`).map((e) => e.id);
     expect(released.id).toBeGreaterThan(Math.max(...lastUpstreamVerified));
   });
+
+  it('reruns an upstream task at a new revision, marks its verified dependent stale, and reruns that on the new pins', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await client.submitGraph(
+      {
+        id,
+        policy: { heartbeatTimeoutMs: 5_000 },
+        tasks: [
+          { key: 'up', run: { function: 'commit' }, verify: { function: 'pass' } },
+          { key: 'down', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['up'] },
+        ],
+      },
+      'test',
+    );
+    await client.waitForGraph(id);
+    await client.rerunTask(`${id}/up`, 'operator', 'API v3');
+    const settled = async (key: string, status: string) => {
+      for (;;) {
+        const task = await client.task(`${id}/${key}`);
+        if (task.status === status) return task;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await settled('up', 'verified');
+    expect((await settled('down', 'stale')).upstreamRevisions).toEqual({ up: 'rev-up-1' });
+    await client.rerunTask(`${id}/down`, 'operator', 'rebuild on up v2');
+    const down = await settled('down', 'verified');
+    expect(down).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
+    const kinds = (await client.events(`${id}/down`)).map((e) => e.kind);
+    expect(kinds.slice(-6)).toEqual(['marked_stale', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified']);
+  });
 });
