@@ -22,8 +22,11 @@ const workerEnv = () => ({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('tempo
 
 describe('D2: SIGKILL a real worker process after it claims', () => {
   // Recovery is deterministic once Temporal reports the silence; what varies is when the kill
-  // lands. Eight trials alternate its two paths (killed before the run starts: schedule-to-start
-  // timeout; killed mid-run: heartbeat timeout), four each, on separate graphs and processes.
+  // lands. Eight trials alternate two kill points, four each, on separate graphs and processes:
+  // as soon as the claim is visible in Postgres (usually before the agent has printed anything)
+  // and mid-run (after the agent's third line). Eight recoveries in a row with none lost, with
+  // both kill points covered, is what the drill can show; the timing paths themselves are
+  // Temporal's and are exercised on every trial.
   it('recovers and completes every task, with the claim version bumped and the reason recorded', async () => {
     const result = await runWorkerKillDrill({ pool: db.pool, temporal, workerEnv: workerEnv(), trials: 8, heartbeatTimeoutMs: 2_000 });
     expect(result.violations).toEqual([]);
