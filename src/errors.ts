@@ -8,6 +8,7 @@ export const SQLSTATE = {
   invalidInput: 'BT003',
   appendOnly: 'BT004',
   objectExists: 'BT020',
+  toolParamsMismatch: 'BT040',
 } as const;
 
 /** Thrown when a change would move a task or object through a transition the state machine forbids. */
@@ -50,6 +51,17 @@ export class ObjectExistsError extends Error {
   }
 }
 
+/**
+ * Thrown when a tool call reuses an idempotency key (task + step) with another tool or other
+ * parameters; nothing was written or sent. A different call needs its own step name (X1).
+ */
+export class ToolParamsMismatchError extends Error {
+  override readonly name = 'ToolParamsMismatchError';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
+
 /** Maps a `pg` error with one of baton's SQLSTATEs to its class; anything else is returned as is. */
 export function fromDatabaseError(error: unknown): unknown {
   const code = (error as { code?: string } | null)?.code;
@@ -65,6 +77,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new AppendOnlyError(message);
     case SQLSTATE.objectExists:
       return new ObjectExistsError(message);
+    case SQLSTATE.toolParamsMismatch:
+      return new ToolParamsMismatchError(message);
     default:
       return error;
   }

@@ -9,7 +9,7 @@ export {
   type BatonWorker,
   type BatonWorkerOptions,
 } from './worker.js';
-export { migrate, loadMigrations } from './db/migrate.js';
+export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js';
 export { createPool } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
 export * from './errors.js';
@@ -22,3 +22,8 @@ export { createFunctionRunner, createFunctionVerifier, type AgentFunction, type 
 export { AgentFailedError, type Runner, type RunContext, type Verifier, type VerifyContext } from './runners/types.js';
 export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
 export { graphWorkflowId, taskWorkflowId, dependenciesReleasedSignal, graphProgressQuery } from '../workflows/definitions.js';
+export { createHttpTool, type HttpToolOptions } from './tools/httpTool.js';
+export { parseHttpTools, HTTP_TOOLS_ENV } from './tools/httpToolsConfig.js';
+export { createToolGateway, toolCallKey, type CallTool, type ToolGateway, type ToolGatewayOptions } from './tools/toolGateway.js';
+export { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from './tools/errors.js';
+export type { ExecuteOutcome, Json, LookupFinding, ToolAdapter, ToolCallInput, ToolCallResult, ToolCallStatus } from './tools/types.js';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,8 @@ import type { Queryable } from './db/queryable.js';
 import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
 import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
+import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
+import type { ToolAdapter } from './tools/types.js';
 
 // `.ts` when run from source, `.js` when run from the built package.
 export const workflowsPath = fileURLToPath(
@@ -30,7 +33,7 @@ export interface BatonWorkerOptions {
   db: Queryable;
   /** Shared task queue for workflows, claims and verification. (Default: `baton`) */
   taskQueue?: string;
-  /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>`) */
+  /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>-<random>`) */
   identity?: string;
   /** Folder for worktrees and agent logs. (Default: `.baton/work`) */
   workDir?: string;
@@ -38,6 +41,12 @@ export interface BatonWorkerOptions {
   agentFunctions?: Record<string, AgentFunction>;
   /** Verifiers for tasks whose spec says `verify.function`. */
   verifierFunctions?: Record<string, VerifierFunction>;
+  /**
+   * External tools this worker's agents may call through the gateway, by name (X1, X2): command
+   * agents with `baton tool call <tool> <step>`, function agents with `ctx.callTool`.
+   * (Default: the HTTP tools of `$BATON_HTTP_TOOLS`, else none)
+   */
+  tools?: Record<string, ToolAdapter>;
   /** Prebuilt workflow bundle (tests bundle once); otherwise `workflowsPath` is bundled. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
@@ -55,9 +64,12 @@ export interface BatonWorker {
   shutdown(): void;
 }
 
-/** Owner identity from the worker's configuration, never from task input. */
+/**
+ * Owner identity from the worker's configuration, never from task input. The random part keeps a
+ * restarted container (same hostname, same pid) from looking like its predecessor.
+ */
 export function defaultWorkerIdentity(): string {
-  return readEnv(WORKER_ID_ENV) ?? `${hostname()}-${process.pid}`;
+  return readEnv(WORKER_ID_ENV) ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 4)}`;
 }
 
 /**
@@ -78,6 +90,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
       db: options.db,
       identity,
       ownerTaskQueue,
+      tools: options.tools ?? httpToolsFromEnv(),
       runnerFor: (spec) => (spec.run.function ? functionRunner : commandRunner),
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),

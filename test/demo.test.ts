@@ -13,6 +13,7 @@ describe('the README demo (baton demo)', () => {
         'request recovered by another worker at claim version 2',
         "the frozen worker's late submit refused and logged",
         'response rejected once, then verified on the rerun',
+        "tests' pull request opened once, reconciled by the next owner after a SIGKILL",
         'tests released only after request and response were verified',
       ]) {
         expect(result.output).toContain(`ok    ${check}`);

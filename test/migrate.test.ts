@@ -59,6 +59,12 @@ describe('migrations', () => {
     }
   });
 
+  it('refuses to run against a database where an applied migration has since been edited', async () => {
+    const edited = (await loadMigrations()).map((m) => (m.id === 2 ? { ...m, sql: `${m.sql}\n-- edited` } : m));
+    await expect(migrate(db.pool, edited)).rejects.toThrow(/migration 2_events was changed after it was applied/);
+    expect((await migrate(db.pool)).applied).toEqual([]);
+  });
+
   it('refuses misnamed or non-consecutive migration files', async () => {
     await expect(loadMigrations(await migrationsDir({ '0001_a.sql': '', '0003_c.sql': '' }))).rejects.toThrow(/0003_c.sql: expected number 2/);
     await expect(loadMigrations(await migrationsDir({ 'first.sql': '' }))).rejects.toThrow(/must be named NNNN_snake_case.sql/);

@@ -1,10 +1,11 @@
 import { Client } from '@temporalio/client';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { runClaimRaceDrill } from '../drills/d1ClaimRace.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, runWorkerKillDrill } from '../drills/d2WorkerKill.js';
 import { runStaleSubmitDrill } from '../drills/d3StaleSubmit.js';
 import { runFailedVerificationDrill } from '../drills/d4FailedVerification.js';
+import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
 import type { DrillResult } from '../drills/types.js';
 import type { Log } from '../log.js';
 import { connectClient } from '../temporal/connection.js';
@@ -20,19 +21,37 @@ function printResults(results: DrillResult[], log: Log): void {
   }
 }
 
+interface DrillOptions {
+  json?: boolean;
+  claimTrials: number;
+  killTrials: number;
+  trials: number;
+  heartbeatTimeoutMs: number;
+  toolCalls: number;
+  toolKillTrials: number;
+}
+
+function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
+  return n;
+}
+
 export function registerDrillCommand(program: Command, log: Log): void {
   program
     .command('drill')
     .description(
-      `run the failure drill D1-D4 against the deployment named by ${DATABASE_URL_ENV} / ${TEMPORAL_ADDRESS_ENV} ` +
+      `run the failure drill D1-D5 against the deployment named by ${DATABASE_URL_ENV} / ${TEMPORAL_ADDRESS_ENV} ` +
         '(or an embedded stack it starts itself); drill graphs are named d1-*, d2-*, ...; exits non-zero if any drill fails',
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
     .option('--kill-trials <n>', 'D2: worker processes SIGKILLed after claiming', parsePositiveInt, 4)
     .option('--trials <n>', 'D3 and D4: trials each', parsePositiveInt, 50)
-    .option('--heartbeat-timeout-ms <ms>', 'D2: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
-    .action(async (opts: { json?: boolean; claimTrials: number; killTrials: number; trials: number; heartbeatTimeoutMs: number }) => {
+    .option('--heartbeat-timeout-ms <ms>', 'D2 and D5: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
+    .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
+    .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseCount, D5_KILL_TRIALS_DEFAULT)
+    .action(async (opts: DrillOptions) => {
       const external = readEnv(DATABASE_URL_ENV) && readEnv(TEMPORAL_ADDRESS_ENV);
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const open = await openStack(
@@ -40,6 +59,12 @@ export function registerDrillCommand(program: Command, log: Log): void {
         external ? {} : { home: path.join(batonHome(), 'drill'), postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
       );
       const connection = await connectClient(open.stack.temporal);
+      const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
+      const workerEnv = {
+        DATABASE_URL: open.stack.databaseUrl,
+        TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
+        TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
+      };
       try {
         const results: DrillResult[] = [];
         const step = async (name: string, run: () => Promise<DrillResult>) => {
@@ -50,12 +75,8 @@ export function registerDrillCommand(program: Command, log: Log): void {
         await step('D2', () =>
           runWorkerKillDrill({
             pool: open.pool,
-            temporal: new Client({ connection, namespace: open.stack.temporal.namespace }),
-            workerEnv: {
-              DATABASE_URL: open.stack.databaseUrl,
-              TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
-              TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
-            },
+            temporal,
+            workerEnv,
             trials: opts.killTrials,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
             log,
@@ -63,6 +84,17 @@ export function registerDrillCommand(program: Command, log: Log): void {
         );
         await step('D3', () => runStaleSubmitDrill(open.pool, { trials: opts.trials }));
         await step('D4', () => runFailedVerificationDrill(open.pool, { trials: opts.trials }));
+        await step('D5', () =>
+          runToolReconciliationDrill({
+            pool: open.pool,
+            ambiguousCalls: opts.toolCalls,
+            kills: opts.toolKillTrials,
+            temporal,
+            workerEnv,
+            heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
+            log,
+          }),
+        );
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else printResults(results, log);
         if (results.some((r) => !r.passed)) process.exitCode = 1;

@@ -15,6 +15,7 @@ import { registerDrillCommand } from './drillCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { describeStack, openStack } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
+import { registerToolCommands } from './toolCommands.js';
 
 const log = stderrLog;
 
@@ -157,6 +158,7 @@ program
 registerTaskCommands(program, log);
 registerDrillCommand(program, log);
 registerObjectCommands(program, log);
+registerToolCommands(program, log);
 
 program
   .command('temporal-cli')

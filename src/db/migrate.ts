@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,20 @@ export interface Migration {
   name: string;
   sql: string;
 }
+
+/** Thrown when a migration's text differs from what was applied to this database. */
+export class MigrationChangedError extends Error {
+  override readonly name = 'MigrationChangedError';
+  constructor(readonly migrationId: number, readonly migrationName: string, readonly recorded: string | null) {
+    super(
+      `migration ${migrationId}_${migrationName} was changed after it was applied to this database ` +
+        `(recorded checksum ${recorded ?? 'none'}). Migrations are append-only: add a new numbered file instead. ` +
+        'A local embedded database can be started over by deleting .baton/postgres.',
+    );
+  }
+}
+
+const checksum = (sql: string) => createHash('sha256').update(sql).digest('hex');
 
 export interface MigrateResult {
   applied: Migration[];
@@ -56,17 +71,29 @@ export async function migrate(pool: pg.Pool, migrations?: Migration[]): Promise<
       await client.query(`CREATE TABLE IF NOT EXISTS baton.migrations (
         id integer PRIMARY KEY,
         name text NOT NULL,
-        applied_at timestamptz NOT NULL DEFAULT now()
+        applied_at timestamptz NOT NULL DEFAULT now(),
+        checksum text
       )`);
-      const { rows } = await client.query<{ id: number }>('SELECT id FROM baton.migrations');
-      const done = new Set(rows.map((r) => r.id));
+      await client.query('ALTER TABLE baton.migrations ADD COLUMN IF NOT EXISTS checksum text');
+      const { rows } = await client.query<{ id: number; checksum: string | null }>('SELECT id, checksum FROM baton.migrations');
+      const done = new Map(rows.map((r) => [r.id, r.checksum]));
       const applied: Migration[] = [];
       for (const migration of all) {
-        if (done.has(migration.id)) continue;
+        if (done.has(migration.id)) {
+          // An edited migration never reaches a database that already ran it: say so, loudly.
+          if (done.get(migration.id) !== checksum(migration.sql)) {
+            throw new MigrationChangedError(migration.id, migration.name, done.get(migration.id) ?? null);
+          }
+          continue;
+        }
         await client.query('BEGIN');
         try {
           await client.query(migration.sql);
-          await client.query('INSERT INTO baton.migrations (id, name) VALUES ($1, $2)', [migration.id, migration.name]);
+          await client.query('INSERT INTO baton.migrations (id, name, checksum) VALUES ($1, $2, $3)', [
+            migration.id,
+            migration.name,
+            checksum(migration.sql),
+          ]);
           await client.query('COMMIT');
         } catch (error) {
           await client.query('ROLLBACK');

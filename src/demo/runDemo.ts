@@ -7,14 +7,21 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { formatEvents, formatTasks, summarise } from '../cli/format.js';
 import type { OpenStack } from '../cli/stack.js';
 import { createBatonClient } from '../client.js';
+import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { startToolServer } from '../drills/toolServer.js';
+import { toolServerControl } from '../drills/toolServerProcess.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../drills/workerProcess.js';
 import type { Log } from '../log.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import type { TaskEvent, TaskRow } from '../tasks/types.js';
 import { connectClient } from '../temporal/connection.js';
+import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
+import { toolCallKey } from '../tools/toolGateway.js';
 import { workflowsPath } from '../worker.js';
 import {
+  CODE_HOST_TOOL,
   createSdkIntegrationRepo,
+  OPEN_PR_STEP,
   REQUEST_AGENT,
   REQUEST_CHECK,
   RESPONSE_AGENT,
@@ -38,7 +45,10 @@ export interface DemoOutcome {
  * The SDK-integration demo: three tasks, two worker processes. Worker A is frozen (SIGSTOP)
  * while its agent builds the request code; Temporal's heartbeat timeout hands the task to worker
  * B with a new claim version; A is thawed and its late writes are refused. The response agent's
- * first artifact fails verification and its rerun passes. The tests task starts only after both.
+ * first artifact fails verification and its rerun passes. The tests task starts only after both;
+ * its agent opens a pull request at a code host the demo serves, which creates the PR but holds
+ * its answer while the demo SIGKILLs the worker that made the call: the next owner reconciles the
+ * call through the code host's lookup and gets the same PR, so it is opened once.
  */
 export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
   const connection = await connectClient(open.stack.temporal);
@@ -48,6 +58,8 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
   const workDir = path.join(tmpdir(), `baton-demo-work-${randomUUID().slice(0, 8)}`);
   const bundle = path.join(tmpdir(), `baton-demo-bundle-${randomUUID().slice(0, 8)}.js`);
   const workers: WorkerProcess[] = [];
+  const codeHostServer = await startToolServer();
+  const codeHost = toolServerControl(codeHostServer.url);
   try {
     log(`Scratch repository with the SDK: ${repo}`);
     log('Bundling workflows once for both workers ...');
@@ -56,7 +68,11 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
       DATABASE_URL: open.stack.databaseUrl,
       TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
       TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
+      [HTTP_TOOLS_ENV]: JSON.stringify({
+        [CODE_HOST_TOOL]: { url: `${codeHost.url}/effects`, lookupUrl: `${codeHost.url}/effects/{key}`, timeoutMs: DEMO_DEADLINE_MS },
+      }),
     };
+    log(`Code host (an HTTP tool with lookup by Idempotency-Key) at ${codeHost.url}.`);
     const spawn = (identity: string) => {
       const w = spawnWorkerProcess({ identity, taskQueue, env, workflowBundle: bundle, workDir });
       workers.push(w);
@@ -79,6 +95,8 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
       'demo',
     );
     log(`Submitted graph ${graph.id}: request, response -> tests.`);
+    const prKey = toolCallKey(`${graph.id}/tests`, OPEN_PR_STEP);
+    await codeHost.setFaults(prKey, ['hold_after_commit']);
 
     const deadline = Date.now() + DEMO_DEADLINE_MS;
     let last = '';
@@ -91,10 +109,10 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
       }
       return tasks;
     };
-    const until = async (what: string, done: (tasks: TaskRow[], events: TaskEvent[]) => boolean) => {
+    const until = async (what: string, done: (tasks: TaskRow[], events: TaskEvent[]) => boolean | Promise<boolean>) => {
       for (;;) {
         const tasks = await show();
-        if (done(tasks, await client.events(graph.id))) return;
+        if (await done(tasks, await client.events(graph.id))) return;
         if (Date.now() > deadline) {
           log(formatEvents(await client.events(graph.id), { showSubject: true }));
           throw new Error(`demo timed out waiting for ${what}`);
@@ -114,6 +132,11 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
     await until('the request task to be reclaimed', (tasks) => task(tasks, 'request').claimVersion >= 2 && task(tasks, 'request').owner === workerB.identity);
     log(`\n>>> ${workerB.identity} holds request at claim version 2. Thawing ${workerA.identity} (SIGCONT): its agent finished meanwhile; its late submit must be refused.`);
     workerA.child.kill('SIGCONT');
+    await until("the tests agent's pull request to be created at the code host", async () => (await codeHost.held()).includes(prKey));
+    const prOwner = (await client.task(`${graph.id}/tests`)).owner;
+    const victim = workers.find((w) => w.identity === prOwner)!;
+    log(`\n>>> The code host created the pull request but holds its answer. SIGKILL ${victim.identity}, which made the call, before it can record the answer.`);
+    victim.child.kill('SIGKILL');
     await until('the graph to settle and the late write to be refused', (tasks, events) =>
       tasks.every((t) => TERMINAL_STATUSES.has(t.status)) &&
       events.some((e) => e.kind === 'stale_write_refused' && e.actor === workerA.identity && e.details.action === 'submit'));
@@ -132,6 +155,13 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
       },
       { what: 'response rejected once, then verified on the rerun', ok: of('response').filter((e) => e.kind === 'rejected').length === 1 },
       {
+        what: "tests' pull request opened once, reconciled by the next owner after a SIGKILL",
+        ok:
+          (await codeHost.effects()).filter((e) => e.key === prKey).length === 1 &&
+          (await selectToolCalls(open.pool, `${graph.id}/tests`))[0]?.status === 'reconciled_succeeded' &&
+          of('tests').some((e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity && e.details.finding === 'found'),
+      },
+      {
         what: 'tests released only after request and response were verified',
         ok: (of('tests').find((e) => e.kind === 'released')?.id ?? -1) > Math.max(verifiedAt('request'), verifiedAt('response')),
       },
@@ -146,6 +176,7 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
     }
     await Promise.all(workers.map((w) => w.exited));
     await connection.close();
+    await codeHostServer.close();
     await rm(bundle, { force: true });
     await rm(workDir, { recursive: true, force: true });
   }

@@ -35,8 +35,17 @@ JS`,
 
 export const RESPONSE_CHECK = `node -e "const p = require('./response.js').parseResponse('{\\"id\\":\\"p1\\",\\"amount\\":5}'); if (p.amount !== 5) { console.error('amount is', p.amount); process.exit(1) } console.log('response ok')"`;
 
-/** Migration tests: need both upstream changes, which the runner merges in at their pinned revisions. */
+/** The code host tool the tests agent opens its pull request with, and that call's step. */
+export const CODE_HOST_TOOL = 'codehost';
+export const OPEN_PR_STEP = 'open-pr';
+
+/**
+ * Migration tests: need both upstream changes, which the runner merges in at their pinned
+ * revisions. Then the agent opens a pull request through baton's tool gateway: an external
+ * effect that must happen once however many owners the task has.
+ */
 export const TESTS_AGENT = [
+  'set -e',
   'echo "migration tests against request $(git log -1 --format=%h -- request.js) and response $(git log -1 --format=%h -- response.js)"',
   `cat > migration.test.js <<'JS'
 const { buildRequest } = require('./request.js');
@@ -46,6 +55,8 @@ const res = parseResponse(JSON.stringify({ id: 'p1', amount: JSON.parse(req.body
 if (res.amount !== 5) { console.error('round trip failed'); process.exit(1); }
 console.log('migration round trip ok');
 JS`,
+  `baton tool call ${CODE_HOST_TOOL} ${OPEN_PR_STEP} --params '{"title":"Migration tests for the v2 API","base":"main"}' > PR.json`,
+  'echo "pull request: $(cat PR.json)"',
   commitAll('migration tests for the v2 API'),
 ].join('\n');
 

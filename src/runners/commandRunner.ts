@@ -2,6 +2,8 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
+import { startToolEndpoint, type ToolEndpoint } from '../tools/agentEndpoint.js';
+import { ensureBatonShim } from './batonShim.js';
 import { addWorktree, git, removeWorktree } from './git.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
@@ -20,6 +22,8 @@ export interface CommandRunnerOptions {
  * T10: starts the task's agent command in a per-task git worktree (on a branch from the graph's
  * base with the pinned upstream revisions merged in), streams its output to the task's log,
  * heartbeats with progress, kills it on cancellation, and turns its commit into the artifact.
+ * When the worker has tools, the agent gets a local endpoint bound to its claim (BATON_TOOL_URL,
+ * BATON_TOOL_TOKEN) and `baton` on its PATH for `baton tool call`; never database credentials.
  */
 export function createCommandRunner(options: CommandRunnerOptions): Runner {
   return {
@@ -41,6 +45,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           });
         }
         const baseRevision = await git(dir, ['rev-parse', 'HEAD']);
+        const tools = ctx.callTool ? await agentToolAccess(ctx.callTool, options.workDir) : undefined;
         let lastLine = '';
         let lines = 0;
         let pid: number | undefined;
@@ -64,6 +69,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
               BATON_CLAIM: `${claim.taskId}@${claim.claimVersion}`,
               BATON_CLAIM_VERSION: String(claim.claimVersion),
               BATON_UPSTREAM_REVISIONS: JSON.stringify(claim.upstreamRevisions),
+              ...tools?.env,
             }),
             onStart: (p) => {
               pid = p;
@@ -94,6 +100,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         } finally {
           clearInterval(timer);
           ctx.signal.removeEventListener('abort', onCancel);
+          await tools?.endpoint.close();
         }
       } finally {
         // The branch keeps the commit reachable; the worktree itself is scratch space.
@@ -101,4 +108,11 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       }
     },
   };
+}
+
+/** The endpoint for this run's tool calls, and the agent environment that reaches it. */
+async function agentToolAccess(callTool: NonNullable<RunContext['callTool']>, workDir: string): Promise<{ endpoint: ToolEndpoint; env: Record<string, string> }> {
+  const shimDir = await ensureBatonShim(workDir);
+  const endpoint = await startToolEndpoint(callTool);
+  return { endpoint, env: { ...endpoint.env, PATH: `${shimDir}${path.delimiter}${process.env.PATH ?? ''}` } };
 }

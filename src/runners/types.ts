@@ -1,4 +1,5 @@
 import type { Artifact, Claim } from '../tasks/types.js';
+import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 
 /** What a runner gets for one claim. Identity and fencing are bound by baton, not by the agent. */
 export interface RunContext {
@@ -13,6 +14,11 @@ export interface RunContext {
   signal: AbortSignal;
   /** A line for the task's log. */
   log(line: string): void;
+  /**
+   * X1, X2: an external call through baton's tool gateway, keyed by this task and `step` and
+   * fenced on this claim. Absent when the worker has no tools configured.
+   */
+  callTool?(call: ToolCallInput): Promise<ToolCallResult>;
 }
 
 /** Runs an agent for one claim and returns the artifact it produced. */

@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { readEnv } from '../config.js';
+import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import type { Log } from '../log.js';
+import { TOOL_TOKEN_ENV, TOOL_URL_ENV } from '../tools/agentEndpoint.js';
+import { httpRequest, type HttpRequestError } from '../tools/httpRequest.js';
+import { openDatabase } from './deployment.js';
+
+/**
+ * Exit codes of `baton tool call`, so an agent's script can tell what to do next:
+ * 0 done (result on stdout); 2 the call is wrong (unknown tool, bad input, key reused with other
+ * params); 3 the claim is stale, stop; 4 the tool refused, the effect did not happen;
+ * 5 outcome unknown, do not repeat it under another step; 1 anything else.
+ */
+export const TOOL_EXIT = { ok: 0, other: 1, badCall: 2, staleClaim: 3, failed: 4, unknown: 5 } as const;
+
+const EXIT_OF: Record<string, number> = {
+  InvalidInputError: TOOL_EXIT.badCall,
+  UnknownToolError: TOOL_EXIT.badCall,
+  ToolParamsMismatchError: TOOL_EXIT.badCall,
+  StaleClaimError: TOOL_EXIT.staleClaim,
+  ToolCallFailedError: TOOL_EXIT.failed,
+  ToolOutcomeUnknownError: TOOL_EXIT.unknown,
+};
+
+/** The gateway may send, reconcile and send again; an agent waits for it rather than guess. (Default: 10 min) */
+const CALL_TIMEOUT_MS = 600_000;
+
+async function paramsOf(opts: { params?: string; paramsFile?: string }): Promise<unknown> {
+  if (opts.params !== undefined && opts.paramsFile !== undefined) throw new Error('give --params or --params-file, not both');
+  const text = opts.paramsFile !== undefined ? await readFile(opts.paramsFile, 'utf8') : (opts.params ?? 'null');
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`params are not JSON: ${(error as Error).message}`);
+  }
+}
+
+export function registerToolCommands(program: Command, log: Log): void {
+  const tool = program.command('tool').description('external side effects through the tool gateway (docs/tools.md)');
+
+  tool
+    .command('call')
+    .description(
+      `for agents: make an idempotency-keyed call through the endpoint the runner gave this run (${TOOL_URL_ENV}, ${TOOL_TOKEN_ENV}); ` +
+        'the task and claim are bound by the runner. Prints the result as JSON. Exit 0 done, 2 bad call, 3 stale claim, ' +
+        '4 the tool refused, 5 outcome unknown',
+    )
+    .argument('<tool>', 'a tool configured on the worker')
+    .argument('<step>', "this call's name within the task; with the task id it is the idempotency key")
+    .option('--params <json>', 'the parameters as JSON (default: null)')
+    .option('--params-file <file>', 'read the parameters from a JSON file')
+    .action(async (toolName: string, step: string, opts: { params?: string; paramsFile?: string }) => {
+      const url = readEnv(TOOL_URL_ENV);
+      const token = readEnv(TOOL_TOKEN_ENV);
+      if (!url || !token) {
+        throw new Error(`${TOOL_URL_ENV} and ${TOOL_TOKEN_ENV} are not set: run this from an agent started by a baton runner whose worker has tools configured`);
+      }
+      const params = await paramsOf(opts);
+      let answer;
+      try {
+        answer = await httpRequest(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ tool: toolName, step, params }),
+          timeoutMs: CALL_TIMEOUT_MS,
+        });
+      } catch (error) {
+        const code = (error as HttpRequestError).code;
+        log(`baton tool call: no answer from the runner (${code}): ${(error as Error).message}`);
+        // Refused: the call never reached the gateway. Anything else: it may have been made.
+        process.exitCode = code === 'ECONNREFUSED' ? TOOL_EXIT.other : TOOL_EXIT.unknown;
+        return;
+      }
+      let body: { error?: { name: string; message: string } };
+      try {
+        body = JSON.parse(answer.body) as typeof body;
+      } catch {
+        throw new Error(`the runner answered HTTP ${answer.status} with a body that is not JSON`);
+      }
+      if (answer.status === 200) {
+        process.stdout.write(`${JSON.stringify(body)}\n`);
+        return;
+      }
+      log(`baton tool call: ${body.error?.name ?? `HTTP ${answer.status}`}: ${body.error?.message ?? answer.body}`);
+      process.exitCode = EXIT_OF[body.error?.name ?? ''] ?? TOOL_EXIT.other;
+    });
+
+  tool
+    .command('list')
+    .description('show the tool-call ledger of a task (<graph>/<key>) or of every task of a graph, from DATABASE_URL')
+    .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
+    .option('--json', 'print the rows as JSON lines')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const pool = await openDatabase({ max: 2, applicationName: 'baton tool' });
+      try {
+        const rows = await selectToolCalls(pool, id);
+        if (opts.json) {
+          for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
+          return;
+        }
+        if (!rows.length) log(`no tool calls recorded for ${id}`);
+        for (const r of rows) {
+          const result = r.result === null ? (r.error ?? '') : JSON.stringify(r.result).slice(0, 80);
+          process.stdout.write(
+            `${r.key.padEnd(40)}  ${r.tool.padEnd(12)}  ${r.status.padEnd(20)}  sent ${String(r.attempts).padStart(2)}x  ` +
+              `${r.owner}@v${r.claimVersion}  ${result}\n`,
+          );
+        }
+      } finally {
+        await pool.end();
+      }
+    });
+}

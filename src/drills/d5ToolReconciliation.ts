@@ -1,0 +1,172 @@
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import type { Queryable } from '../db/queryable.js';
+import { claimTask } from '../db/sql/claimTask.js';
+import type { Fence } from '../db/sql/fencedWrite.js';
+import { releaseClaim } from '../db/sql/releaseClaim.js';
+import { selectEvents } from '../db/sql/selectEvents.js';
+import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { silentLog, type Log } from '../log.js';
+import { createHttpTool } from '../tools/httpTool.js';
+import { createToolGateway, toolCallKey, type CallTool } from '../tools/toolGateway.js';
+import { TOOL_CALL_DONE, type ToolAdapter } from '../tools/types.js';
+import { runToolKillTrials } from './d5WorkerKills.js';
+import { insertDrillGraph } from './drillGraph.js';
+import type { ToolFault } from './toolServer.js';
+import { countDuplicateEffects, spawnToolServer } from './toolServerProcess.js';
+import { drillResult, type DrillResult } from './types.js';
+
+/** Builds the gateway under test around the drill's tool; the drill's broken variants replace it. */
+export type GatewayFactory = (db: Queryable, tools: Record<string, ToolAdapter>) => CallTool;
+
+export const batonGateway: GatewayFactory = (db, tools) => createToolGateway({ db, tools }).call;
+
+/** Ambiguous calls D5 makes unless told otherwise. */
+export const D5_AMBIGUOUS_CALLS_DEFAULT = 500;
+/** Worker processes `baton drill` kills in D5 unless told otherwise. */
+export const D5_KILL_TRIALS_DEFAULT = 2;
+/** Calls in flight at once. */
+const CONCURRENCY = 16;
+/** The drill tool's answer deadline: a hang past it reads as a timeout. */
+const CALL_TIMEOUT_MS = 1_000;
+/** A dead owner never records; its in-flight call just waits until the drill lets it go. */
+const DEAD_OWNER_TIMEOUT_MS = 60_000;
+const LEASE_MS = 60_000;
+const TOOL = 'drill-effects';
+const STEP = 'effect';
+
+/**
+ * How each ambiguous call goes wrong. The last two leave owner A's call in flight (sent, no
+ * answer, as if A died between send and record) while the task is reclaimed by owner B.
+ */
+const SCENARIOS: ReadonlyArray<{ name: string; faults: ToolFault[]; inFlightAtReclaim?: boolean }> = [
+  { name: 'reset after commit', faults: ['drop_after_commit'] },
+  { name: 'timeout before commit', faults: ['timeout_before_commit'] },
+  { name: '5xx after commit', faults: ['error_after_commit'] },
+  { name: '5xx before commit', faults: ['error_before_commit'] },
+  { name: 'owner lost after the tool committed', faults: ['hold_after_commit'], inFlightAtReclaim: true },
+  { name: 'owner lost before the tool committed', faults: ['hold_before_commit'], inFlightAtReclaim: true },
+];
+
+export interface ToolReconciliationDrillOptions {
+  pool: pg.Pool;
+  /** Calls made in this process, each meeting one fault that leaves its outcome uncertain. (Default: 500) */
+  ambiguousCalls?: number;
+  /** The gateway under test. (Default: baton's) */
+  gateway?: GatewayFactory;
+  /** Real `baton worker` processes SIGKILLed between send and record; needs `temporal` and `workerEnv`. (Default: 0) */
+  kills?: number;
+  temporal?: Client;
+  /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
+  workerEnv?: Record<string, string>;
+  /** Heartbeat timeout of the kill trials' tasks. (Default: 2s) */
+  heartbeatTimeoutMs?: number;
+  log?: Log;
+}
+
+/**
+ * D5: ambiguous external calls against a real HTTP tool (its own process, which does not dedupe by
+ * key), then worker processes killed while their call's answer is held. Passes when the tool shows
+ * no duplicate effect and every ambiguous call ends in a known outcome that matches the tool.
+ */
+export async function runToolReconciliationDrill(options: ToolReconciliationDrillOptions): Promise<DrillResult> {
+  const log = options.log ?? silentLog;
+  const total = options.ambiguousCalls ?? D5_AMBIGUOUS_CALLS_DEFAULT;
+  const server = await spawnToolServer({ hangMs: 10 * CALL_TIMEOUT_MS });
+  const violations: string[] = [];
+  try {
+    const tool = (timeoutMs: number) =>
+      createHttpTool({ url: `${server.url}/effects`, lookupUrl: `${server.url}/effects/{key}`, timeoutMs });
+    const call = (options.gateway ?? batonGateway)(options.pool, { [TOOL]: tool(CALL_TIMEOUT_MS) });
+    const deadOwner = createToolGateway({ db: options.pool, tools: { [TOOL]: tool(DEAD_OWNER_TIMEOUT_MS) } }).call;
+    const keys = Array.from({ length: total }, (_, i) => ({ key: `c${i}` }));
+    const graphId = await insertDrillGraph(options.pool, 'd5', keys);
+    let calls = 0;
+    const inherited = new Set<string>();
+
+    const one = async (i: number) => {
+      const scenario = SCENARIOS[i % SCENARIOS.length]!;
+      const taskId = `${graphId}/c${i}`;
+      const key = toolCallKey(taskId, STEP);
+      const input = { tool: TOOL, step: STEP, params: { call: i, scenario: scenario.name } };
+      const ownerA = await claim(options.pool, taskId, 'drill-owner-a');
+      await server.setFaults(key, scenario.faults);
+      calls++;
+      if (!scenario.inFlightAtReclaim) {
+        await call(ownerA, input).catch(() => undefined);
+        // The agent asks again, as after any error: answered from the ledger, nothing is sent.
+        calls++;
+        await call(ownerA, input).catch(() => undefined);
+        return;
+      }
+      const lost = deadOwner(ownerA, input).catch(() => undefined);
+      await waitFor(async () => (await server.held()).includes(key));
+      await releaseClaim(options.pool, { taskId, claimVersion: ownerA.claimVersion, actor: 'drill', kind: 'reclaimed_after_silence', reason: 'drill: owner lost mid-call' });
+      const ownerB = await claim(options.pool, taskId, 'drill-owner-b');
+      inherited.add(key);
+      calls++;
+      await call(ownerB, input).catch(() => undefined);
+      await server.release(key);
+      await lost;
+    };
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
+      while (next < total) await one(next++);
+    }));
+    log(`D5: ${total} ambiguous calls made; checking the tool's effects against the ledger ...`);
+
+    const effects = await server.effects();
+    const effectsByKey = new Map<string, typeof effects>();
+    for (const e of effects) effectsByKey.set(e.key, [...(effectsByKey.get(e.key) ?? []), e]);
+    const rows = new Map((await selectToolCalls(options.pool, graphId)).map((r) => [r.key, r]));
+    const events = await selectEvents(options.pool, 'graph', graphId, { includeGraphTasks: true });
+    const uncertain = new Set(events.filter((e) => e.kind === 'tool_call_uncertain').map((e) => String(e.details.key)));
+    let ambiguous = 0;
+    let reconciled = 0;
+    for (let i = 0; i < total; i++) {
+      const key = toolCallKey(`${graphId}/c${i}`, STEP);
+      if (!uncertain.has(key) && !inherited.has(key)) continue;
+      ambiguous++;
+      const row = rows.get(key);
+      const fx = effectsByKey.get(key) ?? [];
+      const known = row && TOOL_CALL_DONE.has(row.status) && fx.length === 1 && (row.result as { id?: string } | null)?.id === fx[0]!.id;
+      if (known) reconciled++;
+      else violations.push(`${key}: ledger says ${row?.status ?? 'nothing'} (${JSON.stringify(row?.result ?? null)}), the tool shows ${fx.length} effect(s)`);
+    }
+    for (const [key, fx] of effectsByKey) if (fx.length > 1) violations.push(`${key}: ${fx.length} effects for one call`);
+
+    let kills = { trials: 0, reconciled: 0, duplicates: 0 };
+    if (options.kills) {
+      if (!options.temporal || !options.workerEnv) throw new Error('D5 kill trials need temporal and workerEnv');
+      kills = await runToolKillTrials({ ...options, temporal: options.temporal, workerEnv: options.workerEnv, server, trials: options.kills, violations, log });
+    }
+    return drillResult(
+      'D5',
+      'retry a tool call after an uncertain outcome',
+      {
+        calls: calls + kills.trials * 2,
+        ambiguous: ambiguous + kills.trials,
+        reconciled: reconciled + kills.reconciled,
+        duplicateEffects: countDuplicateEffects(effects) + kills.duplicates,
+        workerKills: kills.trials,
+      },
+      violations,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
+async function claim(db: Queryable, taskId: string, owner: string): Promise<Fence> {
+  const claimed = await claimTask(db, taskId, owner, LEASE_MS);
+  if (!claimed) throw new Error(`D5: could not claim ${taskId}`);
+  return { taskId, owner, claimVersion: claimed.claimVersion };
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`D5: condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

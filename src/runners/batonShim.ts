@@ -1,0 +1,24 @@
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+
+const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * Writes `<workDir>/bin/baton`, a script that runs this very installation of baton with this
+ * Node, and returns its folder for the agent's PATH: an agent can then run `baton tool call ...`
+ * with no install of its own and no version drift from its worker.
+ */
+export async function ensureBatonShim(workDir: string): Promise<string> {
+  const dir = path.join(workDir, 'bin');
+  await mkdir(dir, { recursive: true });
+  const target = path.join(dir, 'baton');
+  const temp = `${target}.${process.pid}.${Date.now()}`;
+  await writeFile(temp, `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(BATON_BIN)} "$@"\n`);
+  await chmod(temp, 0o755);
+  // Renamed into place, so a concurrent run never executes a half-written script.
+  await rename(temp, target);
+  return dir;
+}

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
+import { spawnToolServer, type ToolServerProcess } from '../../src/drills/toolServerProcess.js';
+import type { ToolFault } from '../../src/drills/toolServer.js';
+import { StaleClaimError, ToolParamsMismatchError } from '../../src/errors.js';
+import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from '../../src/tools/errors.js';
+import { createHttpTool } from '../../src/tools/httpTool.js';
+import { createToolGateway, toolCallKey, type ToolGateway } from '../../src/tools/toolGateway.js';
+import type { Fence } from '../../src/db/sql/fencedWrite.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { reclaim, runningTask, toolEventKinds } from '../helpers/tools.js';
+
+// A real tool in its own process: resets, hangs and 5xx are real network behaviour.
+let db: TestDatabase;
+let plain: ToolServerProcess;
+let deduping: ToolServerProcess;
+let gateway: ToolGateway;
+
+/** Client timeout of the tests' tools: far below the server's hang, so a hang reads as a timeout. */
+const TIMEOUT_MS = 400;
+
+const httpTool = (server: ToolServerProcess, options: { lookup?: boolean; idempotent?: boolean } = {}) =>
+  createHttpTool({
+    url: `${server.url}/effects`,
+    lookupUrl: options.lookup === false ? undefined : `${server.url}/effects/{key}`,
+    idempotent: options.idempotent,
+    timeoutMs: TIMEOUT_MS,
+  });
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  [plain, deduping] = await Promise.all([spawnToolServer({ hangMs: 5_000 }), spawnToolServer({ idempotent: true, hangMs: 5_000 })]);
+  gateway = createToolGateway({
+    db: db.pool,
+    tools: {
+      payments: httpTool(plain),
+      blind: httpTool(plain, { lookup: false }),
+      deduping: httpTool(deduping, { lookup: false, idempotent: true }),
+      down: createHttpTool({ url: 'http://127.0.0.1:9/effects', timeoutMs: TIMEOUT_MS }),
+    },
+  });
+});
+
+afterAll(async () => {
+  await Promise.all([plain?.stop(), deduping?.stop()]);
+  await db?.drop();
+});
+
+/** A running task whose `step` meets `faults` at the tool. */
+async function scenario(faults: ToolFault[], server = plain, step = 'charge'): Promise<{ fence: Fence; key: string }> {
+  const fence = await runningTask(db.pool);
+  const key = toolCallKey(fence.taskId, step);
+  if (faults.length) await server.setFaults(key, faults);
+  return { fence, key };
+}
+
+const effectsOf = async (server: ToolServerProcess, key: string) => (await server.effects()).filter((e) => e.key === key);
+const rowOf = async (fence: Fence) => (await selectToolCalls(db.pool, fence.taskId))[0]!;
+
+describe('the tool gateway against a real HTTP tool', () => {
+  it('makes a call once and answers a repeat from the ledger without sending', async () => {
+    const { fence, key } = await scenario([]);
+    const first = await gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    expect(first).toMatchObject({ key, status: 'succeeded', sentNow: 1, reconciled: false, result: { key } });
+    const again = await gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    expect(again).toMatchObject({ status: 'succeeded', sentNow: 0, attempts: 1, result: first.result });
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+    expect(await toolEventKinds(db.pool, fence.taskId)).toEqual(['tool_call_recorded', 'tool_call_started', 'tool_call_succeeded']);
+  });
+
+  it.each([
+    ['drop_after_commit', 'reconciled_succeeded', 1],
+    ['error_after_commit', 'reconciled_succeeded', 1],
+    ['timeout_before_commit', 'succeeded', 2],
+    ['error_before_commit', 'succeeded', 2],
+  ] as const)('after %s: asks lookup first, sends again only if absent, one effect', async (fault, status, attempts) => {
+    const { fence, key } = await scenario([fault]);
+    const result = await gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    expect(result).toMatchObject({ status, attempts, reconciled: true });
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+    const kinds = await toolEventKinds(db.pool, fence.taskId);
+    expect(kinds.slice(0, 4)).toEqual(['tool_call_recorded', 'tool_call_started', 'tool_call_uncertain', 'tool_call_reconciled']);
+  });
+
+  it("lets a new owner after a reclaim find the old owner's in-flight call and reconcile it", async () => {
+    const { fence: old, key } = await scenario(['hold_after_commit']);
+    // Two gateways: the old and the new owner live in different worker processes.
+    const oldGateway = createToolGateway({ db: db.pool, tools: { payments: createHttpTool({ url: `${plain.url}/effects`, timeoutMs: 3_000 }) } });
+    const oldCall = oldGateway.call(old, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    await expect.poll(() => plain.held(), { timeout: 10_000 }).toContain(key);
+    const current = await reclaim(db.pool, old, 'owner-b');
+    const result = await gateway.call(current, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    expect(result).toMatchObject({ status: 'reconciled_succeeded', sentNow: 0, reconciled: true, attempts: 1 });
+    await plain.release(key);
+    // The old owner's answer arrives late; recording it is refused and logged.
+    await expect(oldCall).rejects.toThrow(StaleClaimError);
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+    expect(await rowOf(old)).toMatchObject({ status: 'reconciled_succeeded', owner: 'owner-b' });
+    expect(await toolEventKinds(db.pool, old.taskId)).toContain('stale_write_refused');
+  });
+
+  it('stops with ToolOutcomeUnknownError when lookup cannot tell, and reconciles on the next call', async () => {
+    const { fence, key } = await scenario(['drop_after_commit', 'lookup_unavailable']);
+    const input = { tool: 'payments', step: 'charge', params: { amount: 5 } };
+    await expect(gateway.call(fence, input)).rejects.toThrow(ToolOutcomeUnknownError);
+    expect(await rowOf(fence)).toMatchObject({ status: 'unknown', attempts: 1 });
+    expect(await gateway.call(fence, input)).toMatchObject({ status: 'reconciled_succeeded', sentNow: 0 });
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+  });
+
+  it('never repeats an uncertain call to a tool with neither lookup nor dedupe (at-most-once)', async () => {
+    for (const fault of ['drop_after_commit', 'error_before_commit'] as const) {
+      const { fence, key } = await scenario([fault]);
+      const input = { tool: 'blind', step: 'charge', params: { amount: 5 } };
+      await expect(gateway.call(fence, input)).rejects.toThrow(ToolOutcomeUnknownError);
+      await expect(gateway.call(fence, input)).rejects.toThrow(ToolOutcomeUnknownError);
+      expect(await rowOf(fence)).toMatchObject({ status: 'unknown', attempts: 1 });
+      expect(await effectsOf(plain, key)).toHaveLength(fault === 'drop_after_commit' ? 1 : 0);
+    }
+  });
+
+  it('replays an uncertain call under the same key to a tool that dedupes by key', async () => {
+    const { fence, key } = await scenario(['drop_after_commit'], deduping);
+    const result = await gateway.call(fence, { tool: 'deduping', step: 'charge', params: { amount: 5 } });
+    expect(result).toMatchObject({ status: 'succeeded', attempts: 2, sentNow: 2 });
+    expect(await effectsOf(deduping, key)).toHaveLength(1);
+  });
+
+  it('deliver twice: a tool that dedupes by key absorbs it; one that ignores the key acts twice (baton cannot prevent that)', async () => {
+    const deduped = await scenario(['deliver_twice'], deduping);
+    await gateway.call(deduped.fence, { tool: 'deduping', step: 'charge', params: { amount: 5 } });
+    expect(await effectsOf(deduping, deduped.key)).toHaveLength(1);
+    const ignored = await scenario(['deliver_twice']);
+    await gateway.call(ignored.fence, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    expect(await effectsOf(plain, ignored.key)).toHaveLength(2);
+  });
+
+  it('takes a definite refusal as final: no resend, the same error on every later call', async () => {
+    const { fence } = await scenario(['reject']);
+    const input = { tool: 'payments', step: 'charge', params: { amount: 5 } };
+    await expect(gateway.call(fence, input)).rejects.toMatchObject({ name: 'ToolCallFailedError', retryable: false });
+    await expect(gateway.call(fence, input)).rejects.toThrow(/HTTP 422/);
+    expect(await rowOf(fence)).toMatchObject({ status: 'failed', attempts: 1 });
+  });
+
+  it('treats a refused connection as certain: nothing was sent, so it may be sent again', async () => {
+    const { fence } = await scenario([]);
+    const error = await gateway.call(fence, { tool: 'down', step: 'charge', params: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolCallFailedError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(await rowOf(fence)).toMatchObject({ status: 'failed', retryable: true, attempts: 3 });
+  });
+
+  it('serialises concurrent calls of one key: one effect, one answer for all', async () => {
+    const { fence, key } = await scenario(['drop_after_commit']);
+    const calls = Array.from({ length: 5 }, () => gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 } }));
+    const results = await Promise.all(calls);
+    expect(new Set(results.map((r) => JSON.stringify(r.result))).size).toBe(1);
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+  });
+
+  it('refuses before sending: an unknown tool, a reused key with other params, a stale claim', async () => {
+    const { fence, key } = await scenario([]);
+    await expect(gateway.call(fence, { tool: 'nope', step: 'charge', params: {} })).rejects.toThrow(UnknownToolError);
+    await gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 } });
+    await expect(gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 6 } })).rejects.toThrow(ToolParamsMismatchError);
+    await reclaim(db.pool, fence, 'owner-b');
+    await expect(gateway.call(fence, { tool: 'payments', step: 'refund', params: {} })).rejects.toThrow(StaleClaimError);
+    expect((await plain.effects()).filter((e) => e.key.startsWith(fence.taskId))).toHaveLength(1);
+    expect(key).toBe(`${fence.taskId}:charge`);
+  });
+});
