@@ -4,6 +4,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
+import { QUIET_BUNDLER_LOGGER } from '../src/dev/workflowBundle.js';
 
 // Saved by scripts/record-history.ts from a real run on the Temporal dev server.
 const fixture = new URL('./fixtures/healthCheckWorkflow.history.json', import.meta.url);
@@ -24,7 +25,7 @@ describe('workflow replay (no server needed)', () => {
   it('fails to replay the same history against an incompatible edit of the workflow', async () => {
     const changed = await bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./fixtures/changedWorkflows.ts', import.meta.url)),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+      logger: QUIET_BUNDLER_LOGGER,
     });
     await expect(
       Worker.runReplayHistory({ workflowBundle: changed }, await savedHistory(), 'saved-health-check'),

@@ -52,7 +52,11 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
     .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseCount, D5_KILL_TRIALS_DEFAULT)
     .action(async (opts: DrillOptions) => {
-      const external = readEnv(DATABASE_URL_ENV) && readEnv(TEMPORAL_ADDRESS_ENV);
+      const external = Boolean(readEnv(DATABASE_URL_ENV)) && Boolean(readEnv(TEMPORAL_ADDRESS_ENV));
+      if (!external && (readEnv(DATABASE_URL_ENV) || readEnv(TEMPORAL_ADDRESS_ENV))) {
+        // Half a deployment would leave drill tasks in a real database with no workflow to finish them.
+        throw new Error(`set both ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV} to drill a deployment, or neither for a private embedded stack`);
+      }
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const open = await openStack(
         log,

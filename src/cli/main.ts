@@ -73,10 +73,14 @@ program
     log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
     log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
     const running = worker?.run();
-    const signal = await untilSignal();
+    // A worker that fails on its own ends the command too, after the same orderly stop.
+    const signal = await Promise.race([
+      untilSignal(),
+      running?.then(() => 'worker stopped', () => 'worker failed') ?? new Promise<never>(() => {}),
+    ]);
     log(`${signal}: stopping ...`);
     worker?.shutdown();
-    await running;
+    await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
     await connection?.close();
     await open.close();
     log('Stopped. State is kept in .baton/ for the next run.');
@@ -148,9 +152,12 @@ program
     describeStack(open.stack, log);
     log(`Worker ${worker.identity} polling task queues '${opts.taskQueue}' and '${worker.ownerTaskQueue}'. Press Ctrl-C to stop.`);
     const running = worker.run();
-    await Promise.race([running, untilSignal()]);
+    await Promise.race([running.catch(() => undefined), untilSignal()]);
     worker.shutdown();
-    await running;
+    await running.catch((error: unknown) => {
+      log(`worker failed: ${String(error)}`);
+      process.exitCode = 1;
+    });
     await connection.close();
     await open.close();
   });

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { formatEvents, formatTasks, summarise } from '../cli/format.js';
 import type { OpenStack } from '../cli/stack.js';
 import { createBatonClient } from '../client.js';
@@ -17,7 +16,6 @@ import type { TaskEvent, TaskRow } from '../tasks/types.js';
 import { connectClient } from '../temporal/connection.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
-import { workflowsPath } from '../worker.js';
 import {
   CODE_HOST_TOOL,
   createSdkIntegrationRepo,
@@ -29,6 +27,7 @@ import {
   TESTS_AGENT,
   TESTS_CHECK,
 } from './sdkIntegrationRepo.js';
+import { writeWorkflowBundle } from '../dev/workflowBundle.js';
 
 /** The demo's heartbeat timeout: short, so the recovery shows within seconds. */
 const DEMO_HEARTBEAT_TIMEOUT_MS = 3_000;
@@ -63,7 +62,7 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
   try {
     log(`Scratch repository with the SDK: ${repo}`);
     log('Bundling workflows once for both workers ...');
-    await writeFile(bundle, (await bundleWorkflowCode({ workflowsPath, logger: quiet })).code);
+    await writeWorkflowBundle(bundle);
     const env = {
       DATABASE_URL: open.stack.databaseUrl,
       TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
@@ -182,4 +181,3 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
   }
 }
 
-const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };

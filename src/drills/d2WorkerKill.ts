@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type pg from 'pg';
 import { createBatonClient } from '../client.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { silentLog, type Log } from '../log.js';
-import { workflowsPath } from '../worker.js';
 import { commitAll, createScriptedRepo } from './scriptedRepo.js';
 import { drillResult, type DrillResult } from './types.js';
 import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
+import { waitFor } from '../dev/waitFor.js';
+import { writeWorkflowBundle } from '../dev/workflowBundle.js';
 
 /** Heartbeat timeout the drill runs with unless told otherwise. */
 export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
@@ -32,15 +32,6 @@ export interface WorkerKillDrillOptions {
   log?: Log;
 }
 
-async function waitUntil<T>(what: string, deadline: number, check: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /**
  * D2: real worker processes run a scripted agent in a git worktree; the claimant is SIGKILLed
  * (alternately right after its claim and mid-run). Passes when every task is recovered by another
@@ -55,7 +46,7 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
   const repo = await createScriptedRepo();
   const workDir = path.join(tmpdir(), `baton-drill-work-${randomUUID().slice(0, 8)}`);
   const bundlePath = path.join(tmpdir(), `baton-drill-bundle-${randomUUID().slice(0, 8)}.js`);
-  await writeFile(bundlePath, (await bundleWorkflowCode({ workflowsPath, logger: quietBundler })).code);
+  await writeWorkflowBundle(bundlePath);
 
   let spawned = 0;
   const spawnOne = () =>
@@ -86,12 +77,17 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
       );
       const taskId = `${graph.id}/work`;
       try {
-        const claimed = await waitUntil('the first claim', deadline, async () => {
-          const task = await selectTask(options.pool, taskId);
-          if (task.status !== 'running') return undefined;
-          if (killMidRun && Number(task.progress?.lines ?? 0) < 3) return undefined;
-          return task;
-        });
+        const claimed = await waitFor(
+          killMidRun ? 'the claimant to be mid-run' : 'the first claim',
+          async () => {
+            const task = await selectTask(options.pool, taskId);
+            if (task.status !== 'running' || (killMidRun && Number(task.progress?.lines ?? 0) < 3)) {
+              throw new Error(`task is ${task.status}`);
+            }
+            return task;
+          },
+          { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
+        );
         const victim = workers.find((w) => w.identity === claimed.owner);
         if (!victim) throw new Error(`task claimed by unknown owner ${claimed.owner}`);
         const { rows } = await options.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
@@ -161,4 +157,3 @@ function isAlive(pid: number): boolean {
   }
 }
 
-const quietBundler = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type pg from 'pg';
 import { createBatonClient } from '../client.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
@@ -12,11 +11,11 @@ import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
-import { workflowsPath } from '../worker.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from './d2WorkerKill.js';
 import { commitAll, createScriptedRepo } from './scriptedRepo.js';
 import type { ToolServerControl } from './toolServerProcess.js';
 import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
+import { writeWorkflowBundle } from '../dev/workflowBundle.js';
 
 const TOOL = 'drill-effects';
 const STEP = 'open-pr';
@@ -52,7 +51,7 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
   const repo = await createScriptedRepo();
   const workDir = path.join(tmpdir(), `baton-d5-work-${randomUUID().slice(0, 8)}`);
   const bundlePath = path.join(tmpdir(), `baton-d5-bundle-${randomUUID().slice(0, 8)}.js`);
-  await writeFile(bundlePath, (await bundleWorkflowCode({ workflowsPath, logger: quietBundler })).code);
+  await writeWorkflowBundle(bundlePath);
   const env = {
     ...options.workerEnv,
     [HTTP_TOOLS_ENV]: JSON.stringify({
@@ -134,4 +133,3 @@ async function until(what: string, deadline: number, check: () => Promise<boolea
   }
 }
 
-const quietBundler = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
