@@ -2,7 +2,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 
-/** Sent by the graph workflow when every dependency of a task is verified. */
+/** Wakes a task workflow started with dependencies once they are all verified (the graph workflow starts each task only when released, so it needs no signal). */
 export const dependenciesReleasedSignal = defineSignal('dependenciesReleased');
 
 export interface TaskWorkflowInput {

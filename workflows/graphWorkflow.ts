@@ -1,6 +1,14 @@
-import { getExternalWorkflowHandle, setHandler, startChild, workflowInfo, type ChildWorkflowHandle } from '@temporalio/workflow';
+// The graph of tasks (T8, T9). Postgres decides readiness: when a task is verified, the same
+// transaction makes each dependent whose dependencies are all verified ready. This workflow only
+// starts the lifecycle of each task once it is released, and keeps itself within Temporal's limits:
+//  - children are started without awaiting each one, so one workflow task can issue a batch;
+//  - at most MAX_RUNNING_CHILDREN run at once (Temporal refuses more than 2,000 pending children);
+//  - completions are handled through a reverse-dependency index (O(tasks + edges));
+//  - after CHILDREN_PER_RUN children it drains and continues as new, so the history stays far
+//    below Temporal's 51,200-event limit whatever the graph's size.
+// Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4).
+import { condition, continueAsNew, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import {
-  dependenciesReleasedSignal,
   graphProgressQuery,
   taskWorkflowId,
   type GraphWorkflowInput,
@@ -10,67 +18,73 @@ import {
 import { taskWorkflow } from './taskWorkflow.js';
 
 const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
+/** Below Temporal's `limit.numPendingChildExecutions.error` (2,000). */
+const MAX_RUNNING_CHILDREN = 1_000;
+/** About 3 history events per child plus workflow tasks: one run stays near 10,000 events. */
+const CHILDREN_PER_RUN = 2_000;
 
-/**
- * A graph of tasks (T8, T9): starts one lifecycle workflow per task; when a task is verified,
- * signals each dependent whose dependencies are now all verified. Postgres has already made
- * those dependents ready in the verification's transaction; the signal only wakes their workflows.
- */
-export async function graphWorkflow(input: GraphWorkflowInput): Promise<GraphWorkflowResult> {
-  const progress: Record<string, string> = Object.fromEntries(input.tasks.map((t) => [t.taskId, t.dependsOn.length ? 'waiting' : 'started']));
+interface Carried {
+  verified: string[];
+  failed: string[];
+}
+
+export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carried }): Promise<GraphWorkflowResult> {
+  const verified = new Set(input.carried?.verified ?? []);
+  const failed = new Set(input.carried?.failed ?? []);
+  const done = (id: string) => verified.has(id) || failed.has(id);
+  const progress: Record<string, string> = {};
   setHandler(graphProgressQuery, () => progress);
-  const verified = new Set<string>();
-  const failed = new Set<string>();
-  const signalled = new Set<string>();
-  const handles = new Map<string, ChildWorkflowHandle<typeof taskWorkflow>>();
 
-  for (const task of input.tasks) {
-    handles.set(
-      task.taskId,
-      await startChild(taskWorkflow, {
-        workflowId: taskWorkflowId(task.taskId),
-        taskQueue: workflowInfo().taskQueue,
-        // Small histories; a task stuck on a frozen worker's poll is handed to another sooner.
-        workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
-        args: [{ taskId: task.taskId, dependsOn: task.dependsOn, policy: input.policy }],
-      }),
-    );
+  const dependents = new Map<string, string[]>();
+  const waitingOn = new Map<string, number>();
+  for (const t of input.tasks) {
+    waitingOn.set(t.taskId, t.dependsOn.filter((d) => !verified.has(d)).length);
+    for (const d of t.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), t.taskId]);
   }
+  const releasable = input.tasks.filter((t) => !done(t.taskId) && waitingOn.get(t.taskId) === 0).map((t) => t.taskId);
+  let running = 0;
+  let startedThisRun = 0;
 
-  const finish = (result: TaskWorkflowResult) => {
-    progress[result.taskId] = result.status;
-    (result.status === 'verified' ? verified : failed).add(result.taskId);
-  };
-  // A child that fails or is cancelled counts as a failed task; it must not fail the whole graph.
-  const pending = new Map(
-    [...handles].map(([taskId, handle]) => [
-      taskId,
-      handle.result().then(
-        (result) => ({ taskId, result }),
-        (): { taskId: string; result: TaskWorkflowResult } => ({ taskId, result: { taskId, status: 'failed', attempts: 0 } }),
-      ),
-    ] as const),
-  );
-  const isReleasable = (t: { taskId: string; dependsOn: string[] }) =>
-    t.dependsOn.length > 0 && !signalled.has(t.taskId) && t.dependsOn.every((d) => verified.has(d));
-
-  while (pending.size) {
-    const waiting = input.tasks.filter((t) => pending.has(t.taskId) && t.dependsOn.length > 0 && !signalled.has(t.taskId));
-    const running = [...pending.keys()].filter((id) => !waiting.some((w) => w.taskId === id));
-    if (running.length === 0) break; // everything left waits on an upstream task that failed
-    const { taskId, result } = await Promise.race(running.map((id) => pending.get(id)!));
-    pending.delete(taskId);
-    finish(result);
-    for (const t of input.tasks.filter(isReleasable)) {
-      signalled.add(t.taskId);
-      progress[t.taskId] = 'started';
-      await handles.get(t.taskId)!.signal(dependenciesReleasedSignal);
+  const finish = (taskId: string, result: TaskWorkflowResult) => {
+    running--;
+    progress[taskId] = result.status;
+    if (result.status !== 'verified') {
+      failed.add(taskId);
+      return;
     }
-  }
+    verified.add(taskId);
+    for (const dependent of dependents.get(taskId) ?? []) {
+      const left = (waitingOn.get(dependent) ?? 1) - 1;
+      waitingOn.set(dependent, left);
+      if (left === 0) releasable.push(dependent);
+    }
+  };
+  const start = (taskId: string) => {
+    running++;
+    startedThisRun++;
+    progress[taskId] = 'started';
+    // Postgres already made the task ready; its workflow needs no signal, so it starts with no dependencies.
+    void startChild(taskWorkflow, {
+      workflowId: taskWorkflowId(taskId),
+      taskQueue: workflowInfo().taskQueue,
+      workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
+      args: [{ taskId, dependsOn: [], policy: input.policy }],
+    })
+      .then((handle) => handle.result())
+      .then(
+        (result) => finish(taskId, result),
+        () => finish(taskId, { taskId, status: 'failed', attempts: 0 }),
+      );
+  };
 
-  const blocked = [...pending.keys()];
-  for (const taskId of blocked) progress[taskId] = 'blocked';
-  // Their workflows would wait forever; the tasks themselves stay blocked in Postgres.
-  await Promise.all(blocked.map((id) => getExternalWorkflowHandle(handles.get(id)!.workflowId).cancel()));
+  for (;;) {
+    while (releasable.length && running < MAX_RUNNING_CHILDREN && startedThisRun < CHILDREN_PER_RUN) start(releasable.shift()!);
+    if (running === 0 && (releasable.length === 0 || startedThisRun >= CHILDREN_PER_RUN)) break;
+    await condition(() => running === 0 || (releasable.length > 0 && running < MAX_RUNNING_CHILDREN && startedThisRun < CHILDREN_PER_RUN));
+  }
+  if (releasable.length) {
+    await continueAsNew<typeof graphWorkflow>({ ...input, carried: { verified: [...verified], failed: [...failed] } });
+  }
+  const blocked = input.tasks.filter((t) => !done(t.taskId)).map((t) => t.taskId);
   return { graphId: input.graphId, verified: [...verified], failed: [...failed], blocked };
 }

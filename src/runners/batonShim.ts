@@ -1,4 +1,5 @@
-import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,9 +16,9 @@ export async function ensureBatonShim(workDir: string): Promise<string> {
   const dir = path.join(workDir, 'bin');
   await mkdir(dir, { recursive: true });
   const target = path.join(dir, 'baton');
-  const temp = `${target}.${process.pid}.${Date.now()}`;
-  await writeFile(temp, `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(BATON_BIN)} "$@"\n`);
-  await chmod(temp, 0o755);
+  // Unique per call: two runs starting in the same millisecond must not share a temporary file.
+  const temp = `${target}.${process.pid}.${randomUUID()}`;
+  await writeFile(temp, `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(BATON_BIN)} "$@"\n`, { mode: 0o755 });
   // Renamed into place, so a concurrent run never executes a half-written script.
   await rename(temp, target);
   return dir;

@@ -1,0 +1,100 @@
+import type pg from 'pg';
+import type { Queryable } from '../src/db/queryable.js';
+import type { Log } from '../src/log.js';
+import { statementAnatomy } from './anatomy.js';
+import { ANATOMY_OPERATIONS } from './claim.js';
+import { interleave } from './interleave.js';
+import {
+  bareSubmitOnce,
+  batonSubmitOnce,
+  calibrateCounters,
+  claimAllBatonTasks,
+  perOperation,
+  readCounters,
+  seedBareTasks,
+  seedBatonTasks,
+} from './queueTables.js';
+import { latencies, nowMs, round, spread, type Latencies } from './stats.js';
+
+interface CompleteRound {
+  perSecond: number;
+  latencyMs: Latencies;
+  walBytesPerSubmit: number;
+  transactionsPerSubmit: number;
+}
+
+async function completeRound(
+  conn: pg.ClientBase,
+  admin: pg.ClientBase,
+  overhead: number,
+  count: number,
+  seedRunning: () => Promise<string>,
+  submit: (db: Queryable, taskId: string) => Promise<void>,
+): Promise<CompleteRound> {
+  const graphId = await seedRunning();
+  const samples: number[] = [];
+  const before = await readCounters(admin, [conn]);
+  const start = nowMs();
+  for (let i = 0; i < count; i++) {
+    const t = nowMs();
+    await submit(conn, `${graphId}/t${i}`);
+    samples.push(nowMs() - t);
+  }
+  const elapsed = nowMs() - start;
+  const after = await readCounters(admin, [conn]);
+  const costs = await perOperation(admin, before, after, count, overhead);
+  return { perSecond: (count / elapsed) * 1000, latencyMs: latencies(samples), walBytesPerSubmit: costs.walBytes, transactionsPerSubmit: costs.transactions };
+}
+
+/**
+ * complete: baton.submit_task (fenced on owner, claim version and status, with its event row)
+ * against the same update keyed by id only, on running tasks, one connection.
+ */
+export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; count: number }, log: Log) {
+  const conn = await pool.connect();
+  const admin = await pool.connect();
+  try {
+    const overhead = await calibrateCounters(admin, [conn]);
+    const pairs = await interleave(
+      'complete',
+      options.pairs,
+      {
+        candidate: () =>
+          completeRound(conn, admin, overhead, options.count, async () => {
+            const graphId = await seedBatonTasks(pool, options.count);
+            await claimAllBatonTasks(pool, graphId);
+            return graphId;
+          }, batonSubmitOnce),
+        baseline: () => completeRound(conn, admin, overhead, options.count, () => seedBareTasks(pool, options.count, 'running'), bareSubmitOnce),
+      },
+      log,
+      (p) => `baton ${p.candidate.perSecond.toFixed(0)}/s, bare ${p.baseline.perSecond.toFixed(0)}/s`,
+    );
+    const batonGraph = await seedBatonTasks(pool, ANATOMY_OPERATIONS);
+    await claimAllBatonTasks(pool, batonGraph);
+    const batonAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => batonSubmitOnce(conn, `${batonGraph}/t${i}`));
+    const bareGraph = await seedBareTasks(pool, ANATOMY_OPERATIONS, 'running');
+    const bareAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => bareSubmitOnce(conn, `${bareGraph}/t${i}`));
+    const side = (r: CompleteRound) => ({
+      perSecond: round(r.perSecond, 1),
+      p50Ms: round(r.latencyMs.p50),
+      p99Ms: round(r.latencyMs.p99),
+      walBytesPerSubmit: round(r.walBytesPerSubmit, 1),
+      transactionsPerSubmit: round(r.transactionsPerSubmit, 3),
+    });
+    return {
+      submitsPerRound: options.count,
+      throughputRatio: spread(pairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
+      p99Ratio: spread(pairs.map((p) => p.candidate.latencyMs.p99 / p.baseline.latencyMs.p99)),
+      walBytesPerSubmit: {
+        baton: spread(pairs.map((p) => p.candidate.walBytesPerSubmit)),
+        bare: spread(pairs.map((p) => p.baseline.walBytesPerSubmit)),
+      },
+      anatomy: { operations: ANATOMY_OPERATIONS, baton: batonAnatomy, bare: bareAnatomy },
+      rounds: pairs.map((p) => ({ first: p.first, baton: side(p.candidate), bare: side(p.baseline) })),
+    };
+  } finally {
+    conn.release();
+    admin.release();
+  }
+}

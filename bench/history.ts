@@ -1,0 +1,86 @@
+import type { Client } from '@temporalio/client';
+
+type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events']>[number];
+
+/** Where one workflow's time went, from its own history (server timestamps). */
+export interface HistorySummary {
+  events: number;
+  workflowTasks: number;
+  activities: number;
+  childrenStarted: number;
+  signalsSent: number;
+  /** First event to last event. */
+  spanMs: number;
+  /** Sum over workflow tasks: scheduled -> started (waiting for a worker, incl. sticky queue waits). */
+  workflowTaskWaitMs: number;
+  /** Sum over workflow tasks: started -> completed (the worker running workflow code). */
+  workflowTaskRunMs: number;
+  /** Sum over activities: scheduled -> started (waiting in the task queue). */
+  activityWaitMs: number;
+  /** Sum over activities: started -> closed (the activity itself, incl. its database calls). */
+  activityRunMs: number;
+  /** Sum over children: initiated -> started. */
+  childStartMs: number;
+  /** Activities by type, in order of scheduling. */
+  activityTypes: string[];
+}
+
+function toMs(time: HistoryEvent['eventTime']): number {
+  if (!time) return NaN;
+  const seconds = time.seconds as unknown as { toNumber?: () => number } | number | null | undefined;
+  const s = typeof seconds === 'object' && seconds?.toNumber ? seconds.toNumber() : Number(seconds ?? 0);
+  return s * 1000 + (time.nanos ?? 0) / 1e6;
+}
+
+const eventId = (e: HistoryEvent) => Number(e.eventId);
+
+/** Summarises the history of `workflowId` (its latest run). */
+export async function summariseHistory(client: Client, workflowId: string): Promise<HistorySummary & { startMs: number; endMs: number }> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const at = new Map(events.map((e) => [eventId(e), toMs(e.eventTime)]));
+  const summary: HistorySummary & { startMs: number; endMs: number } = {
+    events: events.length,
+    workflowTasks: 0,
+    activities: 0,
+    childrenStarted: 0,
+    signalsSent: 0,
+    spanMs: 0,
+    workflowTaskWaitMs: 0,
+    workflowTaskRunMs: 0,
+    activityWaitMs: 0,
+    activityRunMs: 0,
+    childStartMs: 0,
+    activityTypes: [],
+    startMs: toMs(events[0]?.eventTime),
+    endMs: toMs(events.at(-1)?.eventTime),
+  };
+  summary.spanMs = summary.endMs - summary.startMs;
+  for (const e of events) {
+    const t = toMs(e.eventTime);
+    if (e.workflowTaskStartedEventAttributes) {
+      summary.workflowTasks++;
+      summary.workflowTaskWaitMs += t - (at.get(Number(e.workflowTaskStartedEventAttributes.scheduledEventId)) ?? t);
+    } else if (e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes) {
+      const a = e.workflowTaskCompletedEventAttributes ?? e.workflowTaskFailedEventAttributes ?? e.workflowTaskTimedOutEventAttributes!;
+      summary.workflowTaskRunMs += t - (at.get(Number(a.startedEventId)) ?? t);
+    } else if (e.activityTaskScheduledEventAttributes) {
+      summary.activities++;
+      summary.activityTypes.push(e.activityTaskScheduledEventAttributes.activityType?.name ?? '?');
+    } else if (e.activityTaskStartedEventAttributes) {
+      summary.activityWaitMs += t - (at.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId)) ?? t);
+    } else if (e.activityTaskCompletedEventAttributes || e.activityTaskFailedEventAttributes) {
+      const a = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes!;
+      summary.activityRunMs += t - (at.get(Number(a.startedEventId)) ?? t);
+    } else if (e.activityTaskTimedOutEventAttributes) {
+      const startedAt = at.get(Number(e.activityTaskTimedOutEventAttributes.startedEventId));
+      if (startedAt !== undefined) summary.activityRunMs += t - startedAt;
+    } else if (e.childWorkflowExecutionStartedEventAttributes) {
+      summary.childrenStarted++;
+      summary.childStartMs += t - (at.get(Number(e.childWorkflowExecutionStartedEventAttributes.initiatedEventId)) ?? t);
+    } else if (e.signalExternalWorkflowExecutionInitiatedEventAttributes) {
+      summary.signalsSent++;
+    }
+  }
+  return summary;
+}

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { createBatonClient } from '../src/client.js';
+import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
+import { runConcurrent, sleep, type BenchContext } from './context.js';
+import { summariseHistory, type HistorySummary } from './history.js';
+import { interleave } from './interleave.js';
+import { readCounters } from './queueTables.js';
+import { latencies, nowMs, quantile, round, spread, type Latencies } from './stats.js';
+import { startBenchWorker, type BenchWorker } from './workerProcess.js';
+
+/** One task, a no-op function agent and a no-op function verifier: baton's whole lifecycle, nothing else. */
+export function noopGraph(id: string, tasks = 1) {
+  return {
+    id,
+    tasks: Array.from({ length: tasks }, (_, i) => ({ key: `t${i}`, run: { function: 'noop' }, verify: { function: 'pass' } })),
+  };
+}
+
+interface LifecycleRound {
+  perSecond: number;
+  latencyMs: Latencies;
+  ids: string[];
+  /** Committed Postgres transactions per lifecycle (baton only; the bare workflow touches no database). */
+  transactionsPerLifecycle?: number;
+}
+
+/** Both workers of the lifecycle and scale benchmarks: a baton worker and a bare one, own processes. */
+export async function startWorkerPair(ctx: BenchContext, tag: string): Promise<{ baton: BenchWorker; bare: BenchWorker; batonQueue: string; bareQueue: string }> {
+  const batonQueue = `${ctx.runId}-${tag}-baton`;
+  const bareQueue = `${ctx.runId}-${tag}-bare`;
+  const common = { slowSteps: 0, slowStepMs: 0 };
+  const [baton, bare] = await Promise.all([
+    startBenchWorker({ ...common, kind: 'baton', taskQueue: batonQueue, identity: `${tag}-baton-worker`, workflowBundlePath: ctx.bundles.baton }, ctx.stack.workerEnv),
+    startBenchWorker({ ...common, kind: 'bare', taskQueue: bareQueue, identity: `${tag}-bare-worker`, workflowBundlePath: ctx.bundles.bare }, ctx.stack.workerEnv),
+  ]);
+  return { baton, bare, batonQueue, bareQueue };
+}
+
+/**
+ * lifecycle: `count` one-task graphs (claim, no-op run through the function runner, fenced submit,
+ * verification by the function verifier, release), `concurrency` in flight, against the same
+ * number of bare workflows each running as many no-op activities as baton's lifecycle runs.
+ */
+export async function runLifecycleBench(ctx: BenchContext, options: { pairs: number; count: number; concurrency: number }) {
+  const { stack, log } = ctx;
+  const workers = await startWorkerPair(ctx, 'lifecycle');
+  const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue: workers.batonQueue });
+  const admin = await stack.pool.connect();
+  try {
+    // How many activities one baton lifecycle runs, read from its histories; the bare workflow runs as many.
+    const probe = `${ctx.runId}-probe`;
+    await client.submitGraph(noopGraph(probe), 'bench');
+    await client.waitForGraph(probe);
+    const probeGraph = await summariseHistory(stack.temporal, graphWorkflowId(probe));
+    const probeTask = await summariseHistory(stack.temporal, taskWorkflowId(`${probe}/t0`));
+    const activities = probeGraph.activities + probeTask.activities;
+    log(`  lifecycle: one baton lifecycle runs ${activities} activities (${probeTask.activityTypes.join(', ')}); the bare workflow runs as many`);
+
+    const batonRound = async (r: number): Promise<LifecycleRound> => {
+      const before = await readCounters(admin);
+      const start = nowMs();
+      const ids: string[] = [];
+      const samples = await runConcurrent(options.count, options.concurrency, async (i) => {
+        const id = `${ctx.runId}-lc${r + 1}-${i}-${randomUUID().slice(0, 4)}`;
+        ids.push(id);
+        const t = nowMs();
+        await client.submitGraph(noopGraph(id), 'bench');
+        const result = await client.waitForGraph(id);
+        if (result.verified.length !== 1) throw new Error(`lifecycle ${id} ended ${JSON.stringify(result)}`);
+        return nowMs() - t;
+      });
+      const elapsed = nowMs() - start;
+      // Worker backends publish their transaction counts within a second of going idle.
+      await sleep(1_500);
+      const after = await readCounters(admin);
+      return {
+        perSecond: (options.count / elapsed) * 1000,
+        latencyMs: latencies(samples),
+        ids,
+        transactionsPerLifecycle: (after.xactCommit - before.xactCommit) / options.count,
+      };
+    };
+    const bareRound = async (r: number): Promise<LifecycleRound> => {
+      const start = nowMs();
+      const ids: string[] = [];
+      const samples = await runConcurrent(options.count, options.concurrency, async (i) => {
+        const id = `${ctx.runId}-bare${r + 1}-${i}-${randomUUID().slice(0, 4)}`;
+        ids.push(id);
+        const t = nowMs();
+        await stack.temporal.workflow.execute('bareWorkflow', { taskQueue: workers.bareQueue, workflowId: id, args: [{ activities }] });
+        return nowMs() - t;
+      });
+      return { perSecond: (options.count / (nowMs() - start)) * 1000, latencyMs: latencies(samples), ids };
+    };
+    const pairs = await interleave('lifecycle', options.pairs, { candidate: batonRound, baseline: bareRound }, log, (p) =>
+      `baton ${p.candidate.perSecond.toFixed(1)}/s p50 ${p.candidate.latencyMs.p50.toFixed(0)} ms, bare ${p.baseline.perSecond.toFixed(1)}/s p50 ${p.baseline.latencyMs.p50.toFixed(0)} ms`,
+    );
+
+    // Where a lifecycle's time goes: the histories of the last pair's workflows.
+    const last = pairs.at(-1)!;
+    const batonBreakdown = await breakdown(ctx, last.candidate.ids, (id) => [graphWorkflowId(id), taskWorkflowId(`${id}/t0`)]);
+    const bareBreakdown = await breakdown(ctx, last.baseline.ids, (id) => [id]);
+    const workerStats = await workers.baton.memory();
+    const side = (r: LifecycleRound) => ({
+      perSecond: round(r.perSecond, 2),
+      p50Ms: round(r.latencyMs.p50, 1),
+      p99Ms: round(r.latencyMs.p99, 1),
+      ...(r.transactionsPerLifecycle !== undefined ? { transactionsPerLifecycle: round(r.transactionsPerLifecycle, 2) } : {}),
+    });
+    return {
+      lifecyclesPerRound: options.count,
+      concurrency: options.concurrency,
+      activitiesPerLifecycle: activities,
+      batonActivityTypes: [...probeGraph.activityTypes, ...probeTask.activityTypes],
+      throughputRatio: spread(pairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
+      p50Ratio: spread(pairs.map((p) => p.candidate.latencyMs.p50 / p.baseline.latencyMs.p50)),
+      p99Ratio: spread(pairs.map((p) => p.candidate.latencyMs.p99 / p.baseline.latencyMs.p99)),
+      transactionsPerLifecycle: spread(pairs.map((p) => p.candidate.transactionsPerLifecycle ?? NaN)),
+      breakdown: { baton: batonBreakdown, bare: bareBreakdown },
+      workerOptions: { baton: workers.baton.workerOptions, bare: workers.bare.workerOptions, batonPoolMax: workers.baton.poolMax },
+      pool: { max: workers.baton.poolMax, maxWaiting: workerStats.poolMaxWaiting, waitingShare: round(workerStats.poolWaitingShare, 3) },
+      rounds: pairs.map((p) => ({ first: p.first, baton: side(p.candidate), bare: side(p.baseline) })),
+    };
+  } finally {
+    admin.release();
+    await Promise.all([workers.baton.stop(), workers.bare.stop()]);
+  }
+}
+
+const BREAKDOWN_SAMPLE = 10;
+const BREAKDOWN_FIELDS = ['events', 'workflowTasks', 'activities', 'spanMs', 'workflowTaskWaitMs', 'workflowTaskRunMs', 'activityWaitMs', 'activityRunMs', 'childStartMs'] as const;
+
+/** Median per lifecycle, summed over the workflows that make up one lifecycle. */
+async function breakdown(ctx: BenchContext, ids: string[], workflowsOf: (id: string) => string[]) {
+  const perLifecycle: Array<Record<string, number>> = [];
+  for (const id of ids.slice(0, BREAKDOWN_SAMPLE)) {
+    const summaries: HistorySummary[] = [];
+    for (const wf of workflowsOf(id)) summaries.push(await summariseHistory(ctx.stack.temporal, wf));
+    const total: Record<string, number> = {};
+    for (const f of BREAKDOWN_FIELDS) total[f] = summaries.reduce((sum, s) => sum + s[f], 0);
+    // The graph workflow's span contains the task's; the lifecycle's span is the outermost one.
+    total.spanMs = Math.max(...summaries.map((s) => s.spanMs));
+    perLifecycle.push(total);
+  }
+  return Object.fromEntries(BREAKDOWN_FIELDS.map((f) => [f, round(quantile(perLifecycle.map((l) => l[f]!), 0.5), 1)]));
+}

@@ -1,0 +1,2 @@
+// The bench's own workflow bundle; baton's workflows/ stays free of benchmark code.
+export { bareWorkflow } from './bareWorkflow.js';
