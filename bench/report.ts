@@ -214,7 +214,7 @@ export function renderMarkdown(results: BenchResults): string {
           `median claim → verified ${b.phasesMsSinceSubmit.medianClaimToVerifiedMs ?? 'n/a'} ms; ` +
           `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, one selectGraph ${b.specRead.selectGraphMedianMs} ms (read twice per lifecycle); graph history grew ${b.historyEventsPerSecond ?? 'n/a'} events/s` +
           (b.projectedHistoryLimitS ? `, reaching Temporal's 51,200-event limit after about ${b.projectedHistoryLimitS} s at that rate` : '') +
-          `; workflow task failures ${b.graphWorkflow.workflowTaskFailures}, timeouts ${b.graphWorkflow.workflowTaskTimeouts}` +
+          `; workflow task failures ${b.graphWorkflow.workflowTaskFailures}, timeouts ${b.graphWorkflow.workflowTaskTimeouts}, longest workflow task ${b.graphWorkflow.longestWorkflowTaskMs} ms` +
           (b.graphWorkflow.terminatedReason ? `; terminated: ${b.graphWorkflow.terminatedReason}` : '') +
           `; worker heap ${b.workerHeapUsedMiB} MiB at the end; Postgres pool (max ${b.pool.max}) had up to ${b.pool.maxWaiting} callers waiting, some waiting in ${f(b.pool.waitingShare * 100, 1)}% of samples` +
           `; machine busy ${b.cpu.machineSeconds} CPU s over ${f(b.elapsedMs / 1000, 0)} s.`,

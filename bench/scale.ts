@@ -48,14 +48,32 @@ async function cpuAccounting(ctx: BenchContext, worker: BenchWorker): Promise<()
   };
 }
 
-/** The graph workflow's own account of why it has not finished: its latest workflow-task failure. */
-async function lastWorkflowTaskProblem(temporal: Client, workflowId: string): Promise<{ workflowTaskFailures: number; workflowTaskTimeouts: number; lastFailure?: string; terminatedReason?: string }> {
+/**
+ * The graph workflow's own account (latest run): workflow-task failures and timeouts, whether its
+ * latest workflow task failed (stuck) or not, and its longest workflow task (replays, big batches).
+ */
+async function workflowTaskAccount(temporal: Client, workflowId: string) {
   const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const ms = (e: (typeof events)[number]) => {
+    const s = e.eventTime?.seconds as unknown as { toNumber?: () => number } | number | undefined;
+    return (typeof s === 'object' && s?.toNumber ? s.toNumber() : Number(s ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+  };
+  const startedAt = new Map<number, number>();
   let failures = 0;
   let timeouts = 0;
+  let longestMs = 0;
   let lastFailure: string | undefined;
+  let lastAttemptFailed = false;
   let terminatedReason: string | undefined;
-  for (const e of history.events ?? []) {
+  for (const e of events) {
+    if (e.workflowTaskStartedEventAttributes) startedAt.set(Number(e.eventId), ms(e));
+    const closed = e.workflowTaskCompletedEventAttributes ?? e.workflowTaskFailedEventAttributes ?? e.workflowTaskTimedOutEventAttributes;
+    if (closed) {
+      const from = startedAt.get(Number(closed.startedEventId));
+      if (from !== undefined) longestMs = Math.max(longestMs, ms(e) - from);
+      lastAttemptFailed = !e.workflowTaskCompletedEventAttributes;
+    }
     if (e.workflowTaskFailedEventAttributes) {
       failures++;
       lastFailure = e.workflowTaskFailedEventAttributes.failure?.message ?? String(e.workflowTaskFailedEventAttributes.cause);
@@ -65,7 +83,7 @@ async function lastWorkflowTaskProblem(temporal: Client, workflowId: string): Pr
       terminatedReason = e.workflowExecutionTerminatedEventAttributes.reason ?? 'terminated';
     }
   }
-  return { workflowTaskFailures: failures, workflowTaskTimeouts: timeouts, lastFailure, terminatedReason };
+  return { workflowTaskFailures: failures, workflowTaskTimeouts: timeouts, longestWorkflowTaskMs: Math.round(longestMs), lastAttemptFailed, lastFailure, terminatedReason };
 }
 
 /** A baton graph of `tasks` independent no-op tasks, from submit to every task verified in Postgres. */
@@ -128,9 +146,12 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const memory = await memoryOf(worker.pid);
   const own = await worker.memory();
   const description = await stack.temporal.workflow.getHandle(workflowId).describe();
-  const problem = await lastWorkflowTaskProblem(stack.temporal, workflowId);
+  const { lastAttemptFailed, ...problem } = await workflowTaskAccount(stack.temporal, workflowId);
   if (graphDoneMs === undefined && description.status.name === 'RUNNING') {
-    const outcome = problem.workflowTaskFailures || problem.workflowTaskTimeouts ? 'stuck: its workflow tasks keep failing' : 'still running at the deadline';
+    // Stuck: its latest workflow task failed or timed out and it made no progress in the last samples.
+    const recent = samples.slice(-Math.ceil(GRAPH_COMPLETION_GRACE_MS / SAMPLE_INTERVAL_MS / 2));
+    const noProgress = recent.length > 1 && recent.every((x) => x.historyLength === recent[0]!.historyLength);
+    const outcome = lastAttemptFailed && noProgress ? 'stuck: its workflow tasks keep failing' : 'still running at the deadline';
     // Children follow their parent (parent close policy TERMINATE); nothing else is left running.
     await stack.temporal.workflow.getHandle(workflowId).terminate('bench: deadline or stuck');
     await done.catch(() => {});
