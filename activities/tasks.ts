@@ -5,8 +5,8 @@ import { claimTask as claimTaskSql } from '../src/db/sql/claimTask.js';
 import { failAttempt } from '../src/db/sql/failAttempt.js';
 import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
 import { recordVerification } from '../src/db/sql/recordVerification.js';
-import { releaseClaim, type ReleaseKind } from '../src/db/sql/releaseClaim.js';
-import { selectGraph } from '../src/db/sql/selectGraph.js';
+import { releaseClaim } from '../src/db/sql/releaseClaim.js';
+import { selectGraphSource } from '../src/db/sql/selectGraphSource.js';
 import { selectTask } from '../src/db/sql/selectTasks.js';
 import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
 import { startVerification } from '../src/db/sql/startVerification.js';
@@ -16,13 +16,12 @@ import { AgentFailedError, type Runner, type Verifier } from '../src/runners/typ
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/tasks/isolateOwner.js';
 import type { TaskStatus } from '../src/tasks/states.js';
+import type { TaskRow } from '../src/tasks/types.js';
 
 export interface TaskActivityDeps {
   db: Queryable;
   /** This worker's identity: the owner of every claim it takes (T5). Never taken from task input. */
   identity: string;
-  /** This worker's own task queue: a claim's run activity is sent there, to the claimant. */
-  ownerTaskQueue: string;
   /** Picks the runner for a task spec (command or function). */
   runnerFor(spec: { run: { command?: string; function?: string } }): Runner;
   verifierFor(spec: { verify: { command?: string; function?: string } }): Verifier;
@@ -36,55 +35,80 @@ export function verifierIdentity(identity: string): string {
   return `${identity}/verifier`;
 }
 
-export interface ClaimSummary {
+/** What a run reports to Temporal in its heartbeats; a retry of the run reads the last one. */
+interface RunHeartbeat {
   claimVersion: number;
+  progress?: Record<string, unknown>;
+}
+
+/** The task as the workflow needs it to decide what comes next. */
+export interface TaskView {
+  status: TaskStatus;
   attempts: number;
-  ownerTaskQueue: string;
+  claimVersion: number;
+  leaseExpired: boolean;
 }
 
 /** Activities of the task lifecycle. Inputs and outputs are ids and versions only (S3). */
 export function createTaskActivities(deps: TaskActivityDeps) {
   const { db, identity } = deps;
-  return {
-    /** T3: claims the task for this worker; null when it is not ready. */
-    async claimTask(input: { taskId: string; leaseMs: number }): Promise<ClaimSummary | null> {
-      const claim = await claimTaskSql(db, input.taskId, identity, input.leaseMs);
-      return claim ? { claimVersion: claim.claimVersion, attempts: claim.attempts, ownerTaskQueue: deps.ownerTaskQueue } : null;
-    },
 
+  /** T6: stops the agent of a silent claim where possible and releases exactly that claim. */
+  async function recoverClaim(task: TaskRow, claimVersion: number, reason: string): Promise<boolean> {
+    if (task.status !== 'running' || task.claimVersion !== claimVersion) return false;
+    const isolation = await isolateOwner(task.id, claimVersion, task.progress);
+    return releaseClaim(db, {
+      taskId: task.id,
+      claimVersion,
+      actor: identity,
+      kind: 'reclaimed_after_silence',
+      reason,
+      details: { isolation, agentPid: task.progress?.pid ?? null, agentHost: task.progress?.host ?? null },
+    });
+  }
+
+  /**
+   * Temporal retries a run only when its previous attempt ended without a word (heartbeat timeout:
+   * the worker died or froze) or failed without giving its claim back: recover that attempt's
+   * claim. Returns the task's attempts so far.
+   */
+  async function recoverEarlierAttempt(taskId: string, heartbeatTimeoutMs: number): Promise<number> {
+    const { info } = Context.current();
+    const task = await selectTask(db, taskId);
+    // Without the earlier attempt's heartbeat (it died between claim and first heartbeat), the
+    // claim is still its: only this task's workflow claims the task, one run at a time.
+    const claimVersion = (info.heartbeatDetails as RunHeartbeat | undefined)?.claimVersion ?? task.claimVersion;
+    await recoverClaim(task, claimVersion, `owner silent: Temporal heartbeat timeout (${heartbeatTimeoutMs} ms) on claim version ${claimVersion}; run attempt ${info.attempt} takes over`);
+    return task.attempts;
+  }
+
+  return {
     /**
-     * Runs the agent for a claim this worker holds, heartbeating to Temporal and (fenced) to
-     * Postgres, then submits the artifact (fenced). Runs on the claimant's own task queue.
+     * T3-T6: claims the task for this worker and runs its agent, heartbeating to Temporal and
+     * (fenced) to Postgres, then submits the artifact (fenced). Claim and run are one activity, so
+     * a silent owner is replaced by Temporal's own retry (heartbeat timeout + retry interval), with
+     * no workflow task in between. Null when the task is not claimable now or has no attempts left.
      */
-    async runTask(input: { taskId: string; claimVersion: number; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<{ revision: string }> {
-      const fence = { taskId: input.taskId, owner: identity, claimVersion: input.claimVersion };
-      const task = await selectTask(db, input.taskId);
-      if (task.owner !== identity || task.claimVersion !== input.claimVersion || task.status !== 'running') {
-        throw nonRetryable(new StaleClaimError(input.taskId, identity, input.claimVersion, 'run', task), 'StaleClaim');
-      }
-      const graph = await selectGraph(db, task.graphId);
+    async runTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
       const ctx = Context.current();
+      if (ctx.info.attempt > 1 && (await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
+      const claim = await claimTaskSql(db, input.taskId, identity, input.heartbeatTimeoutMs);
+      if (!claim) return null;
+      const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
+      const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
       // Temporal hears from the run from its first moment (worktree setup can take a while);
       // the runner's own heartbeats add progress and extend the lease in Postgres.
-      const keepAlive = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
+      beat();
+      const keepAlive = setInterval(() => beat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
-        const artifact = await deps.runnerFor(task.spec).run({
-          claim: {
-            taskId: task.id,
-            graphId: task.graphId,
-            key: task.key,
-            spec: task.spec,
-            claimVersion: task.claimVersion,
-            leaseExpiresAt: task.leaseExpiresAt ?? '',
-            attempts: task.attempts,
-            upstreamRevisions: task.upstreamRevisions,
-          },
-          repo: graph.repo,
-          base: graph.base,
+        const graph = await selectGraphSource(db, claim.graphId);
+        const artifact = await deps.runnerFor(claim.spec).run({
+          claim,
+          ...graph,
           signal: ctx.cancellationSignal,
           log: () => {},
           heartbeat: async (progress) => {
-            ctx.heartbeat(progress);
+            beat(progress);
             try {
               await heartbeatTask(db, fence, input.heartbeatTimeoutMs, progress);
             } catch (error) {
@@ -96,14 +120,25 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           },
         });
         await submitTask(db, fence, artifact);
-        return { revision: artifact.revision };
+        return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
         if (error instanceof StaleClaimError) throw nonRetryable(error, 'StaleClaim');
         if (error instanceof AgentFailedError) {
-          await failAttempt(db, fence, error.detail, task.attempts < input.maxAttempts).catch((e: unknown) => {
+          await failAttempt(db, fence, error.detail, claim.attempts < input.maxAttempts).catch((e: unknown) => {
             throw e instanceof StaleClaimError ? nonRetryable(e, 'StaleClaim') : e;
           });
           throw nonRetryable(error, 'AgentFailed');
+        }
+        if (!ctx.cancellationSignal.aborted) {
+          // The database or the worktree failed under the run: give the claim back, then let
+          // Temporal retry; the attempt count decides whether the task runs again.
+          await releaseClaim(db, {
+            taskId: input.taskId,
+            claimVersion: claim.claimVersion,
+            actor: identity,
+            kind: 'released',
+            reason: `run failed before submitting: ${error instanceof Error ? error.message : String(error)}`,
+          }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
         }
         throw error;
       } finally {
@@ -111,22 +146,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       }
     },
 
-    /**
-     * T6: Temporal reported the owner of `claimVersion` silent (or its run failed). Stop its agent
-     * where possible, record why, and make the task claimable again. False when it had moved on.
-     */
-    async recoverTask(input: { taskId: string; claimVersion: number; reason: string; kind?: ReleaseKind }): Promise<boolean> {
-      const task = await selectTask(db, input.taskId);
-      if (task.status !== 'running' || task.claimVersion !== input.claimVersion) return false;
-      const isolation = await isolateOwner(input.taskId, input.claimVersion, task.progress);
-      return releaseClaim(db, {
-        taskId: input.taskId,
-        claimVersion: input.claimVersion,
-        actor: identity,
-        kind: input.kind ?? 'reclaimed_after_silence',
-        reason: input.reason,
-        details: { isolation, agentPid: task.progress?.pid ?? null, agentHost: task.progress?.host ?? null },
-      });
+    /** T6: a claim nobody runs (its lease expired on the database clock) is recovered. False when it had moved on. */
+    async recoverTask(input: { taskId: string; claimVersion: number; reason: string }): Promise<boolean> {
+      return recoverClaim(await selectTask(db, input.taskId), input.claimVersion, input.reason);
     },
 
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
@@ -139,8 +161,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         return { status: current.status, revision: current.artifact?.revision ?? '', released: [] };
       }
       const { claimVersion, artifact, spec } = await startVerification(db, input.taskId, verifier);
-      const task = await selectTask(db, input.taskId);
-      const graph = await selectGraph(db, task.graphId);
+      const graph = await selectGraphSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
       const result = await deps
@@ -186,7 +207,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /** The task's status and attempts, for the workflow's decisions. */
-    async readTask(input: { taskId: string }): Promise<{ status: TaskStatus; attempts: number; claimVersion: number; leaseExpired: boolean }> {
+    async readTask(input: { taskId: string }): Promise<TaskView> {
       const task = await selectTask(db, input.taskId);
       return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
     },

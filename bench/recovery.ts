@@ -5,16 +5,11 @@ import { selectEvents } from '../src/db/sql/selectEvents.js';
 import { selectTask } from '../src/db/sql/selectTasks.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/d2WorkerKill.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
-import { taskWorkflowId } from '../workflows/definitions.js';
+import { RUN_RETRY_INTERVAL_MS, taskWorkflowId } from '../workflows/definitions.js';
 import { sleep, type BenchContext } from './context.js';
 import { round, spread } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 
-/**
- * The workflow's retry interval: workflows/taskWorkflow.ts waits POLL_DELAY_MIN_MS (1 s, not
- * exported) before it looks again at a task it could not claim or act on.
- */
-export const CLAIM_RETRY_DELAY_MS = 1_000;
 /** The slow agent heartbeats every step, long enough to be killed mid-run. */
 const SLOW_STEPS = 30;
 const SLOW_STEP_MS = 100;
@@ -23,26 +18,20 @@ const TRIAL_DEADLINE_MS = 60_000;
 /** Temporal's TimeoutType enum values, by number. */
 const TIMEOUT_TYPES: Record<number, string> = { 1: 'start-to-close', 2: 'schedule-to-start', 3: 'schedule-to-close', 4: 'heartbeat' };
 
-/** What stood between the kill and the next claim, read from the task workflow's history. */
-export type RecoveryPath =
-  | 'heartbeat timeout'
-  | 'heartbeat timeout + sticky queue timeout'
-  | 'workflow task timeout + schedule-to-start timeout'
-  | 'claim result lost: claim start-to-close timeout + lease expiry'
-  | 'other';
+/** What recovered the claim, read from the reason of its `reclaimed_after_silence` event. */
+export type RecoveryPath = 'heartbeat timeout + run retry' | 'lease expiry' | 'other';
 
 interface Trial {
   kill: 'after-claim' | 'mid-run';
   recovered: boolean;
   recoveryMs?: number;
   path?: RecoveryPath;
-  /** Kill -> Temporal records the run activity's timeout. */
-  activityTimeoutAtMs?: number;
-  activityTimeoutType?: string;
+  /** Kill -> the silent claim was released (the retried run's first write). */
+  reclaimAtMs?: number;
+  /** Which attempt of the run took over (2 when the first retry did). */
+  takeoverAttempt?: number;
   /** Workflow tasks that timed out after the kill: on the dead worker (start-to-close) or its sticky queue (schedule-to-start). */
   workflowTaskTimeouts?: Array<{ type: string; atMs: number; waitedMs: number }>;
-  /** Last workflow task timeout or the activity timeout, whichever came later -> the next claim committed. */
-  afterLastTimeoutMs?: number;
   /** The task workflow's events from just before the kill to the next claim, ms relative to the kill. */
   events?: string[];
   problem?: string;
@@ -56,7 +45,7 @@ interface Trial {
 export async function runRecoveryBench(ctx: BenchContext, options: { trials: number; heartbeatTimeoutMs?: number }) {
   const { stack, log } = ctx;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
-  const boundMs = heartbeatTimeoutMs + CLAIM_RETRY_DELAY_MS;
+  const boundMs = heartbeatTimeoutMs + RUN_RETRY_INTERVAL_MS;
   const taskQueue = `${ctx.runId}-recovery`;
   const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue });
   let spawned = 0;
@@ -78,8 +67,8 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
       log(
         `  recovery ${i < 0 ? 'warm-up (discarded)' : `trial ${i + 1}/${options.trials}`} kill ${kill}: ` +
           (trial.recovered
-            ? `next claim ${trial.recoveryMs!.toFixed(0)} ms after the kill via ${trial.path} (activity ${trial.activityTimeoutType} timeout at ${trial.activityTimeoutAtMs} ms` +
-              `${trial.workflowTaskTimeouts?.map((t) => `, workflow task ${t.type} timeout at ${t.atMs} ms after ${t.waitedMs} ms`).join('') ?? ''}; claim ${trial.afterLastTimeoutMs} ms after the last)`
+            ? `next claim ${trial.recoveryMs!.toFixed(0)} ms after the kill via ${trial.path} (claim released at ${trial.reclaimAtMs} ms by run attempt ${trial.takeoverAttempt ?? '?'}` +
+              `${trial.workflowTaskTimeouts?.map((t) => `, workflow task ${t.type} timeout at ${t.atMs} ms after ${t.waitedMs} ms`).join('') ?? ''})`
             : `LOST: ${trial.problem}`),
       );
       if (i >= 0) trials.push(trial);
@@ -91,7 +80,7 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
   const paths = [...new Set(recovered.map((t) => t.path ?? 'other'))];
   return {
     heartbeatTimeoutMs,
-    retryIntervalMs: CLAIM_RETRY_DELAY_MS,
+    retryIntervalMs: RUN_RETRY_INTERVAL_MS,
     boundMs,
     stickyQueueTimeoutMs: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     trials: trials.length,
@@ -105,9 +94,8 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
         path,
         trials: these.length,
         ratio: spread(these.map((t) => t.recoveryMs! / boundMs)),
-        activityTimeoutAtMs: spread(these.map((t) => t.activityTimeoutAtMs ?? NaN)),
+        reclaimAtMs: spread(these.map((t) => t.reclaimAtMs ?? NaN)),
         workflowTaskTimeoutWaitMs: spread(these.map((t) => (t.workflowTaskTimeouts ?? []).reduce((sum, w) => sum + w.waitedMs, 0))),
-        afterLastTimeoutMs: spread(these.map((t) => t.afterLastTimeoutMs ?? NaN)),
       };
     }),
     trialsDetail: trials.map((t) => ({ ...t, recoveryMs: t.recoveryMs === undefined ? undefined : round(t.recoveryMs, 0) })),
@@ -157,10 +145,20 @@ async function runTrial(
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
   if (!nextClaim || !reclaim) return { kill, recovered: false, problem: 'verified without a recorded recovery' };
   const nextClaimAt = new Date(nextClaim.at).getTime();
-  return { kill, recovered: true, recoveryMs: nextClaimAt - killedAt, ...(await timeline(temporal, taskId, killedAt, nextClaimAt)) };
+  const reason = reclaim.reason ?? '';
+  const path: RecoveryPath = reason.startsWith('owner silent: Temporal heartbeat timeout') ? 'heartbeat timeout + run retry' : reason.startsWith('lease expired') ? 'lease expiry' : 'other';
+  return {
+    kill,
+    recovered: true,
+    recoveryMs: nextClaimAt - killedAt,
+    path,
+    reclaimAtMs: Math.round(new Date(reclaim.at).getTime() - killedAt),
+    takeoverAttempt: Number(/run attempt (\d+)/.exec(reason)?.[1]) || undefined,
+    ...(await timeline(temporal, taskId, killedAt, nextClaimAt)),
+  };
 }
 
-/** Splits the recovery along the task workflow's history (server clock, same machine as the database). */
+/** The task workflow's history around the recovery (server clock, same machine as the database). */
 async function timeline(temporal: Client, taskId: string, killedAt: number, nextClaimAt: number): Promise<Partial<Trial>> {
   const history = await temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
   const events = history.events ?? [];
@@ -184,9 +182,6 @@ async function timeline(temporal: Client, taskId: string, killedAt: number, next
     return `${(ms(e) - killedAt).toFixed(0)} ms ${kind.replace('EventAttributes', '')}${detail ? ` (${detail})` : ''}`;
   };
   const after = events.filter((e) => ms(e) >= killedAt && ms(e) <= nextClaimAt);
-  const activityTimeout = after.find((e) => e.activityTaskTimedOutEventAttributes);
-  const failure = activityTimeout?.activityTaskTimedOutEventAttributes?.failure;
-  const activityTimeoutType = failure?.timeoutFailureInfo?.timeoutType ?? failure?.cause?.timeoutFailureInfo?.timeoutType;
   const workflowTaskTimeouts = after
     .filter((e) => e.workflowTaskTimedOutEventAttributes)
     .map((e) => {
@@ -196,28 +191,9 @@ async function timeline(temporal: Client, taskId: string, killedAt: number, next
       const from = type === 'start-to-close' ? at.get(Number(a.startedEventId)) : at.get(Number(a.scheduledEventId));
       return { type, atMs: Math.round(ms(e) - killedAt), waitedMs: Math.round(ms(e) - (from ?? ms(e))) };
     });
-  const types = new Set(workflowTaskTimeouts.map((t) => t.type));
-  const detection = activityTimeoutType === undefined || activityTimeoutType === null ? undefined : TIMEOUT_TYPES[Number(activityTimeoutType)];
-  // The claim committed but the dead worker never reported it: Temporal retries claimTask after its
-  // start-to-close timeout, the retry finds the task running, and the workflow recovers it once its lease expired.
-  const claimRetried = after.some((e) => e.activityTaskStartedEventAttributes && Number(e.activityTaskStartedEventAttributes.attempt) > 1);
-  const path: RecoveryPath =
-    claimRetried && detection === undefined
-      ? 'claim result lost: claim start-to-close timeout + lease expiry'
-      : types.has('start-to-close') && detection === 'schedule-to-start'
-      ? 'workflow task timeout + schedule-to-start timeout'
-      : types.has('schedule-to-start') && detection === 'heartbeat'
-        ? 'heartbeat timeout + sticky queue timeout'
-        : types.size === 0 && detection === 'heartbeat'
-          ? 'heartbeat timeout'
-          : 'other';
-  const lastTimeoutAt = Math.max(activityTimeout ? ms(activityTimeout) - killedAt : 0, ...workflowTaskTimeouts.map((t) => t.atMs));
   return {
-    path,
-    activityTimeoutAtMs: activityTimeout ? Math.round(ms(activityTimeout) - killedAt) : undefined,
-    activityTimeoutType: detection,
     workflowTaskTimeouts,
-    afterLastTimeoutMs: Math.round(nextClaimAt - killedAt - lastTimeoutAt),
-    events: events.filter((e) => ms(e) >= killedAt - 1_000 && ms(e) <= nextClaimAt + 100).map(describe),
+    // Activity retries write no history until the run ends: its events show the attempt that finished.
+    events: events.filter((e) => ms(e) >= killedAt - 1_000 && ms(e) <= nextClaimAt + 5_000).map(describe),
   };
 }

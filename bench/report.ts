@@ -182,12 +182,12 @@ export function renderMarkdown(results: BenchResults): string {
   }
   if (recovery) {
     out.push(`## recovery (heartbeat timeout ${recovery.heartbeatTimeoutMs} ms + retry interval ${recovery.retryIntervalMs} ms = bound ${recovery.boundMs} ms; sticky queue timeout ${recovery.stickyQueueTimeoutMs} ms)`, '');
-    out.push('| trial | kill | kill → next claim ms | ratio | path | run activity timeout (at ms) | workflow task timeouts (at ms, waited ms) | last timeout → claim ms |');
+    out.push('| trial | kill | kill → next claim ms | ratio | path | kill → claim released ms | run attempt that took over | workflow task timeouts (at ms, waited ms) |');
     out.push('|---|---|---|---|---|---|---|---|');
     recovery.trialsDetail.forEach((t, i) =>
       out.push(
         `| ${i + 1} | ${t.kill} | ${t.recoveryMs ?? `lost: ${t.problem}`} | ${t.recoveryMs === undefined ? '' : f(t.recoveryMs / recovery.boundMs)} | ${t.path ?? ''} | ` +
-          `${t.activityTimeoutType ?? 'none'} (${t.activityTimeoutAtMs ?? ''}) | ${(t.workflowTaskTimeouts ?? []).map((w) => `${w.type} (${w.atMs}, ${w.waitedMs})`).join('; ') || 'none'} | ${t.afterLastTimeoutMs ?? ''} |`,
+          `${t.reclaimAtMs ?? ''} | ${t.takeoverAttempt ?? ''} | ${(t.workflowTaskTimeouts ?? []).map((w) => `${w.type} (${w.atMs}, ${w.waitedMs})`).join('; ') || 'none'} |`,
       ),
     );
     out.push('');
@@ -212,7 +212,7 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(
         `- ${s.tasks} tasks: first claim ${b.phasesMsSinceSubmit.firstClaim ?? 'n/a'} ms after submit, last claim ${b.phasesMsSinceSubmit.lastClaim ?? 'n/a'} ms, last verified ${b.phasesMsSinceSubmit.lastVerified ?? 'n/a'} ms; ` +
           `median claim → verified ${b.phasesMsSinceSubmit.medianClaimToVerifiedMs ?? 'n/a'} ms; ` +
-          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, one selectGraph ${b.specRead.selectGraphMedianMs} ms (read twice per lifecycle); graph history grew ${b.historyEventsPerSecond ?? 'n/a'} events/s` +
+          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms, repo and base read (twice per lifecycle) ${b.specRead.selectGraphSourceMedianMs} ms; graph history grew ${b.historyEventsPerSecond ?? 'n/a'} events/s` +
           (b.projectedHistoryLimitS ? `, reaching Temporal's 51,200-event limit after about ${b.projectedHistoryLimitS} s at that rate` : '') +
           `; workflow task failures ${b.graphWorkflow.workflowTaskFailures}, timeouts ${b.graphWorkflow.workflowTaskTimeouts}, longest workflow task ${b.graphWorkflow.longestWorkflowTaskMs} ms` +
           (b.graphWorkflow.terminatedReason ? `; terminated: ${b.graphWorkflow.terminatedReason}` : '') +

@@ -19,7 +19,8 @@ export const workflowsPath = fileURLToPath(
 
 /**
  * How long a workflow task waits on a dead worker's sticky queue before any worker may take it.
- * Temporal's 10 s default adds 10 s to every recovery after a worker dies; 2 s costs at most a
+ * Temporal's 10 s default stalls every workflow the dead worker had cached for 10 s (a run's
+ * recovery does not wait on it: runs are activities, retried by the server); 2 s costs at most a
  * few extra history replays on a busy worker. (Default: 2s)
  */
 export const STICKY_QUEUE_TIMEOUT_MS_DEFAULT = 2_000;
@@ -31,7 +32,7 @@ export interface BatonWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   db: Queryable;
-  /** Shared task queue for workflows, claims and verification. (Default: `baton`) */
+  /** Task queue for workflows, runs and verification. (Default: `baton`) */
   taskQueue?: string;
   /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>-<random>`) */
   identity?: string;
@@ -51,14 +52,12 @@ export interface BatonWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
-  /** Any other Temporal worker option, passed through to both workers. */
+  /** Any other Temporal worker option, passed through to the Temporal worker. */
   workerOptions?: Partial<WorkerOptions>;
 }
 
 export interface BatonWorker {
   identity: string;
-  /** The queue only this worker polls; a claim's run is sent there. */
-  ownerTaskQueue: string;
   run(): Promise<void>;
   runUntil<T>(until: Promise<T>): Promise<T>;
   shutdown(): void;
@@ -73,13 +72,12 @@ export function defaultWorkerIdentity(): string {
 }
 
 /**
- * Creates baton's worker: one Temporal worker on the shared queue (workflows and shared
- * activities) and one on this worker's own queue (the runs of the claims it takes).
+ * Creates baton's worker: one Temporal worker on the task queue, running workflows, runs (each
+ * claims its task as this worker's identity) and verifications.
  */
 export async function createBatonWorker(options: BatonWorkerOptions): Promise<BatonWorker> {
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
   const identity = options.identity ?? defaultWorkerIdentity();
-  const ownerTaskQueue = `${taskQueue}@${identity}`;
   const workDir = options.workDir ?? path.join(batonHome(), 'work');
   const commandRunner = createCommandRunner({ workDir });
   const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
@@ -89,35 +87,28 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     ...createActivities({
       db: options.db,
       identity,
-      ownerTaskQueue,
       tools: options.tools ?? httpToolsFromEnv(),
       runnerFor: (spec) => (spec.run.function ? functionRunner : commandRunner),
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),
     ...options.activityOverrides,
   };
-  const common = {
+  const worker = await Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     identity,
+    taskQueue,
     activities,
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
-    ...options.workerOptions,
-  };
-  const shared = await Worker.create({
-    ...common,
-    taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...options.workerOptions,
   });
-  const own = await Worker.create({ ...common, taskQueue: ownerTaskQueue });
-  const run = () => Promise.all([shared.run(), own.run()]).then(() => undefined);
   return {
     identity,
-    ownerTaskQueue,
-    run,
+    run: () => worker.run(),
     shutdown: () => {
-      for (const w of [shared, own]) if (w.getState() === 'RUNNING') w.shutdown();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
     },
-    runUntil: (until) => own.runUntil(shared.runUntil(until)),
+    runUntil: (until) => worker.runUntil(until),
   };
 }

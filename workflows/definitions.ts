@@ -2,6 +2,12 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 
+/**
+ * After a run ends without a word (heartbeat timeout) or fails, how soon Temporal starts its next
+ * attempt, which recovers the silent claim and claims again: recovery takes heartbeat timeout + this.
+ */
+export const RUN_RETRY_INTERVAL_MS = 1_000;
+
 /** Wakes a task workflow started with dependencies once they are all verified (the graph workflow starts each task only when released, so it needs no signal). */
 export const dependenciesReleasedSignal = defineSignal('dependenciesReleased');
 

@@ -8,11 +8,10 @@ import {
   proxyActivities,
   setHandler,
   sleep,
-  TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { TaskActivities } from '../activities/tasks.js';
-import { dependenciesReleasedSignal, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
+import type { TaskActivities, TaskView } from '../activities/tasks.js';
+import { dependenciesReleasedSignal, RUN_RETRY_INTERVAL_MS, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
 
 /** How long the workflow first waits before looking again at a task it cannot act on. */
 const POLL_DELAY_MIN_MS = 1_000;
@@ -35,18 +34,14 @@ const verifier = proxyActivities<TaskActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
 });
 
-function isSilence(error: unknown): error is ActivityFailure {
-  return error instanceof ActivityFailure && error.cause instanceof TimeoutFailure;
-}
-
 function failureType(error: unknown): string | undefined {
   return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.type ?? undefined : undefined;
 }
 
 /**
- * One task's lifecycle (T9): wait for dependencies, claim, run on the claimant's own queue with a
- * heartbeat timeout, submit (inside the run, fenced), verify as someone else, and so release
- * dependents. A silent owner is recovered and the task claimed again with a bumped claim version.
+ * One task's lifecycle (T9): wait for dependencies, claim and run in one activity with a heartbeat
+ * timeout, submit (inside the run, fenced), verify as someone else, and so release dependents. A
+ * silent owner is recovered by the run's retry and the task claimed again with a bumped claim version.
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId } = input;
@@ -74,12 +69,15 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
     await sleep(delayMs);
     delayMs = Math.min(delayMs * 2, POLL_DELAY_MAX_MS);
   };
+  // What the last activity told us about the task; read again when it told us nothing.
+  let known: TaskView | null = null;
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
       await continueAsNew<typeof taskWorkflow>({ ...input, dependsOn: [] });
     }
-    const task = await store.readTask({ taskId });
+    const task = known ?? (await store.readTask({ taskId }));
+    known = null;
     if (task.status !== 'blocked' && task.status !== 'running') delayMs = POLL_DELAY_MIN_MS;
     switch (task.status) {
       case 'verified':
@@ -90,7 +88,7 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
         if (task.attempts >= policy.maxAttempts) {
           await store.failExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
         } else {
-          await claimAndRun(taskId, input.policy);
+          known = await claimAndRun(taskId, policy);
         }
         break;
       case 'stale':
@@ -107,8 +105,8 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
         await store.afterRejection({ taskId, policy });
         break;
       case 'running':
-        // A claim this execution is not running, e.g. one whose claim activity committed but
-        // whose result was lost: nobody heartbeats it, so its lease runs out and it is recovered.
+        // A claim this execution is not running (e.g. the workflow was reset, or a run's retries
+        // were cut short): nobody heartbeats it, so its lease runs out and it is recovered.
         if (task.leaseExpired) {
           await store.recoverTask({
             taskId,
@@ -126,43 +124,24 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
   }
 }
 
-/** Claims the task and runs it on the claimant's own queue; recovers the claim if its owner goes silent. */
-async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<void> {
-  const claim = await store.claimTask({ taskId, leaseMs: policy.heartbeatTimeoutMs });
-  if (!claim) {
-    await sleep(POLL_DELAY_MIN_MS);
-    return;
-  }
-  const owner = proxyActivities<TaskActivities>({
-    taskQueue: claim.ownerTaskQueue,
+/**
+ * Claims the task and runs it in one activity. A silent owner (worker killed or frozen) misses its
+ * heartbeat timeout and Temporal retries the activity on another worker, which recovers the old
+ * claim and claims again. Returns the task as the run left it, or null when the workflow must look.
+ */
+async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<TaskView | null> {
+  const run = proxyActivities<TaskActivities>({
     heartbeatTimeout: policy.heartbeatTimeoutMs,
-    // A claimant that dies before its run starts leaves the activity in its own queue.
-    scheduleToStartTimeout: policy.heartbeatTimeoutMs,
     startToCloseTimeout: RUN_START_TO_CLOSE,
-    retry: { maximumAttempts: 1 },
+    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, maximumInterval: '30 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
   });
   try {
-    await owner.runTask({ taskId, claimVersion: claim.claimVersion, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
+    const view = await run.runTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
+    if (!view) await sleep(POLL_DELAY_MIN_MS); // not claimable now: look again shortly
+    return view;
   } catch (error) {
-    if (isSilence(error)) {
-      const timeout = (error.cause as TimeoutFailure).timeoutType?.toLowerCase().replaceAll('_', '-') ?? 'heartbeat';
-      await store.recoverTask({
-        taskId,
-        claimVersion: claim.claimVersion,
-        reason: `owner silent: Temporal ${timeout} timeout (${policy.heartbeatTimeoutMs} ms) on claim version ${claim.claimVersion}`,
-      });
-      return;
-    }
-    const type = failureType(error);
     // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).
-    if (type === 'AgentFailed' || type === 'StaleClaim') return;
-    // Anything else (the database or the worktree failed under the run): give the claim back
-    // and let the attempt count decide whether the task runs again.
-    await store.recoverTask({
-      taskId,
-      claimVersion: claim.claimVersion,
-      reason: `run failed before submitting: ${error instanceof ActivityFailure ? (error.cause?.message ?? error.message) : String(error)}`,
-      kind: 'released',
-    });
+    if (failureType(error) === 'AgentFailed' || failureType(error) === 'StaleClaim') return null;
+    throw error;
   }
 }

@@ -150,7 +150,7 @@ program
       workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
     });
     describeStack(open.stack, log);
-    log(`Worker ${worker.identity} polling task queues '${opts.taskQueue}' and '${worker.ownerTaskQueue}'. Press Ctrl-C to stop.`);
+    log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
     const running = worker.run();
     await Promise.race([running.catch(() => undefined), untilSignal()]);
     worker.shutdown();

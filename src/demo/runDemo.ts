@@ -124,7 +124,7 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
     await until('worker A to claim request', (tasks) => task(tasks, 'request').owner === workerA.identity);
     const workerB = spawn(`worker-b-${taskQueue.slice(-4)}`);
     log(`\nStarted worker process ${workerB.identity} (pid ${workerB.child.pid}).`);
-    await until('worker B to poll', () => /polling task queues/.test(workerB.output()));
+    await until('worker B to poll', () => /polling task queue/.test(workerB.output()));
     log(`\n>>> Freezing ${workerA.identity} (SIGSTOP, as a hung or cut-off worker looks) while its agent builds the request code.`);
     await until('worker A to be mid-run on request', (tasks) => Number(task(tasks, 'request').progress?.lines ?? 0) >= 3);
     workerA.child.kill('SIGSTOP');
