@@ -133,7 +133,9 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
   const run = proxyActivities<TaskActivities>({
     heartbeatTimeout: policy.heartbeatTimeoutMs,
     startToCloseTimeout: RUN_START_TO_CLOSE,
-    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, maximumInterval: '30 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
+    // Gentle growth: a frozen worker's open polls can each swallow an attempt (each then costs a
+    // heartbeat timeout), so intervals stay short; a persistent error still backs off to 10 s.
+    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
   });
   try {
     const view = await run.runTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });

@@ -11,6 +11,7 @@ let worker: BatonWorker;
 let running: Promise<void>;
 let client: BatonClient;
 const verifyCalls: string[] = [];
+const runFailures = new Map<string, number>();
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -19,6 +20,14 @@ beforeAll(async () => {
     agentFunctions: {
       commit: async (ctx) => {
         await ctx.heartbeat({ step: 'working' });
+        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+      },
+      // Fails like infrastructure does (not an agent verdict): the first run of each task, or always.
+      flaky: async (ctx) => {
+        if ((runFailures.get(ctx.claim.taskId) ?? 0) === 0 || ctx.claim.spec.payload === 'always') {
+          runFailures.set(ctx.claim.taskId, (runFailures.get(ctx.claim.taskId) ?? 0) + 1);
+          throw new Error('worktree vanished');
+        }
         return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
       },
     },
@@ -106,5 +115,27 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     expect(down).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
     const kinds = (await client.events(`${id}/down`)).map((e) => e.kind);
     expect(kinds.slice(-6)).toEqual(['marked_stale', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified']);
+  });
+
+  it('gives the claim back when a run fails under the agent, and lets Temporal run it again', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await client.submitGraph({ id, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
+    expect((await client.waitForGraph(id)).verified).toEqual([`${id}/work`]);
+    const events = await client.events(`${id}/work`);
+    expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'released', 'claimed', 'submitted', 'verification_started', 'verified']);
+    expect(events[2]).toMatchObject({ fence: 1, reason: 'run failed before submitting: worktree vanished' });
+    expect(await client.task(`${id}/work`)).toMatchObject({ claimVersion: 2, attempts: 2, verifiedRevision: 'rev-work-2' });
+  });
+
+  it('fails the task once a run that keeps failing has used its attempts', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await client.submitGraph(
+      { id, policy: { maxAttempts: 2 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' }, payload: 'always' }] },
+      'test',
+    );
+    expect((await client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    const kinds = (await client.events(`${id}/work`)).map((e) => e.kind);
+    expect(kinds).toEqual(['created', 'claimed', 'released', 'claimed', 'released', 'failed']);
+    expect(runFailures.get(`${id}/work`)).toBe(2);
   });
 });
