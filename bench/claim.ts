@@ -84,7 +84,7 @@ export async function runClaimBench(pool: pg.Pool, options: { pairs: number; cou
     };
     const batonAnatomy = await anatomy(() => seedBatonTasks(pool, ANATOMY_OPERATIONS), batonClaimOnce);
     const bareAnatomy = await anatomy(() => seedBareTasks(pool, ANATOMY_OPERATIONS), bareClaimOnce);
-    const orderIndex = await orderIndexDiagnostic(pool, conn, admin, overhead, options.count, log);
+    const plan = await claimPlan(pool, conn, options.count);
     return {
       claimsPerRound: options.count,
       throughputRatio: spread(pairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
@@ -99,7 +99,7 @@ export async function runClaimBench(pool: pg.Pool, options: { pairs: number; cou
         bare: spread(pairs.map((p) => p.baseline.transactionsPerClaim)),
       },
       anatomy: { operations: ANATOMY_OPERATIONS, baton: batonAnatomy, bare: bareAnatomy },
-      orderIndex,
+      plan,
       rounds: pairs.map((p) => ({ first: p.first, baton: roundOf(p.candidate), bare: roundOf(p.baseline) })),
     };
   } finally {
@@ -108,64 +108,28 @@ export async function runClaimBench(pool: pg.Pool, options: { pairs: number; cou
   }
 }
 
-const ORDER_INDEX_PAIRS = 3;
 const CLAIM_SELECT_SQL = "SELECT id FROM bench.tasks WHERE status = 'ready' AND graph_id = $1 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED";
-const ORDER_INDEX = 'bench.bench_tasks_ready_order_idx';
-const CREATE_ORDER_INDEX = "CREATE INDEX bench_tasks_ready_order_idx ON bench.tasks (graph_id, created_at, id) WHERE status = 'ready'";
 
 /**
- * Diagnostic: claim_next_task orders by (created_at, id) but the only ready-task index is
- * (graph_id, id), so every claim reads and sorts all ready rows of its graph. Records both plans and
- * runs the bare claim with and without an index matching the ORDER BY, interleaved.
+ * The plan of the claim's row selection with `count` ready rows (bench.tasks has baton's indexes):
+ * evidence that it reads one index entry, not every ready row of the graph and a sort.
  */
-async function orderIndexDiagnostic(pool: pg.Pool, conn: pg.ClientBase, admin: pg.ClientBase, overhead: number, count: number, log: Log) {
-  const plan = async () => {
-    const graphId = await seedBareTasks(pool, count);
-    const { rows } = await conn.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(
-      `EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM_SELECT_SQL}`,
-      [graphId],
-    );
-    const top = rows[0]!['QUERY PLAN'][0]!;
-    const nodes: string[] = [];
-    for (let node: Record<string, unknown> | undefined = top.Plan; node; node = (node.Plans as Array<Record<string, unknown>> | undefined)?.[0]) {
-      const index = node['Index Name'] ? ` ${String(node['Index Name'])}` : '';
-      const sort = node['Sort Method'] ? ` (${String(node['Sort Method'])})` : '';
-      nodes.push(`${String(node['Node Type'])}${index}${sort} rows=${String(node['Actual Rows'])}`);
-    }
-    // Out of the way of later rounds: these rows are no longer ready.
-    await pool.query("UPDATE bench.tasks SET status = 'cancelled' WHERE graph_id = $1", [graphId]);
-    return { readyRows: count, plan: nodes.join(' <- '), executionMs: round(top['Execution Time'], 3) };
-  };
-  const bareRound = () => claimRound(conn, admin, overhead, count, () => seedBareTasks(pool, count), bareClaimOnce);
-  const asIs = await plan();
-  const rounds: Array<{ asIs: ClaimRound; withIndex: ClaimRound }> = [];
-  try {
-    await pool.query(CREATE_ORDER_INDEX);
-    const withIndex = await plan();
-    // The index exists here; alternate which side runs first.
-    for (let i = 0; i < ORDER_INDEX_PAIRS; i++) {
-      if (i % 2 === 0) {
-        const withIndex = await bareRound();
-        await pool.query(`DROP INDEX ${ORDER_INDEX}`);
-        rounds.push({ withIndex, asIs: await bareRound() });
-      } else {
-        const asIs = await bareRound();
-        await pool.query(CREATE_ORDER_INDEX);
-        rounds.push({ asIs, withIndex: await bareRound() });
-      }
-    }
-    const ratio = spread(rounds.map((r) => r.withIndex.perSecond / r.asIs.perSecond));
-    log(`  claim: bare claim with an index matching its ORDER BY: ${ratio.median.toFixed(2)}x the claims/s of the bare claim as is (${count} ready rows)`);
-    return {
-      asIs,
-      withIndex,
-      /** claims/s with the matching index / claims/s as is, bare claim, same round. */
-      throughputRatio: ratio,
-      p50Ratio: spread(rounds.map((r) => r.withIndex.latencyMs.p50 / r.asIs.latencyMs.p50)),
-    };
-  } finally {
-    await pool.query(`DROP INDEX IF EXISTS ${ORDER_INDEX}`);
+async function claimPlan(pool: pg.Pool, conn: pg.ClientBase, count: number) {
+  const graphId = await seedBareTasks(pool, count);
+  const { rows } = await conn.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(
+    `EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM_SELECT_SQL}`,
+    [graphId],
+  );
+  const top = rows[0]!['QUERY PLAN'][0]!;
+  const nodes: string[] = [];
+  for (let node: Record<string, unknown> | undefined = top.Plan; node; node = (node.Plans as Array<Record<string, unknown>> | undefined)?.[0]) {
+    const index = node['Index Name'] ? ` ${String(node['Index Name'])}` : '';
+    const sort = node['Sort Method'] ? ` (${String(node['Sort Method'])})` : '';
+    nodes.push(`${String(node['Node Type'])}${index}${sort} rows=${String(node['Actual Rows'])}`);
   }
+  // Out of the way of later rounds: these rows are no longer ready.
+  await pool.query("UPDATE bench.tasks SET status = 'cancelled' WHERE graph_id = $1", [graphId]);
+  return { readyRows: count, plan: nodes.join(' <- '), executionMs: round(top['Execution Time'], 3) };
 }
 
 const roundOf = (r: ClaimRound) => ({

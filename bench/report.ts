@@ -72,7 +72,6 @@ export function renderMarkdown(results: BenchResults): string {
     row('claim', 'WAL bytes per claim, bare', undefined, claim.walBytesPerClaim.bare, 0);
     row('claim', 'transactions per claim, baton', undefined, claim.transactionsPerClaim.baton, 2);
     row('claim', 'transactions per claim, bare', undefined, claim.transactionsPerClaim.bare, 2);
-    row('claim', `diagnostic: bare claim with an index matching its ORDER BY / as is (${claim.orderIndex.asIs.readyRows} ready)`, undefined, claim.orderIndex.throughputRatio, 2);
   }
   if (complete) {
     row('complete', 'submits/s, fenced / by id', TARGETS.completeThroughput, complete.throughputRatio);
@@ -133,8 +132,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('');
     if (claim) {
       out.push(
-        `Plan of the claim's row selection with ${claim.orderIndex.asIs.readyRows} ready rows, as is: \`${claim.orderIndex.asIs.plan}\` (${claim.orderIndex.asIs.executionMs} ms); ` +
-          `with an index on (graph_id, created_at, id) WHERE status = 'ready': \`${claim.orderIndex.withIndex.plan}\` (${claim.orderIndex.withIndex.executionMs} ms).`,
+        `Plan of the claim's row selection with ${claim.plan.readyRows} ready rows: \`${claim.plan.plan}\` (${claim.plan.executionMs} ms).`,
         '',
       );
     }

@@ -4,6 +4,9 @@
 --  - a task's status is checked once, by the state machine trigger (a new task starts blocked or
 --    ready; every change must be a row of task_transitions, whose statuses are foreign keys): the
 --    foreign key from tasks.status repeated that check on every update;
+--  - claim_next_task orders ready tasks by (created_at, id); the ready index was (graph_id, id) and
+--    its graph filter was `p_graph_id IS NULL OR graph_id = p_graph_id`, so each claim read and
+--    sorted every ready row (2.2x slower with 2,000 ready): now one index per form of the claim;
 --  - a run or verification reads the graph's repo and base from columns, not by loading the whole
 --    graph spec (1.2 MB for 10,000 tasks) twice per task.
 
@@ -68,3 +71,28 @@ ALTER TABLE baton.graphs
   ADD COLUMN base text GENERATED ALWAYS AS (spec->>'base') STORED;
 
 ALTER TABLE baton.tasks DROP CONSTRAINT tasks_status_fkey;
+
+DROP INDEX baton.tasks_ready_idx;
+CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks (graph_id, created_at, id) WHERE status = 'ready';
+CREATE INDEX tasks_ready_idx ON baton.tasks (created_at, id) WHERE status = 'ready';
+
+-- T3: claim the next ready task, optionally within one graph: the oldest first, one index entry read.
+CREATE OR REPLACE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
+RETURNS SETOF baton.claim LANGUAGE plpgsql AS $$
+DECLARE
+  v_id text;
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+  IF p_graph_id IS NULL THEN
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  END IF;
+  IF FOUND THEN
+    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+  END IF;
+END $$;
