@@ -136,7 +136,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             taskId: input.taskId,
             claimVersion: claim.claimVersion,
             actor: identity,
-            kind: 'released',
+            kind: 'claim_released',
             reason: `run failed before submitting: ${error instanceof Error ? error.message : String(error)}`,
           }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
         }

@@ -122,7 +122,7 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     await client.submitGraph({ id, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
     expect((await client.waitForGraph(id)).verified).toEqual([`${id}/work`]);
     const events = await client.events(`${id}/work`);
-    expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'released', 'claimed', 'submitted', 'verification_started', 'verified']);
+    expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'submitted', 'verification_started', 'verified']);
     expect(events[2]).toMatchObject({ fence: 1, reason: 'run failed before submitting: worktree vanished' });
     expect(await client.task(`${id}/work`)).toMatchObject({ claimVersion: 2, attempts: 2, verifiedRevision: 'rev-work-2' });
   });
@@ -135,7 +135,7 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     );
     expect((await client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
     const kinds = (await client.events(`${id}/work`)).map((e) => e.kind);
-    expect(kinds).toEqual(['created', 'claimed', 'released', 'claimed', 'released', 'failed']);
+    expect(kinds).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'claim_released', 'failed']);
     expect(runFailures.get(`${id}/work`)).toBe(2);
   });
 });

@@ -7,6 +7,8 @@
 --  - claim_next_task orders ready tasks by (created_at, id); the ready index was (graph_id, id) and
 --    its graph filter was `p_graph_id IS NULL OR graph_id = p_graph_id`, so each claim read and
 --    sorted every ready row (2.2x slower with 2,000 ready): now one index per form of the claim;
+--  - a claim given back by a run that failed under its agent was logged as `released`, the event
+--    that also means "dependencies verified, task ready": it is `claim_released` now;
 --  - a run or verification reads the graph's repo and base from columns, not by loading the whole
 --    graph spec (1.2 MB for 10,000 tasks) twice per task.
 
@@ -95,4 +97,26 @@ BEGIN
   IF FOUND THEN
     RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
   END IF;
+END $$;
+
+-- T6: make a running task claimable again, after its owner went silent (reclaimed_after_silence) or
+-- its run failed under the agent (claim_released). Only that claim: if the task has moved on,
+-- nothing changes and false is returned.
+CREATE OR REPLACE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_owner text;
+BEGIN
+  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
+    RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
+  END IF;
+  SELECT owner INTO v_owner FROM baton.tasks
+   WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+  RETURN true;
 END $$;

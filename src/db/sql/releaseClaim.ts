@@ -1,7 +1,8 @@
 import { mapDatabaseErrors } from '../../errors.js';
 import type { Queryable } from '../queryable.js';
 
-export type ReleaseKind = 'reclaimed_after_silence' | 'released';
+/** Why a claim is given back: its owner went silent, or its run failed under the agent. */
+export type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
 
 /**
  * T6: makes a running task claimable again, but only if `claimVersion` is still the current claim.
