@@ -3,7 +3,7 @@ import { cleanEnv, runCli } from './helpers/cli.js';
 import { createTestDatabase } from './helpers/db.js';
 
 describe('the README demo (baton demo)', () => {
-  it('recovers a frozen worker, refuses its late submit, retries a failed verification and releases tests last', async () => {
+  it('recovers a frozen worker, refuses its late writes, retries a failed verification and releases tests last', async () => {
     const db = await createTestDatabase({ migrate: false });
     try {
       const result = await runCli(['demo'], cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress') }));
@@ -11,7 +11,7 @@ describe('the README demo (baton demo)', () => {
       for (const check of [
         'every task verified',
         'request recovered by another worker at claim version 2',
-        "the frozen worker's late submit refused and logged",
+        "the frozen worker's late writes refused and logged (",
         'response rejected once, then verified on the rerun',
         "tests' pull request opened once, reconciled by the next owner after a SIGKILL",
         'tests released only after request and response were verified',
