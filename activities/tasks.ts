@@ -11,7 +11,7 @@ import { selectTask } from '../src/db/sql/selectTasks.js';
 import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
 import { startVerification } from '../src/db/sql/startVerification.js';
 import { submitTask } from '../src/db/sql/submitTask.js';
-import { StaleClaimError } from '../src/errors.js';
+import { InvalidInputError, StaleClaimError } from '../src/errors.js';
 import { AgentFailedError, type Runner, type Verifier } from '../src/runners/types.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/tasks/isolateOwner.js';
@@ -68,17 +68,25 @@ export function createTaskActivities(deps: TaskActivityDeps) {
   }
 
   /**
-   * Temporal retries a run only when its previous attempt ended without a word (heartbeat timeout:
-   * the worker died or froze) or failed without giving its claim back: recover that attempt's
-   * claim. Returns the task's attempts so far.
+   * A retry of the run: Temporal has ended the earlier attempts (heartbeat timeout: the worker died
+   * or froze; or a failure that did not give the claim back). Recovers the claim named in the last
+   * heartbeat Temporal recorded, and only that one: this attempt may itself be late (handed to a
+   * frozen worker that runs it after thawing), and a later attempt's live claim is never in the
+   * details it was given. Without details (an attempt died between claim and first heartbeat),
+   * nothing is recovered here; the workflow recovers that claim when its lease runs out.
+   * Returns the task's attempts so far.
    */
   async function recoverEarlierAttempt(taskId: string, heartbeatTimeoutMs: number): Promise<number> {
-    const { info } = Context.current();
+    const { attempt, heartbeatDetails } = Context.current().info;
     const task = await selectTask(db, taskId);
-    // Without the earlier attempt's heartbeat (it died between claim and first heartbeat), the
-    // claim is still its: only this task's workflow claims the task, one run at a time.
-    const claimVersion = (info.heartbeatDetails as RunHeartbeat | undefined)?.claimVersion ?? task.claimVersion;
-    await recoverClaim(task, claimVersion, `owner silent: Temporal heartbeat timeout (${heartbeatTimeoutMs} ms) on claim version ${claimVersion}; run attempt ${info.attempt} takes over`);
+    const claimVersion = (heartbeatDetails as RunHeartbeat | undefined)?.claimVersion;
+    if (claimVersion !== undefined) {
+      await recoverClaim(
+        task,
+        claimVersion,
+        `owner silent: Temporal heartbeat timeout (${heartbeatTimeoutMs} ms) or failure of an earlier run attempt left claim version ${claimVersion} held; run attempt ${attempt} takes over`,
+      );
+    }
     return task.attempts;
   }
 
@@ -95,9 +103,10 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const claim = await claimTaskSql(db, input.taskId, identity, input.heartbeatTimeoutMs);
       if (!claim) return null;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
+      // Temporal hears from the run from its first moment (worktree setup can take a while), with
+      // the claim version a retry must recover; the runner's own heartbeats add progress and
+      // extend the lease in Postgres.
       const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
-      // Temporal hears from the run from its first moment (worktree setup can take a while);
-      // the runner's own heartbeats add progress and extend the lease in Postgres.
       beat();
       const keepAlive = setInterval(() => beat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
@@ -123,23 +132,25 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
         if (error instanceof StaleClaimError) throw nonRetryable(error, 'StaleClaim');
-        if (error instanceof AgentFailedError) {
-          await failAttempt(db, fence, error.detail, claim.attempts < input.maxAttempts).catch((e: unknown) => {
+        // An artifact the store refuses (no revision, too large) is the agent's failure, not the run's.
+        const agentError = error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
+        if (agentError instanceof AgentFailedError) {
+          await failAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts).catch((e: unknown) => {
             throw e instanceof StaleClaimError ? nonRetryable(e, 'StaleClaim') : e;
           });
-          throw nonRetryable(error, 'AgentFailed');
+          throw nonRetryable(agentError, 'AgentFailed');
         }
-        if (!ctx.cancellationSignal.aborted) {
-          // The database or the worktree failed under the run: give the claim back, then let
-          // Temporal retry; the attempt count decides whether the task runs again.
-          await releaseClaim(db, {
-            taskId: input.taskId,
-            claimVersion: claim.claimVersion,
-            actor: identity,
-            kind: 'claim_released',
-            reason: `run failed before submitting: ${error instanceof Error ? error.message : String(error)}`,
-          }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
-        }
+        // The database or the worktree failed under the run, or the run was cancelled (its
+        // workflow was, or Temporal gave up on this attempt): give this claim back, then let
+        // Temporal retry; the attempt count decides whether the task runs again. Keyed on the
+        // claim version, so a claim another attempt already recovered is left alone.
+        await releaseClaim(db, {
+          taskId: input.taskId,
+          claimVersion: claim.claimVersion,
+          actor: identity,
+          kind: 'claim_released',
+          reason: `run ${ctx.cancellationSignal.aborted ? 'cancelled' : 'failed'} before submitting: ${error instanceof Error ? error.message : String(error)}`,
+        }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
         throw error;
       } finally {
         clearInterval(keepAlive);

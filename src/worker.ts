@@ -52,7 +52,7 @@ export interface BatonWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
-  /** Any other Temporal worker option, passed through to the Temporal worker. */
+  /** Any other Temporal worker option (not its queue, identity, activities or workflows), passed through. */
   workerOptions?: Partial<WorkerOptions>;
 }
 
@@ -94,14 +94,15 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     ...options.activityOverrides,
   };
   const worker = await Worker.create({
+    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
+    ...options.workerOptions,
+    // Never overridden: the queue the client uses, and the identity that owns this worker's claims.
     connection: options.connection,
     namespace: options.namespace,
     identity,
     taskQueue,
     activities,
-    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    ...options.workerOptions,
   });
   return {
     identity,

@@ -53,6 +53,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         const agentAbort = new AbortController();
         const onCancel = () => agentAbort.abort(ctx.signal.reason);
         ctx.signal.addEventListener('abort', onCancel, { once: true });
+        if (ctx.signal.aborted) onCancel(); // cancelled while the worktree was being set up
         const timer = setInterval(() => {
           beat().catch((error: unknown) => {
             // A refused heartbeat means the claim is gone: stop the agent at once.

@@ -22,6 +22,8 @@ beforeAll(async () => {
         await ctx.heartbeat({ step: 'working' });
         return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
       },
+      // An artifact the store refuses: no revision.
+      noRevision: async () => ({ revision: '', testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } }),
       // Fails like infrastructure does (not an agent verdict): the first run of each task, or always.
       flaky: async (ctx) => {
         if ((runFailures.get(ctx.claim.taskId) ?? 0) === 0 || ctx.claim.spec.payload === 'always') {
@@ -137,5 +139,14 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     const kinds = (await client.events(`${id}/work`)).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'claim_released', 'failed']);
     expect(runFailures.get(`${id}/work`)).toBe(2);
+  });
+
+  it("counts an artifact the store refuses as the agent's failure, and fails the task when attempts are used", async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] }, 'test');
+    expect((await client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    const events = await client.events(`${id}/work`);
+    expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'failed']);
+    expect(events[2]!.reason).toMatch(/^invalid artifact: .*must name its revision/);
   });
 });
