@@ -6,6 +6,7 @@ export {
   defaultWorkerIdentity,
   workflowsPath,
   STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
+  ACTIVITY_TASK_POLLS_DEFAULT,
   type BatonWorker,
   type BatonWorkerOptions,
 } from './worker.js';

@@ -25,6 +25,15 @@ export const workflowsPath = fileURLToPath(
  */
 export const STICKY_QUEUE_TIMEOUT_MS_DEFAULT = 2_000;
 
+/**
+ * How many activity polls a worker keeps open. A frozen worker (alive, not answering) is still
+ * handed one task per open poll, and each run retry it swallows costs another heartbeat timeout:
+ * Temporal's default of 10 let one frozen worker delay a recovery by nine timeouts. Two polls keep
+ * dispatch far above what agents need (a poll returns in milliseconds) and bound that delay.
+ * (Default: 2)
+ */
+export const ACTIVITY_TASK_POLLS_DEFAULT = 2;
+
 /** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
 export const WORKER_ID_ENV = 'BATON_WORKER_ID';
 
@@ -95,6 +104,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   };
   const worker = await Worker.create({
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
+    maxConcurrentActivityTaskPolls: ACTIVITY_TASK_POLLS_DEFAULT,
     ...options.workerOptions,
     // Never overridden: the queue the client uses, and the identity that owns this worker's claims.
     connection: options.connection,
