@@ -135,7 +135,7 @@ program
 program
   .command('worker')
   .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
-  .option('--task-queue <name>', 'shared task queue to poll', TASK_QUEUE_DEFAULT)
+  .option('--task-queue <name>', 'task queue to poll (workflows, runs and verifications)', TASK_QUEUE_DEFAULT)
   .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
   .option('--workflow-bundle <file>', 'prebuilt workflow bundle (default: bundle the workflows at start)')
   .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string }) => {
