@@ -25,7 +25,8 @@ export interface HistorySummary {
   activityTypes: string[];
 }
 
-function toMs(time: HistoryEvent['eventTime']): number {
+/** A history event's time in epoch milliseconds (NaN without one). */
+export function eventTimeMs(time: HistoryEvent['eventTime']): number {
   if (!time) return NaN;
   const seconds = time.seconds as unknown as { toNumber?: () => number } | number | null | undefined;
   const s = typeof seconds === 'object' && seconds?.toNumber ? seconds.toNumber() : Number(seconds ?? 0);
@@ -38,7 +39,7 @@ const eventId = (e: HistoryEvent) => Number(e.eventId);
 export async function summariseHistory(client: Client, workflowId: string): Promise<HistorySummary & { startMs: number; endMs: number }> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
-  const at = new Map(events.map((e) => [eventId(e), toMs(e.eventTime)]));
+  const at = new Map(events.map((e) => [eventId(e), eventTimeMs(e.eventTime)]));
   const summary: HistorySummary & { startMs: number; endMs: number } = {
     events: events.length,
     workflowTasks: 0,
@@ -52,12 +53,12 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
     activityRunMs: 0,
     childStartMs: 0,
     activityTypes: [],
-    startMs: toMs(events[0]?.eventTime),
-    endMs: toMs(events.at(-1)?.eventTime),
+    startMs: eventTimeMs(events[0]?.eventTime),
+    endMs: eventTimeMs(events.at(-1)?.eventTime),
   };
   summary.spanMs = summary.endMs - summary.startMs;
   for (const e of events) {
-    const t = toMs(e.eventTime);
+    const t = eventTimeMs(e.eventTime);
     if (e.workflowTaskStartedEventAttributes) {
       summary.workflowTasks++;
       summary.workflowTaskWaitMs += t - (at.get(Number(e.workflowTaskStartedEventAttributes.scheduledEventId)) ?? t);

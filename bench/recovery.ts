@@ -9,6 +9,7 @@ import { RUN_RETRY_INTERVAL_MS, taskWorkflowId } from '../workflows/definitions.
 import { sleep, type BenchContext } from './context.js';
 import { round, spread } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
+import { eventTimeMs } from './history.js';
 
 /** The slow agent heartbeats every step, long enough to be killed mid-run. */
 const SLOW_STEPS = 30;
@@ -162,10 +163,7 @@ async function runTrial(
 async function timeline(temporal: Client, taskId: string, killedAt: number, nextClaimAt: number): Promise<Partial<Trial>> {
   const history = await temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
   const events = history.events ?? [];
-  const ms = (e: (typeof events)[number]) => {
-    const s = e.eventTime?.seconds as unknown as { toNumber?: () => number } | number | undefined;
-    return (typeof s === 'object' && s?.toNumber ? s.toNumber() : Number(s ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
-  };
+  const ms = (e: (typeof events)[number]) => eventTimeMs(e.eventTime);
   const at = new Map(events.map((e) => [Number(e.eventId), ms(e)]));
   const describe = (e: (typeof events)[number]) => {
     const [kind, attributes] = Object.entries(e).find(([k, v]) => k.endsWith('EventAttributes') && v) ?? ['?', {}];

@@ -9,6 +9,7 @@ import { noopGraph, startWorkerPair } from './lifecycle.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
 import { nowMs, round } from './stats.js';
 import type { BenchWorker } from './workerProcess.js';
+import { eventTimeMs } from './history.js';
 
 const SAMPLE_INTERVAL_MS = 2_000;
 /** After every task is verified, how long the graph workflow gets to notice and complete. */
@@ -56,10 +57,7 @@ async function cpuAccounting(ctx: BenchContext, worker: BenchWorker): Promise<()
 async function workflowTaskAccount(temporal: Client, workflowId: string) {
   const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
-  const ms = (e: (typeof events)[number]) => {
-    const s = e.eventTime?.seconds as unknown as { toNumber?: () => number } | number | undefined;
-    return (typeof s === 'object' && s?.toNumber ? s.toNumber() : Number(s ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
-  };
+  const ms = (e: (typeof events)[number]) => eventTimeMs(e.eventTime);
   const startedAt = new Map<number, number>();
   let failures = 0;
   let timeouts = 0;

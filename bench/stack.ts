@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import pg from 'pg';
+import type pg from 'pg';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
-import { createPool, withDatabase } from '../src/db/pool.js';
+import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/db/pool.js';
 import { startDevStack, type DevStack } from '../src/dev/devStack.js';
 import type { Log } from '../src/log.js';
 import { connectClient } from '../src/temporal/connection.js';
@@ -48,7 +48,7 @@ export async function openBenchStack(log: Log): Promise<BenchStack> {
   let databaseUrl = stack.databaseUrl;
   let ownDatabase = false;
   try {
-    await adminQuery(stack.databaseUrl, `CREATE DATABASE ${databaseName}`);
+    await ensureDatabase(stack.databaseUrl, databaseName);
     databaseUrl = withDatabase(stack.databaseUrl, databaseName);
     ownDatabase = true;
   } catch (error) {
@@ -79,20 +79,10 @@ export async function openBenchStack(log: Log): Promise<BenchStack> {
     close: async () => {
       await connection.close();
       await pool.end();
-      if (ownDatabase) await adminQuery(stack.databaseUrl, `DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
+      if (ownDatabase) await dropDatabase(stack.databaseUrl, databaseName).catch(() => {});
       await stack.stop();
     },
   };
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 async function postmasterPid(dataDir: string): Promise<number | undefined> {

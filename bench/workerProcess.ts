@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { watchChild } from '../src/drills/workerProcess.js';
 import type { WorkerMessage, WorkerProcessConfig } from './workerMain.js';
 
 const WORKER_MAIN = fileURLToPath(new URL('./workerMain.ts', import.meta.url));
@@ -28,15 +29,9 @@ export async function startBenchWorker(config: WorkerProcessConfig, env: Record<
     env: { ...process.env, ...env, BENCH_WORKER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { output, exited } = watchChild(child);
   const ready = await new Promise<Extract<WorkerMessage, { type: 'ready' }>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`bench worker ${config.identity} not ready after ${WORKER_READY_TIMEOUT_MS} ms:\n${output}`)), WORKER_READY_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`bench worker ${config.identity} not ready after ${WORKER_READY_TIMEOUT_MS} ms:\n${output()}`)), WORKER_READY_TIMEOUT_MS);
     child.on('message', (m: WorkerMessage) => {
       if (m.type === 'ready') {
         clearTimeout(timer);
@@ -48,7 +43,7 @@ export async function startBenchWorker(config: WorkerProcessConfig, env: Record<
     });
     void exited.then(() => {
       clearTimeout(timer);
-      reject(new Error(`bench worker ${config.identity} exited before it was ready:\n${output}`));
+      reject(new Error(`bench worker ${config.identity} exited before it was ready:\n${output()}`));
     });
   });
   const kill = async () => {
@@ -62,7 +57,7 @@ export async function startBenchWorker(config: WorkerProcessConfig, env: Record<
     workerOptions: ready.workerOptions,
     poolMax: ready.poolMax,
     exited,
-    output: () => output,
+    output,
     memory: () =>
       new Promise((resolve) => {
         const onMessage = (m: WorkerMessage) => {

@@ -143,7 +143,8 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
     return view;
   } catch (error) {
     // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).
-    if (failureType(error) === 'AgentFailed' || failureType(error) === 'StaleClaim') return null;
+    const type = failureType(error);
+    if (type === 'AgentFailed' || type === 'StaleClaim') return null;
     throw error;
   }
 }

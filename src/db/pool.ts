@@ -26,6 +26,17 @@ export function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
+/** Drops `database` on the server at `url`, closing its connections; nothing when it is gone. */
+export async function dropDatabase(url: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Creates `database` on the server at `url` unless it exists. */
 export async function ensureDatabase(url: string, database: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });

@@ -10,6 +10,17 @@ export interface WorkerProcess {
   output(): string;
 }
 
+/** Keeps the last 20,000 characters a child wrote (stdout and stderr), and when it exited. */
+export function watchChild(child: ChildProcess): { output: () => string; exited: Promise<void> } {
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return { output: () => output, exited: new Promise<void>((resolve) => child.once('exit', () => resolve())) };
+}
+
 /** Starts `baton worker` as a separate OS process, as a deployment would run it. */
 export function spawnWorkerProcess(options: {
   identity: string;
@@ -24,12 +35,5 @@ export function spawnWorkerProcess(options: {
     env: { ...process.env, ...options.env, BATON_WORKER_ID: options.identity },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { identity: options.identity, child, exited, output: () => output };
+  return { identity: options.identity, child, ...watchChild(child) };
 }

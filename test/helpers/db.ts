@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { inject } from 'vitest';
-import { createPool, withDatabase } from '../../src/db/pool.js';
+import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 
 export interface TestDatabase {
@@ -15,7 +15,7 @@ export interface TestDatabase {
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('databaseUrl');
   const name = `baton_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+  await ensureDatabase(adminUrl, name);
   const url = withDatabase(adminUrl, name);
   const pool = createPool(url);
   if (options.migrate !== false) await migrate(pool);
@@ -25,17 +25,7 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     name,
     drop: async () => {
       await pool.end();
-      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await dropDatabase(adminUrl, name);
     },
   };
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
