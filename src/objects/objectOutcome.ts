@@ -50,7 +50,7 @@ export function toObjectSnapshot(row: ObjectOutcomeRow): ObjectSnapshot {
   return { ...toObjectState(row), content: row.content, contentRef: row.content_ref };
 }
 
-/** The store's SQL functions (0004_objects.sql); each takes the key and the actor first. */
+/** The store's SQL functions (src/db/functions/objects*.sql); each takes the key and the actor first. */
 export type ObjectFunction =
   | 'object_create'
   | 'object_grant'

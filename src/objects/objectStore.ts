@@ -1,5 +1,5 @@
 // The shared-object store's TypeScript API (SPEC O1-O6). Each function runs one SQL function from
-// 0004_objects.sql, which enforces the rules and records the events in one transaction.
+// src/db/functions/objects*.sql, which enforces the rules and records the events in one transaction.
 // `actor` is the authenticated caller (worker configuration, API token, database role), never a
 // value taken from content, a prompt or a request field the agent controls (SPEC T5).
 // Call these outside a transaction of your own, or commit it after a refusal: rolling back would

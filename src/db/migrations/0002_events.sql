@@ -18,29 +18,3 @@ CREATE TABLE baton.events (
   details jsonb NOT NULL DEFAULT '{}'::jsonb,
   UNIQUE (subject_kind, subject_id, subject_seq)
 );
-
-CREATE FUNCTION baton.refuse_event_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
-END $$;
-
-CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON baton.events
-  FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_event_change();
-
--- Appends one event; callers hold the subject's row lock, which keeps subject_seq gapless.
-CREATE FUNCTION baton.append_event(
-  p_subject_kind text, p_subject_id text, p_kind text, p_actor text,
-  p_fence bigint DEFAULT NULL, p_version bigint DEFAULT NULL,
-  p_reason text DEFAULT NULL, p_details jsonb DEFAULT '{}'::jsonb
-) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  v_seq integer;
-  v_id bigint;
-BEGIN
-  SELECT coalesce(max(subject_seq), 0) + 1 INTO v_seq
-    FROM baton.events WHERE subject_kind = p_subject_kind AND subject_id = p_subject_id;
-  INSERT INTO baton.events (subject_kind, subject_id, subject_seq, kind, actor, fence, version, reason, details)
-    VALUES (p_subject_kind, p_subject_id, v_seq, p_kind, p_actor, p_fence, p_version, p_reason, coalesce(p_details, '{}'::jsonb))
-    RETURNING id INTO v_id;
-  RETURN v_id;
-END $$;

@@ -1,0 +1,77 @@
+-- Claims (SPEC T3, T6): one short transaction with FOR UPDATE SKIP LOCKED sets the owner, bumps
+-- the claim version and starts the lease on the database clock; a claim given back (after silence,
+-- or by a run that failed under its agent) releases exactly that claim version.
+
+CREATE FUNCTION baton.take_claim(p_task_id text, p_owner text, p_lease_ms integer) RETURNS baton.claim
+LANGUAGE plpgsql AS $$
+DECLARE
+  c baton.claim;
+BEGIN
+  UPDATE baton.tasks
+     SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
+         claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+         attempts = attempts + 1, progress = NULL, artifact = NULL
+   WHERE id = p_task_id
+  RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
+  PERFORM baton.append_event('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
+    jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
+  RETURN c;
+END $$;
+
+-- T3: claim one named task if it is ready. Returns no row when it is not (or another claim holds its lock).
+CREATE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_id text;
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
+  IF FOUND THEN
+    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+  END IF;
+END $$;
+
+-- T3: claim the next ready task, optionally within one graph: the oldest first, one index entry read.
+CREATE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
+RETURNS SETOF baton.claim LANGUAGE plpgsql AS $$
+DECLARE
+  v_id text;
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+  IF p_graph_id IS NULL THEN
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  END IF;
+  IF FOUND THEN
+    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+  END IF;
+END $$;
+
+-- T6: make a running task claimable again, after its owner went silent (reclaimed_after_silence) or
+-- its run failed under the agent (claim_released). Only that claim: if the task has moved on,
+-- nothing changes and false is returned.
+CREATE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_owner text;
+BEGIN
+  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
+    RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
+  END IF;
+  SELECT owner INTO v_owner FROM baton.tasks
+   WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+  RETURN true;
+END $$;

@@ -1,0 +1,82 @@
+-- Graphs (SPEC T8): a validated graph written atomically, and the policy and operator moves of
+-- a task outside any owner's claim.
+
+-- Policy moves outside an owner's claim: retry a rejected task, give up on it, re-run a verified one.
+CREATE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t baton.tasks;
+  v_count bigint;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
+    RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
+  END IF;
+  IF p_to = t.status THEN
+    RETURN t.status; -- already there (e.g. a retried activity): no change, no event
+  END IF;
+  -- Only policy and operator moves; claims, submits and verifications have their own functions.
+  IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
+                               ('stale', 'ready'), ('failed', 'ready'))
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted'))) THEN
+    RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
+      USING ERRCODE = 'BT001';
+  END IF;
+  UPDATE baton.tasks SET status = p_to,
+         owner = CASE WHEN p_to = 'ready' THEN NULL ELSE owner END,
+         lease_expires_at = NULL,
+         -- A task sent round again is built on its dependencies' current verified revisions.
+         upstream_revisions = CASE WHEN p_to = 'ready' THEN coalesce((
+           SELECT jsonb_object_agg(u.key, u.verified_revision)
+             FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = p_task_id
+         ), '{}'::jsonb) ELSE upstream_revisions END
+   WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
+    jsonb_build_object('from', t.status, 'to', p_to));
+  IF t.status = 'verified' THEN
+    -- Dependents released against the old revision but not yet started wait for the new one.
+    WITH reblocked AS (
+      UPDATE baton.tasks dt SET status = 'blocked', upstream_revisions = '{}'::jsonb
+        FROM baton.task_dependencies dep
+       WHERE dep.depends_on = p_task_id AND dt.id = dep.task_id AND dt.status = 'ready'
+      RETURNING dt.id, dt.claim_version
+    )
+    SELECT count(*) INTO STRICT v_count FROM (
+      SELECT baton.append_event('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
+        format('upstream %s is being re-run', t.key)) FROM reblocked r
+    ) appended;
+  END IF;
+  RETURN t.status;
+END $$;
+
+-- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
+-- else blocked), dependencies and one 'created' event per task.
+CREATE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  v_task jsonb;
+  v_dep text;
+  v_count integer := 0;
+BEGIN
+  INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  PERFORM baton.append_event('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
+    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
+      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
+    v_count := v_count + 1;
+  END LOOP;
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
+      INSERT INTO baton.task_dependencies (task_id, depends_on)
+        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
+    END LOOP;
+    PERFORM baton.append_event('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+      jsonb_build_object('depends_on', v_task->'dependsOn'));
+  END LOOP;
+  RETURN v_count;
+END $$;

@@ -1,0 +1,95 @@
+-- Verification before release (SPEC T7, T8): someone other than the owner checks the exact
+-- artifact; a pass releases dependents with their upstream revisions pinned, a fail keeps them blocked.
+
+-- T7: a verifier that is not the agent takes the submitted (or stale) artifact for checking.
+CREATE FUNCTION baton.start_verification(p_task_id text, p_verifier text)
+RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb) LANGUAGE plpgsql AS $$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF t.owner = p_verifier THEN
+    RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
+  END IF;
+  IF t.status = 'verifying' THEN
+    -- An earlier verifier was lost before recording a result: this one starts over.
+    UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
+      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
+  END IF;
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
+    jsonb_build_object('revision', t.artifact->>'revision'));
+  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
+END $$;
+
+-- T7, T8: records a verification of the exact artifact; if it passed, the task is verified,
+-- dependents whose dependencies are all verified become ready with those revisions pinned, and
+-- dependents verified against an older revision of this task become stale.
+CREATE FUNCTION baton.record_verification(
+  p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text,
+  p_exit_code integer, p_output_digest text, p_output_tail text
+) RETURNS TABLE (status text, released text[], staled text[]) LANGUAGE plpgsql AS $$
+DECLARE
+  t baton.tasks;
+  v_passed boolean := p_exit_code = 0;
+  v_released text[] := '{}';
+  v_staled text[] := '{}';
+  d record;
+  v_pins jsonb;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
+    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
+      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
+    VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
+
+  IF NOT v_passed THEN
+    UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
+      format('%s exited %s', p_command, p_exit_code), jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
+    RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
+    RETURN;
+  END IF;
+
+  -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
+  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
+    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
+
+  FOR d IN
+    SELECT dt.* FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
+     WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt
+  LOOP
+    IF d.status = 'blocked' AND NOT EXISTS (
+      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
+       WHERE x.task_id = d.id AND u.status <> 'verified'
+    ) THEN
+      SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+        FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id;
+      UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'released', p_verifier, d.claim_version, NULL,
+        'all dependencies verified', jsonb_build_object('upstream_revisions', v_pins));
+      v_released := v_released || d.id;
+    ELSIF d.status = 'verified' AND d.upstream_revisions ? t.key AND d.upstream_revisions->>t.key <> p_revision THEN
+      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'marked_stale', p_verifier, d.claim_version, NULL,
+        format('%s was verified at %s; this task was verified against %s', t.key, p_revision, d.upstream_revisions->>t.key),
+        jsonb_build_object('upstream', t.key, 'old_revision', d.upstream_revisions->>t.key, 'new_revision', p_revision));
+      v_staled := v_staled || d.id;
+    END IF;
+  END LOOP;
+  RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
+END $$;

@@ -1,0 +1,1714 @@
+-- The whole baton schema of a freshly migrated database, written by `npm run db:snapshot`.
+-- Do not edit: change a migration or a file in src/db/functions and run the script again.
+
+-- types
+
+CREATE TYPE baton.claim AS (task_id text, graph_id text, key text, spec jsonb, claim_version bigint, lease_expires_at timestamp with time zone, attempts integer, upstream_revisions jsonb);
+
+CREATE TYPE baton.fenced_result AS (accepted boolean, status text, owner text, claim_version bigint, lease_expires_at timestamp with time zone);
+
+CREATE TYPE baton.object_outcome AS (ok boolean, refusal text, reason text, key text, version bigint, token bigint, holder text, holder_since timestamp with time zone, holder_heartbeat_at timestamp with time zone, holder_silent boolean, silence_timeout_ms integer, offer_to text, offer_version bigint, offered_at timestamp with time zone, content text, content_ref text, suggestion_id bigint, at timestamp with time zone);
+
+CREATE TYPE baton.tool_call_outcome AS (accepted boolean, task_status text, task_owner text, task_claim_version bigint, idempotency_key text, tool text, params_hash text, status text, owner text, claim_version bigint, attempts integer, result jsonb, error text, retryable boolean, created_at timestamp with time zone, sent_at timestamp with time zone, updated_at timestamp with time zone);
+
+-- tables
+
+CREATE TABLE baton.definitions (
+  file text NOT NULL,
+  checksum text NOT NULL,
+  applied_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT definitions_pkey PRIMARY KEY (file)
+);
+
+CREATE TABLE baton.events (
+  id bigint DEFAULT nextval('baton.events_id_seq'::regclass) NOT NULL,
+  subject_kind text NOT NULL,
+  subject_id text NOT NULL,
+  subject_seq integer NOT NULL,
+  kind text NOT NULL,
+  actor text NOT NULL,
+  at timestamp with time zone DEFAULT now() NOT NULL,
+  fence bigint,
+  version bigint,
+  reason text,
+  details jsonb DEFAULT '{}'::jsonb NOT NULL,
+  CONSTRAINT events_actor_check CHECK (((length(actor) >= 1) AND (length(actor) <= 200))),
+  CONSTRAINT events_kind_check CHECK ((kind ~ '^[a-z_]+$'::text)),
+  CONSTRAINT events_pkey PRIMARY KEY (id),
+  CONSTRAINT events_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['task'::text, 'object'::text, 'graph'::text]))),
+  CONSTRAINT events_subject_kind_subject_id_subject_seq_key UNIQUE (subject_kind, subject_id, subject_seq)
+);
+
+CREATE TABLE baton.graphs (
+  id text NOT NULL,
+  submitted_by text NOT NULL,
+  submitted_at timestamp with time zone DEFAULT now() NOT NULL,
+  spec jsonb NOT NULL,
+  repo text GENERATED ALWAYS AS ((spec ->> 'repo'::text)) STORED,
+  base text GENERATED ALWAYS AS ((spec ->> 'base'::text)) STORED,
+  CONSTRAINT graphs_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text)),
+  CONSTRAINT graphs_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE baton.health_checks (
+  id bigint DEFAULT nextval('baton.health_checks_id_seq'::regclass) NOT NULL,
+  workflow_id text NOT NULL,
+  message text NOT NULL,
+  recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT health_checks_message_check CHECK (((length(message) >= 1) AND (length(message) <= 1000))),
+  CONSTRAINT health_checks_pkey PRIMARY KEY (id),
+  CONSTRAINT health_checks_workflow_id_key UNIQUE (workflow_id)
+);
+
+CREATE TABLE baton.migrations (
+  id integer NOT NULL,
+  name text NOT NULL,
+  applied_at timestamp with time zone DEFAULT now() NOT NULL,
+  checksum text,
+  CONSTRAINT migrations_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE baton.object_offers (
+  id bigint DEFAULT nextval('baton.object_offers_id_seq'::regclass) NOT NULL,
+  object_key text NOT NULL,
+  giver text NOT NULL,
+  successor text NOT NULL,
+  version bigint NOT NULL,
+  token bigint NOT NULL,
+  offered_at timestamp with time zone DEFAULT now() NOT NULL,
+  status text DEFAULT 'open'::text NOT NULL,
+  closed_at timestamp with time zone,
+  closed_by text,
+  CONSTRAINT object_offers_check CHECK (((status = 'open'::text) = (closed_at IS NULL))),
+  CONSTRAINT object_offers_object_key_fkey FOREIGN KEY (object_key) REFERENCES baton.objects(key),
+  CONSTRAINT object_offers_pkey PRIMARY KEY (id),
+  CONSTRAINT object_offers_status_check CHECK ((status = ANY (ARRAY['open'::text, 'accepted'::text, 'declined'::text, 'withdrawn'::text, 'overtaken'::text])))
+);
+
+CREATE TABLE baton.object_permissions (
+  object_key text NOT NULL,
+  actor text NOT NULL,
+  access text NOT NULL,
+  granted_by text NOT NULL,
+  granted_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT object_permissions_access_check CHECK ((access = ANY (ARRAY['none'::text, 'view'::text, 'suggest'::text, 'write'::text]))),
+  CONSTRAINT object_permissions_actor_check CHECK (((length(actor) >= 1) AND (length(actor) <= 200))),
+  CONSTRAINT object_permissions_object_key_fkey FOREIGN KEY (object_key) REFERENCES baton.objects(key),
+  CONSTRAINT object_permissions_pkey PRIMARY KEY (object_key, actor)
+);
+
+CREATE TABLE baton.object_read_views (
+  object_key text NOT NULL,
+  actor text NOT NULL,
+  version bigint NOT NULL,
+  read_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT object_read_views_object_key_fkey FOREIGN KEY (object_key) REFERENCES baton.objects(key),
+  CONSTRAINT object_read_views_pkey PRIMARY KEY (object_key, actor)
+);
+
+CREATE TABLE baton.object_suggestions (
+  id bigint DEFAULT nextval('baton.object_suggestions_id_seq'::regclass) NOT NULL,
+  object_key text NOT NULL,
+  suggested_by text NOT NULL,
+  base_version bigint NOT NULL,
+  content text,
+  content_ref text,
+  note text,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  status text DEFAULT 'open'::text NOT NULL,
+  approved_by text,
+  approved_at timestamp with time zone,
+  applied_version bigint,
+  CONSTRAINT object_suggestions_check CHECK ((num_nonnulls(content, content_ref) = 1)),
+  CONSTRAINT object_suggestions_content_check CHECK ((octet_length(content) <= 1048576)),
+  CONSTRAINT object_suggestions_content_ref_check CHECK (((length(content_ref) >= 1) AND (length(content_ref) <= 2000))),
+  CONSTRAINT object_suggestions_note_check CHECK ((length(note) <= 2000)),
+  CONSTRAINT object_suggestions_object_key_fkey FOREIGN KEY (object_key) REFERENCES baton.objects(key),
+  CONSTRAINT object_suggestions_pkey PRIMARY KEY (id),
+  CONSTRAINT object_suggestions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'approved'::text])))
+);
+
+CREATE TABLE baton.objects (
+  key text NOT NULL,
+  content text,
+  content_ref text,
+  version bigint DEFAULT 0 NOT NULL,
+  holder text,
+  token bigint DEFAULT 0 NOT NULL,
+  holder_since timestamp with time zone,
+  holder_heartbeat_at timestamp with time zone,
+  silence_timeout_ms integer NOT NULL,
+  default_access text DEFAULT 'none'::text NOT NULL,
+  created_by text NOT NULL,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT objects_check CHECK ((num_nonnulls(content, content_ref) <= 1)),
+  CONSTRAINT objects_check1 CHECK ((((holder IS NULL) = (holder_heartbeat_at IS NULL)) AND ((holder IS NULL) = (holder_since IS NULL)))),
+  CONSTRAINT objects_content_check CHECK ((octet_length(content) <= 1048576)),
+  CONSTRAINT objects_content_ref_check CHECK (((length(content_ref) >= 1) AND (length(content_ref) <= 2000))),
+  CONSTRAINT objects_created_by_check CHECK (((length(created_by) >= 1) AND (length(created_by) <= 200))),
+  CONSTRAINT objects_default_access_check CHECK ((default_access = ANY (ARRAY['none'::text, 'view'::text, 'suggest'::text, 'write'::text]))),
+  CONSTRAINT objects_holder_check CHECK (((length(holder) >= 1) AND (length(holder) <= 200))),
+  CONSTRAINT objects_key_check CHECK ((key ~ '^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,199}$'::text)),
+  CONSTRAINT objects_pkey PRIMARY KEY (key),
+  CONSTRAINT objects_silence_timeout_ms_check CHECK (((silence_timeout_ms >= 1) AND (silence_timeout_ms <= 604800000))),
+  CONSTRAINT objects_token_check CHECK ((token >= 0)),
+  CONSTRAINT objects_version_check CHECK ((version >= 0))
+);
+
+CREATE TABLE baton.task_dependencies (
+  task_id text NOT NULL,
+  depends_on text NOT NULL,
+  CONSTRAINT task_dependencies_check CHECK ((task_id <> depends_on)),
+  CONSTRAINT task_dependencies_depends_on_fkey FOREIGN KEY (depends_on) REFERENCES baton.tasks(id),
+  CONSTRAINT task_dependencies_pkey PRIMARY KEY (task_id, depends_on),
+  CONSTRAINT task_dependencies_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
+);
+
+CREATE TABLE baton.task_notes (
+  id bigint DEFAULT nextval('baton.task_notes_id_seq'::regclass) NOT NULL,
+  task_id text NOT NULL,
+  author text NOT NULL,
+  claim_version bigint,
+  body text NOT NULL,
+  at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT task_notes_body_check CHECK (((length(body) >= 1) AND (length(body) <= 10000))),
+  CONSTRAINT task_notes_pkey PRIMARY KEY (id),
+  CONSTRAINT task_notes_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
+);
+
+CREATE TABLE baton.task_statuses (
+  status text NOT NULL,
+  CONSTRAINT task_statuses_pkey PRIMARY KEY (status)
+);
+
+CREATE TABLE baton.task_transitions (
+  from_status text NOT NULL,
+  to_status text NOT NULL,
+  CONSTRAINT task_transitions_from_status_fkey FOREIGN KEY (from_status) REFERENCES baton.task_statuses(status),
+  CONSTRAINT task_transitions_pkey PRIMARY KEY (from_status, to_status),
+  CONSTRAINT task_transitions_to_status_fkey FOREIGN KEY (to_status) REFERENCES baton.task_statuses(status)
+);
+
+CREATE TABLE baton.tasks (
+  id text NOT NULL,
+  graph_id text NOT NULL,
+  key text NOT NULL,
+  spec jsonb NOT NULL,
+  status text NOT NULL,
+  owner text,
+  claim_version bigint DEFAULT 0 NOT NULL,
+  claimed_at timestamp with time zone,
+  heartbeat_at timestamp with time zone,
+  lease_expires_at timestamp with time zone,
+  attempts integer DEFAULT 0 NOT NULL,
+  progress jsonb,
+  artifact jsonb,
+  verified_revision text,
+  verifier text,
+  upstream_revisions jsonb DEFAULT '{}'::jsonb NOT NULL,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT tasks_check CHECK (((status <> 'running'::text) OR ((owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+  CONSTRAINT tasks_check1 CHECK (((status <> ALL (ARRAY['submitted'::text, 'verifying'::text, 'verified'::text, 'rejected'::text, 'stale'::text])) OR (artifact IS NOT NULL))),
+  CONSTRAINT tasks_claim_version_check CHECK ((claim_version >= 0)),
+  CONSTRAINT tasks_graph_id_fkey FOREIGN KEY (graph_id) REFERENCES baton.graphs(id),
+  CONSTRAINT tasks_graph_id_key_key UNIQUE (graph_id, key),
+  CONSTRAINT tasks_key_check CHECK ((key ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text)),
+  CONSTRAINT tasks_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE baton.tool_call_statuses (
+  status text NOT NULL,
+  CONSTRAINT tool_call_statuses_pkey PRIMARY KEY (status)
+);
+
+CREATE TABLE baton.tool_call_transitions (
+  from_status text NOT NULL,
+  to_status text NOT NULL,
+  CONSTRAINT tool_call_transitions_from_status_fkey FOREIGN KEY (from_status) REFERENCES baton.tool_call_statuses(status),
+  CONSTRAINT tool_call_transitions_pkey PRIMARY KEY (from_status, to_status),
+  CONSTRAINT tool_call_transitions_to_status_fkey FOREIGN KEY (to_status) REFERENCES baton.tool_call_statuses(status)
+);
+
+CREATE TABLE baton.tool_calls (
+  task_id text NOT NULL,
+  step text NOT NULL,
+  idempotency_key text GENERATED ALWAYS AS (((task_id || ':'::text) || step)) STORED,
+  tool text NOT NULL,
+  params_hash text NOT NULL,
+  status text NOT NULL,
+  owner text NOT NULL,
+  claim_version bigint NOT NULL,
+  attempts integer DEFAULT 0 NOT NULL,
+  result jsonb,
+  error text,
+  retryable boolean DEFAULT false NOT NULL,
+  created_at timestamp with time zone DEFAULT now() NOT NULL,
+  sent_at timestamp with time zone,
+  updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT tool_calls_attempts_check CHECK ((attempts >= 0)),
+  CONSTRAINT tool_calls_claim_version_check CHECK ((claim_version >= 1)),
+  CONSTRAINT tool_calls_error_check CHECK ((length(error) <= 2000)),
+  CONSTRAINT tool_calls_idempotency_key_key UNIQUE (idempotency_key),
+  CONSTRAINT tool_calls_owner_check CHECK (((length(owner) >= 1) AND (length(owner) <= 200))),
+  CONSTRAINT tool_calls_params_hash_check CHECK ((params_hash ~ '^sha256:[0-9a-f]{64}$'::text)),
+  CONSTRAINT tool_calls_pkey PRIMARY KEY (task_id, step),
+  CONSTRAINT tool_calls_result_check CHECK ((octet_length((result)::text) <= 16384)),
+  CONSTRAINT tool_calls_status_fkey FOREIGN KEY (status) REFERENCES baton.tool_call_statuses(status),
+  CONSTRAINT tool_calls_step_check CHECK ((step ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'::text)),
+  CONSTRAINT tool_calls_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id),
+  CONSTRAINT tool_calls_tool_check CHECK ((tool ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text))
+);
+
+CREATE TABLE baton.verifications (
+  id bigint DEFAULT nextval('baton.verifications_id_seq'::regclass) NOT NULL,
+  task_id text NOT NULL,
+  claim_version bigint NOT NULL,
+  revision text NOT NULL,
+  command text NOT NULL,
+  exit_code integer NOT NULL,
+  output_digest text NOT NULL,
+  output_tail text DEFAULT ''::text NOT NULL,
+  verifier text NOT NULL,
+  passed boolean NOT NULL,
+  at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT verifications_pkey PRIMARY KEY (id),
+  CONSTRAINT verifications_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
+);
+
+-- indexes
+
+CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (object_key) WHERE (status = 'open'::text);
+
+CREATE INDEX objects_held ON baton.objects USING btree (holder_heartbeat_at) WHERE (holder IS NOT NULL);
+
+CREATE INDEX task_dependencies_upstream_idx ON baton.task_dependencies USING btree (depends_on);
+
+CREATE INDEX tasks_ready_idx ON baton.tasks USING btree (created_at, id) WHERE (status = 'ready'::text);
+
+CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, created_at, id) WHERE (status = 'ready'::text);
+
+-- functions
+
+CREATE OR REPLACE FUNCTION baton.accepted_write(p_task_id text)
+ RETURNS baton.fenced_result
+ LANGUAGE sql
+AS $function$
+  SELECT true, status, owner, claim_version, lease_expires_at FROM baton.tasks WHERE id = p_task_id
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.add_task_note(p_task_id text, p_author text, p_claim_version bigint, p_body text)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF p_claim_version IS NOT NULL AND NOT baton.hold_fence(p_task_id, p_author, p_claim_version) THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_author, p_claim_version, 'note');
+  END IF;
+  INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (p_task_id, p_author, p_claim_version, p_body);
+  RETURN baton.accepted_write(p_task_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.append_event(p_subject_kind text, p_subject_id text, p_kind text, p_actor text, p_fence bigint DEFAULT NULL::bigint, p_version bigint DEFAULT NULL::bigint, p_reason text DEFAULT NULL::text, p_details jsonb DEFAULT '{}'::jsonb)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_seq integer;
+  v_id bigint;
+BEGIN
+  SELECT coalesce(max(subject_seq), 0) + 1 INTO v_seq
+    FROM baton.events WHERE subject_kind = p_subject_kind AND subject_id = p_subject_id;
+  INSERT INTO baton.events (subject_kind, subject_id, subject_seq, kind, actor, fence, version, reason, details)
+    VALUES (p_subject_kind, p_subject_id, v_seq, p_kind, p_actor, p_fence, p_version, p_reason, coalesce(p_details, '{}'::jsonb))
+    RETURNING id INTO v_id;
+  RETURN v_id;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.check_task_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.status NOT IN ('blocked', 'ready') OR NEW.claim_version <> 0 THEN
+      RAISE EXCEPTION 'task %: a new task starts blocked or ready with claim version 0, not %', NEW.id, NEW.status
+        USING ERRCODE = 'BT001';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF NEW.claim_version < OLD.claim_version THEN
+    RAISE EXCEPTION 'task %: claim version may not go back from % to %', NEW.id, OLD.claim_version, NEW.claim_version
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.claim_version <> OLD.claim_version AND NOT (OLD.status = 'ready' AND NEW.status = 'running') THEN
+    RAISE EXCEPTION 'task %: the claim version changes only when a ready task is claimed', NEW.id USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
+    SELECT 1 FROM baton.task_transitions WHERE from_status = OLD.status AND to_status = NEW.status
+  ) THEN
+    RAISE EXCEPTION 'task %: % -> % is not an allowed transition', NEW.id, OLD.status, NEW.status USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status = 'verified' AND OLD.status <> 'verified' AND NOT EXISTS (
+    SELECT 1 FROM baton.verifications v
+     WHERE v.task_id = NEW.id AND v.passed AND v.claim_version = NEW.claim_version AND v.revision = NEW.artifact->>'revision'
+  ) THEN
+    RAISE EXCEPTION 'task %: verified needs a passed verification of revision % at claim version %',
+      NEW.id, NEW.artifact->>'revision', NEW.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  NEW.updated_at := now();
+  RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.check_task_release()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_unverified text;
+BEGIN
+  SELECT string_agg(u.key || ' (' || u.status || ')', ', ' ORDER BY u.key) INTO v_unverified
+    FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
+   WHERE d.task_id = NEW.id AND u.status <> 'verified';
+  IF v_unverified IS NOT NULL THEN
+    RAISE EXCEPTION 'task %: cannot become ready before its dependencies are verified: %', NEW.id, v_unverified
+      USING ERRCODE = 'BT001';
+  END IF;
+  RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.check_tool_call_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.status <> 'pending' OR NEW.attempts <> 0 THEN
+      RAISE EXCEPTION 'tool call %: a new ledger row starts pending with no attempts', NEW.idempotency_key USING ERRCODE = 'BT001';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF NEW.task_id <> OLD.task_id OR NEW.step <> OLD.step OR NEW.tool <> OLD.tool OR NEW.params_hash <> OLD.params_hash THEN
+    RAISE EXCEPTION 'tool call %: key, tool and parameters never change', OLD.idempotency_key USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.attempts < OLD.attempts THEN
+    RAISE EXCEPTION 'tool call %: attempts may not go back', OLD.idempotency_key USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
+    SELECT 1 FROM baton.tool_call_transitions WHERE from_status = OLD.status AND to_status = NEW.status
+  ) THEN
+    RAISE EXCEPTION 'tool call %: % -> % is not an allowed transition', OLD.idempotency_key, OLD.status, NEW.status
+      USING ERRCODE = 'BT001';
+  END IF;
+  NEW.updated_at := now();
+  RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL::text)
+ RETURNS SETOF baton.claim
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_id text;
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+  IF p_graph_id IS NULL THEN
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  END IF;
+  IF FOUND THEN
+    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer)
+ RETURNS SETOF baton.claim
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_id text;
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
+  IF FOUND THEN
+    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
+  END IF;
+  UPDATE baton.tasks
+     SET status = CASE WHEN p_retry THEN baton.ready_or_blocked(p_task_id) ELSE 'failed' END,
+         owner = CASE WHEN p_retry THEN NULL ELSE owner END, lease_expires_at = NULL
+   WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
+    p_owner, p_claim_version, NULL, p_reason);
+  RETURN baton.accepted_write(p_task_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.heartbeat_task(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  r baton.fenced_result;
+BEGIN
+  UPDATE baton.tasks t
+     SET heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+         progress = coalesce(p_progress, t.progress)
+   WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version)
+  RETURNING true, t.status, t.owner, t.claim_version, t.lease_expires_at INTO r;
+  IF NOT FOUND THEN
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'heartbeat');
+  END IF;
+  RETURN r;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.hold_fence(p_task_id text, p_owner text, p_claim_version bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM 1 FROM baton.tasks t WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version) FOR UPDATE OF t;
+  RETURN FOUND;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.holds_claim(t baton.tasks, p_owner text, p_claim_version bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT t.owner = p_owner AND t.claim_version = p_claim_version AND t.status = 'running'
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_accept(p_key text, p_actor text, p_version bigint)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  f baton.object_offers;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF p_version IS NULL THEN PERFORM baton.object_invalid('accepting names the version offered'); END IF;
+  o := baton.object_expire_if_silent(o, p_actor, 'accept');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'accept'); END IF;
+  f := baton.object_open_offer(o.key);
+  IF f.successor IS DISTINCT FROM p_actor THEN RETURN baton.object_refuse_no_offer(o, p_actor, p_actor, 'accept'); END IF;
+  IF p_version <> f.version THEN RETURN baton.object_refuse_version(o, p_actor, p_version, 'accept'); END IF;
+  RETURN baton.object_outcome_of(baton.object_accept_offer(o, f, p_actor, 'accept'), true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_accept_offer(o baton.objects, f baton.object_offers, p_actor text, p_via text)
+ RETURNS baton.objects
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  UPDATE baton.object_offers SET status = 'accepted', closed_at = now(), closed_by = p_actor WHERE id = f.id;
+  RETURN baton.object_move_role(o, p_actor, 'accepted', p_actor,
+    format('accepted the offer from %s at version %s', f.giver, f.version),
+    jsonb_build_object('offer_id', f.id, 'via', p_via));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_access(o baton.objects, p_actor text)
+ RETURNS text
+ LANGUAGE sql
+AS $function$
+  SELECT coalesce((SELECT access FROM baton.object_permissions WHERE object_key = o.key AND actor = p_actor), o.default_access)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_access_rank(p_access text)
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT array_position(ARRAY['none', 'view', 'suggest', 'write'], p_access) - 1
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_approve(p_key text, p_actor text, p_token bigint, p_suggestion_id bigint)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  s baton.object_suggestions;
+  refused baton.object_outcome;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  SELECT * INTO s FROM baton.object_suggestions WHERE id = p_suggestion_id AND object_key = o.key FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no suggestion % for shared object %', p_suggestion_id, o.key USING ERRCODE = 'BT002';
+  END IF;
+  o := baton.object_expire_if_silent(o, p_actor, 'approve');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'approve'); END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'approve');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  IF (baton.object_open_offer(o.key)).id IS NOT NULL THEN RETURN baton.object_refuse_offer_open(o, p_actor, 'approve'); END IF;
+  IF s.status <> 'open' OR s.base_version <> o.version THEN
+    RETURN baton.object_refuse(o, p_actor, 'stale_write_refused', 'suggestion_stale', 'approve',
+      CASE WHEN s.status <> 'open'
+           THEN format('suggestion %s was already approved by %s at version %s', s.id, s.approved_by, s.applied_version)
+           ELSE format('suggestion %s was made on version %s; version moved from %s to %s', s.id, s.base_version, s.base_version, o.version) END,
+      jsonb_build_object('suggestion_id', s.id));
+  END IF;
+  UPDATE baton.objects
+     SET content = s.content, content_ref = s.content_ref, version = version + 1, holder_heartbeat_at = now(), updated_at = now()
+   WHERE key = o.key
+  RETURNING * INTO o;
+  UPDATE baton.object_suggestions SET status = 'approved', approved_by = p_actor, approved_at = now(), applied_version = o.version
+   WHERE id = s.id;
+  PERFORM baton.object_record_view(o, p_actor);
+  PERFORM baton.append_event('object', o.key, 'suggestion_approved', p_actor, o.token, o.version,
+    format('approved suggestion %s by %s', s.id, s.suggested_by),
+    jsonb_build_object('suggestion_id', s.id, 'suggested_by', s.suggested_by, 'from_version', s.base_version,
+      'digest', md5(coalesce(s.content, s.content_ref))));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_check_actor(p_actor text, p_what text DEFAULT 'actor'::text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200 THEN
+    PERFORM baton.object_invalid(format('%s must be 1 to 200 characters', p_what));
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_check_content(p_content text, p_content_ref text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF num_nonnulls(p_content, p_content_ref) <> 1 THEN
+    PERFORM baton.object_invalid('give exactly one of content and content_ref');
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_check_view(p_key text, p_actor text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  v_read bigint;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF NOT baton.object_may(o, p_actor, 'view') THEN RETURN baton.object_refuse_access(o, p_actor, 'view', 'check_view'); END IF;
+  SELECT version INTO v_read FROM baton.object_read_views WHERE object_key = o.key AND actor = p_actor;
+  IF v_read IS NULL THEN
+    RETURN baton.object_refuse(o, p_actor, 'stale_view_refused', 'stale_view', 'check_view',
+      format('%s has not read %s', p_actor, o.key), '{}'::jsonb);
+  ELSIF v_read <> o.version THEN
+    RETURN baton.object_refuse(o, p_actor, 'stale_view_refused', 'stale_view', 'check_view',
+      format('%s read version %s of %s; version moved from %s to %s', p_actor, v_read, o.key, v_read, o.version),
+      jsonb_build_object('read_version', v_read));
+  END IF;
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_create(p_key text, p_actor text, p_silence_timeout_ms integer, p_default_access text DEFAULT 'none'::text, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF p_key IS NULL OR p_key !~ '^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,199}$' THEN
+    PERFORM baton.object_invalid(format('object key %L must be 1 to 200 letters, digits or ._/:@+- and start with a letter or digit', p_key));
+  END IF;
+  IF p_silence_timeout_ms IS NULL OR p_silence_timeout_ms NOT BETWEEN 1 AND 604800000 THEN
+    PERFORM baton.object_invalid('silence timeout must be 1 ms to 7 days');
+  END IF;
+  IF baton.object_access_rank(p_default_access) IS NULL THEN
+    PERFORM baton.object_invalid(format('access must be none, view, suggest or write, not %L', p_default_access));
+  END IF;
+  IF num_nonnulls(p_content, p_content_ref) > 1 THEN PERFORM baton.object_invalid('give at most one of content and content_ref'); END IF;
+  INSERT INTO baton.objects (key, content, content_ref, version, silence_timeout_ms, default_access, created_by)
+  VALUES (p_key, p_content, p_content_ref, CASE WHEN num_nonnulls(p_content, p_content_ref) > 0 THEN 1 ELSE 0 END,
+          p_silence_timeout_ms, p_default_access, p_actor)
+  ON CONFLICT (key) DO NOTHING
+  RETURNING * INTO o;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'shared object % already exists', p_key USING ERRCODE = 'BT020';
+  END IF;
+  INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_actor, 'write', p_actor);
+  PERFORM baton.append_event('object', o.key, 'created', p_actor, o.token, o.version, NULL,
+    jsonb_build_object('default_access', p_default_access, 'silence_timeout_ms', p_silence_timeout_ms));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_decline(p_key text, p_actor text, p_reason text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  f baton.object_offers;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  o := baton.object_expire_if_silent(o, p_actor, 'decline');
+  f := baton.object_open_offer(o.key);
+  IF f.successor IS DISTINCT FROM p_actor THEN RETURN baton.object_refuse_no_offer(o, p_actor, p_actor, 'decline'); END IF;
+  UPDATE baton.object_offers SET status = 'declined', closed_at = now(), closed_by = p_actor WHERE id = f.id;
+  -- Silence was not checked while the offer was open; the giver's window starts again now.
+  o := baton.object_touch(o);
+  PERFORM baton.append_event('object', o.key, 'declined', p_actor, o.token, f.version,
+    coalesce(p_reason, format('%s declined the offer from %s at version %s', p_actor, f.giver, f.version)),
+    jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_expire_if_silent(o baton.objects, p_actor text, p_operation text)
+ RETURNS baton.objects
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF baton.object_is_silent(o, (baton.object_open_offer(o.key)).id IS NOT NULL) THEN
+    RETURN baton.object_move_role(o, p_actor, 'reclaimed_after_silence', NULL, baton.object_silence_reason(o),
+      baton.object_silence_details(o, p_operation));
+  END IF;
+  RETURN o;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_grant(p_key text, p_actor text, p_grantee text, p_access text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  PERFORM baton.object_check_actor(p_grantee, 'grantee');
+  IF baton.object_access_rank(p_access) IS NULL THEN
+    PERFORM baton.object_invalid(format('access must be none, view, suggest or write, not %L', p_access));
+  END IF;
+  IF p_grantee = o.created_by THEN
+    PERFORM baton.object_invalid(format('%s created %s and keeps write access', p_grantee, o.key));
+  END IF;
+  IF p_actor <> o.created_by THEN
+    RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', 'grant',
+      format('only %s, who created %s, may grant access to it', o.created_by, o.key), '{}'::jsonb);
+  END IF;
+  INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_grantee, p_access, p_actor)
+  ON CONFLICT (object_key, actor) DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
+  PERFORM baton.append_event('object', o.key, 'granted', p_actor, o.token, o.version, NULL,
+    jsonb_build_object('grantee', p_grantee, 'access', p_access));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_heartbeat(p_key text, p_actor text, p_token bigint)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  refused baton.object_outcome;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  o := baton.object_expire_if_silent(o, p_actor, 'heartbeat');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'heartbeat'); END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'heartbeat');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  RETURN baton.object_outcome_of(baton.object_touch(o), true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_invalid(p_message text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION '%', p_message USING ERRCODE = 'BT003';
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_is_silent(o baton.objects, p_offer_open boolean)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT o.holder IS NOT NULL AND NOT p_offer_open
+    AND o.holder_heartbeat_at + make_interval(secs => o.silence_timeout_ms / 1000.0) < now()
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_lock(p_key text)
+ RETURNS baton.objects
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects;
+BEGIN
+  -- NO KEY UPDATE serialises the object's writers (and so its event sequence) without blocking
+  -- inserts that merely reference the key.
+  SELECT * INTO o FROM baton.objects WHERE key = p_key FOR NO KEY UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no shared object %', coalesce(p_key, '(null)') USING ERRCODE = 'BT002';
+  END IF;
+  RETURN o;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_may(o baton.objects, p_actor text, p_access text)
+ RETURNS boolean
+ LANGUAGE sql
+AS $function$
+  SELECT baton.object_access_rank(baton.object_access(o, p_actor)) >= baton.object_access_rank(p_access)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_move_role(o baton.objects, p_actor text, p_kind text, p_to text, p_reason text, p_details jsonb DEFAULT '{}'::jsonb)
+ RETURNS baton.objects
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_from text := o.holder;
+BEGIN
+  UPDATE baton.objects
+     SET holder = p_to, token = token + 1, updated_at = now(),
+         holder_since = CASE WHEN p_to IS NULL THEN NULL ELSE now() END,
+         holder_heartbeat_at = CASE WHEN p_to IS NULL THEN NULL ELSE now() END
+   WHERE key = o.key
+  RETURNING * INTO o;
+  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+    jsonb_build_object('from', v_from, 'to', p_to) || p_details);
+  RETURN o;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_moved_reason(o baton.objects, p_actor text, p_token bigint)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  e baton.events;
+BEGIN
+  IF p_token > o.token THEN
+    RETURN format('token %s was never issued for %s; the current token is %s', p_token, o.key, o.token);
+  ELSIF p_token = o.token THEN
+    RETURN CASE WHEN o.holder IS NULL THEN format('nobody holds %s; take it first', o.key)
+                ELSE format('%s holds %s with token %s, not %s', o.holder, o.key, o.token, p_actor) END;
+  END IF;
+  SELECT * INTO e FROM baton.events
+   WHERE subject_kind = 'object' AND subject_id = o.key AND fence = p_token + 1
+     AND kind IN ('taken', 'taken_over', 'reclaimed_after_silence', 'released', 'accepted')
+   ORDER BY subject_seq LIMIT 1;
+  RETURN format('role moved to %s at %s: %s', coalesce(e.details ->> 'to', 'nobody'), baton.object_ts(e.at),
+      CASE e.kind WHEN 'accepted' THEN 'offer accepted' ELSE replace(e.kind, '_', ' ') END)
+    || CASE WHEN e.fence = o.token THEN ''
+            ELSE format('; now %s with token %s', coalesce('held by ' || o.holder, 'free'), o.token) END;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_offer(p_key text, p_actor text, p_token bigint, p_version bigint, p_successor text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  refused baton.object_outcome;
+  v_offer_id bigint;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  PERFORM baton.object_check_actor(p_successor, 'successor');
+  IF p_successor = p_actor THEN PERFORM baton.object_invalid('an offer names someone else as successor'); END IF;
+  IF p_version IS NULL THEN PERFORM baton.object_invalid('an offer names the version handed over'); END IF;
+  IF NOT baton.object_may(o, p_successor, 'write') THEN
+    PERFORM baton.object_invalid(format('successor %s has no write access to %s', p_successor, o.key));
+  END IF;
+  o := baton.object_expire_if_silent(o, p_actor, 'offer');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'offer'); END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'offer');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  IF (baton.object_open_offer(o.key)).id IS NOT NULL THEN RETURN baton.object_refuse_offer_open(o, p_actor, 'offer'); END IF;
+  IF p_version <> o.version THEN RETURN baton.object_refuse_version(o, p_actor, p_version, 'offer'); END IF;
+  INSERT INTO baton.object_offers (object_key, giver, successor, version, token)
+  VALUES (o.key, p_actor, p_successor, o.version, o.token) RETURNING id INTO v_offer_id;
+  o := baton.object_touch(o);
+  PERFORM baton.append_event('object', o.key, 'offered', p_actor, o.token, o.version,
+    format('offered to %s at version %s', p_successor, o.version),
+    jsonb_build_object('offer_id', v_offer_id, 'successor', p_successor));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_open_offer(p_key text)
+ RETURNS baton.object_offers
+ LANGUAGE sql
+AS $function$
+  SELECT * FROM baton.object_offers WHERE object_key = p_key AND status = 'open'
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_outcome_of(o baton.objects, p_ok boolean, p_refusal text DEFAULT NULL::text, p_reason text DEFAULT NULL::text, p_with_content boolean DEFAULT false, p_suggestion_id bigint DEFAULT NULL::bigint)
+ RETURNS baton.object_outcome
+ LANGUAGE sql
+AS $function$
+  SELECT p_ok, p_refusal, p_reason, o.key, o.version, o.token, o.holder, o.holder_since, o.holder_heartbeat_at,
+         baton.object_is_silent(o, f.id IS NOT NULL), o.silence_timeout_ms, f.successor, f.version, f.offered_at,
+         CASE WHEN p_with_content THEN o.content END, CASE WHEN p_with_content THEN o.content_ref END,
+         p_suggestion_id, now()
+    FROM (SELECT 1) AS one LEFT JOIN baton.object_offers f ON f.object_key = o.key AND f.status = 'open'
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_read(p_key text, p_actor text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF NOT baton.object_may(o, p_actor, 'view') THEN RETURN baton.object_refuse_access(o, p_actor, 'view', 'read'); END IF;
+  PERFORM baton.object_record_view(o, p_actor);
+  RETURN baton.object_outcome_of(o, true, p_with_content => true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_record_view(o baton.objects, p_actor text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  INSERT INTO baton.object_read_views (object_key, actor, version) VALUES (o.key, p_actor, o.version)
+  ON CONFLICT (object_key, actor) DO UPDATE SET version = EXCLUDED.version, read_at = now()
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse(o baton.objects, p_actor text, p_kind text, p_refusal text, p_operation text, p_reason text, p_details jsonb DEFAULT '{}'::jsonb)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+    jsonb_build_object('operation', p_operation, 'refusal', p_refusal) || p_details);
+  RETURN baton.object_outcome_of(o, false, p_refusal, p_reason);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_access(o baton.objects, p_actor text, p_needed text, p_operation text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', p_operation,
+    format('%s has %s access to %s; %s needs %s', p_actor, baton.object_access(o, p_actor), o.key, p_operation, p_needed),
+    jsonb_build_object('needed', p_needed, 'has', baton.object_access(o, p_actor)));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_no_offer(o baton.objects, p_actor text, p_successor text, p_operation text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  f baton.object_offers;
+BEGIN
+  SELECT * INTO f FROM baton.object_offers
+   WHERE object_key = o.key AND (p_successor IS NULL OR successor = p_successor) ORDER BY id DESC LIMIT 1;
+  RETURN baton.object_refuse(o, p_actor, 'no_open_offer_refused', 'no_open_offer', p_operation,
+    CASE WHEN f.id IS NULL THEN format('no offer of %s was made%s', o.key, ' to ' || p_successor)
+         WHEN f.status = 'open' THEN format('the open offer of %s is to %s, not %s', o.key, f.successor, p_actor)
+         ELSE format('the offer of %s to %s at version %s was %s by %s at %s', o.key, f.successor, f.version,
+           f.status, f.closed_by, baton.object_ts(f.closed_at)) END,
+    jsonb_build_object('offer_id', f.id));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_offer_open(o baton.objects, p_actor text, p_operation text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  f baton.object_offers := baton.object_open_offer(o.key);
+BEGIN
+  RETURN baton.object_refuse(o, p_actor, 'handoff_pending_refused', 'offer_open', p_operation,
+    format('offer of %s to %s at version %s is open since %s: withdraw it or wait for %s to answer',
+      o.key, f.successor, f.version, baton.object_ts(f.offered_at), f.successor),
+    jsonb_build_object('offer_id', f.id, 'successor', f.successor));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_unless_holder(o baton.objects, p_actor text, p_token bigint, p_operation text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_token IS NULL THEN PERFORM baton.object_invalid(format('%s names the fencing token', p_operation)); END IF;
+  IF o.holder IS NOT DISTINCT FROM p_actor AND p_token = o.token THEN
+    RETURN NULL;
+  END IF;
+  RETURN baton.object_refuse(o, p_actor, 'stale_write_refused',
+    CASE WHEN p_token = o.token THEN 'not_holder' ELSE 'token_moved' END, p_operation,
+    baton.object_moved_reason(o, p_actor, p_token),
+    jsonb_build_object('token', p_token, 'holder', o.holder));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_version(o baton.objects, p_actor text, p_version bigint, p_operation text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RETURN baton.object_refuse(o, p_actor, 'stale_write_refused', 'version_moved', p_operation,
+    format('version moved from %s to %s', p_version, o.version), jsonb_build_object('read_version', p_version));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_release(p_key text, p_actor text, p_token bigint, p_reason text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  refused baton.object_outcome;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  o := baton.object_expire_if_silent(o, p_actor, 'release');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'release'); END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'release');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  IF (baton.object_open_offer(o.key)).id IS NOT NULL THEN RETURN baton.object_refuse_offer_open(o, p_actor, 'release'); END IF;
+  o := baton.object_move_role(o, p_actor, 'released', NULL, coalesce(p_reason, format('released by %s', p_actor)));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_show(p_key text, p_actor text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF NOT baton.object_may(o, p_actor, 'view') THEN RETURN baton.object_refuse_access(o, p_actor, 'view', 'show'); END IF;
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_silence_details(o baton.objects, p_operation text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT jsonb_build_object('last_heartbeat_at', o.holder_heartbeat_at, 'silence_timeout_ms', o.silence_timeout_ms,
+    'detected_by', p_operation)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_silence_reason(o baton.objects)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT format('%s silent since %s, past its %s ms silence timeout',
+    o.holder, baton.object_ts(o.holder_heartbeat_at), o.silence_timeout_ms)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_suggest(p_key text, p_actor text, p_base_version bigint, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text, p_note text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  v_id bigint;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  PERFORM baton.object_check_content(p_content, p_content_ref);
+  IF p_base_version IS NULL OR p_base_version NOT BETWEEN 0 AND o.version THEN
+    PERFORM baton.object_invalid(format('a suggestion is based on a version of %s between 0 and %s', o.key, o.version));
+  END IF;
+  o := baton.object_expire_if_silent(o, p_actor, 'suggest');
+  IF NOT baton.object_may(o, p_actor, 'suggest') THEN RETURN baton.object_refuse_access(o, p_actor, 'suggest', 'suggest'); END IF;
+  INSERT INTO baton.object_suggestions (object_key, suggested_by, base_version, content, content_ref, note)
+  VALUES (o.key, p_actor, p_base_version, p_content, p_content_ref, p_note) RETURNING id INTO v_id;
+  PERFORM baton.append_event('object', o.key, 'suggested', p_actor, o.token, p_base_version, p_note,
+    jsonb_build_object('suggestion_id', v_id, 'digest', md5(coalesce(p_content, p_content_ref))));
+  RETURN baton.object_outcome_of(o, true, p_suggestion_id => v_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_sweep(p_actor text)
+ RETURNS TABLE(object_key text, silent_holder text, token bigint)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  FOR o IN
+    SELECT x.* FROM baton.objects x
+     WHERE x.holder IS NOT NULL
+       AND x.holder_heartbeat_at + make_interval(secs => x.silence_timeout_ms / 1000.0) < now()
+       AND NOT EXISTS (SELECT 1 FROM baton.object_offers f WHERE f.object_key = x.key AND f.status = 'open')
+     ORDER BY x.key
+       FOR NO KEY UPDATE SKIP LOCKED
+  LOOP
+    object_key := o.key;
+    silent_holder := o.holder;
+    o := baton.object_expire_if_silent(o, p_actor, 'sweep');
+    token := o.token;
+    RETURN NEXT;
+  END LOOP;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_take(p_key text, p_actor text, p_reason text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  f baton.object_offers := baton.object_open_offer(p_key);
+  v_kind text;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'take'); END IF;
+  IF f.successor = p_actor THEN
+    RETURN baton.object_outcome_of(baton.object_accept_offer(o, f, p_actor, 'take'), true);
+  ELSIF o.holder = p_actor AND f.id IS NOT NULL THEN
+    RETURN baton.object_refuse_offer_open(o, p_actor, 'take');
+  ELSIF o.holder = p_actor AND NOT baton.object_is_silent(o, false) THEN
+    -- Taking what one holds changes nothing, so a retried take returns the same token.
+    RETURN baton.object_outcome_of(baton.object_touch(o), true);
+  END IF;
+  IF f.id IS NOT NULL THEN
+    UPDATE baton.object_offers SET status = 'overtaken', closed_at = now(), closed_by = p_actor WHERE id = f.id;
+    PERFORM baton.append_event('object', o.key, 'overtaken', p_actor, o.token, f.version,
+      format('offer from %s to %s at version %s overtaken by %s', f.giver, f.successor, f.version, p_actor),
+      jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor, 'by', p_actor));
+  END IF;
+  v_kind := CASE WHEN o.holder IS NULL THEN 'taken'
+                 WHEN baton.object_is_silent(o, f.id IS NOT NULL) THEN 'reclaimed_after_silence'
+                 ELSE 'taken_over' END;
+  o := baton.object_move_role(o, p_actor, v_kind, p_actor,
+    CASE v_kind WHEN 'taken' THEN coalesce(p_reason, 'the role was free')
+                WHEN 'reclaimed_after_silence' THEN baton.object_silence_reason(o)
+                ELSE coalesce(p_reason, format('taken over from %s', o.holder)) END,
+    CASE WHEN v_kind = 'reclaimed_after_silence'
+         THEN baton.object_silence_details(o, 'take') || jsonb_build_object('requested_reason', p_reason)
+         ELSE '{}'::jsonb END);
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_touch(o baton.objects)
+ RETURNS baton.objects
+ LANGUAGE sql
+AS $function$
+  UPDATE baton.objects SET holder_heartbeat_at = now() WHERE key = o.key RETURNING *
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_ts(p_at timestamp with time zone)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_withdraw(p_key text, p_actor text, p_token bigint)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  f baton.object_offers;
+  refused baton.object_outcome;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  o := baton.object_expire_if_silent(o, p_actor, 'withdraw');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'withdraw'); END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'withdraw');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  f := baton.object_open_offer(o.key);
+  IF f.id IS NULL THEN RETURN baton.object_refuse_no_offer(o, p_actor, NULL, 'withdraw'); END IF;
+  UPDATE baton.object_offers SET status = 'withdrawn', closed_at = now(), closed_by = p_actor WHERE id = f.id;
+  o := baton.object_touch(o);
+  PERFORM baton.append_event('object', o.key, 'withdrawn', p_actor, o.token, f.version,
+    format('%s withdrew the offer to %s at version %s', p_actor, f.successor, f.version),
+    jsonb_build_object('offer_id', f.id, 'successor', f.successor));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_write(p_key text, p_actor text, p_version bigint, p_token bigint, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text)
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  f baton.object_offers;
+  refused baton.object_outcome;
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  PERFORM baton.object_check_content(p_content, p_content_ref);
+  IF p_version IS NULL OR p_token IS NULL THEN PERFORM baton.object_invalid('a write names the version read and the token'); END IF;
+  o := baton.object_expire_if_silent(o, p_actor, 'write');
+  IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'write'); END IF;
+  f := baton.object_open_offer(o.key);
+  IF f.successor = p_actor AND p_token = o.token THEN
+    IF p_version <> o.version THEN RETURN baton.object_refuse_version(o, p_actor, p_version, 'write'); END IF;
+    o := baton.object_accept_offer(o, f, p_actor, 'write');
+    p_token := o.token;
+    f := NULL;
+  END IF;
+  refused := baton.object_refuse_unless_holder(o, p_actor, p_token, 'write');
+  IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
+  IF f.id IS NOT NULL THEN RETURN baton.object_refuse_offer_open(o, p_actor, 'write'); END IF;
+  IF p_version <> o.version THEN RETURN baton.object_refuse_version(o, p_actor, p_version, 'write'); END IF;
+  UPDATE baton.objects
+     SET content = p_content, content_ref = p_content_ref, version = version + 1, holder_heartbeat_at = now(), updated_at = now()
+   WHERE key = o.key
+  RETURNING * INTO o;
+  PERFORM baton.object_record_view(o, p_actor);
+  PERFORM baton.append_event('object', o.key, 'written', p_actor, o.token, o.version, NULL,
+    jsonb_build_object('from_version', p_version, 'digest', md5(coalesce(p_content, p_content_ref))));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.ready_or_blocked(p_task_id text)
+ RETURNS text
+ LANGUAGE sql
+AS $function$
+  SELECT CASE WHEN EXISTS (
+    SELECT 1 FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
+     WHERE d.task_id = p_task_id AND u.status <> 'verified'
+  ) THEN 'blocked' ELSE 'ready' END
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.record_verification(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_exit_code integer, p_output_digest text, p_output_tail text)
+ RETURNS TABLE(status text, released text[], staled text[])
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+  v_passed boolean := p_exit_code = 0;
+  v_released text[] := '{}';
+  v_staled text[] := '{}';
+  d record;
+  v_pins jsonb;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
+    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
+      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
+    VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
+
+  IF NOT v_passed THEN
+    UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
+      format('%s exited %s', p_command, p_exit_code), jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
+    RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
+    RETURN;
+  END IF;
+
+  -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
+  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
+    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
+
+  FOR d IN
+    SELECT dt.* FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
+     WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt
+  LOOP
+    IF d.status = 'blocked' AND NOT EXISTS (
+      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
+       WHERE x.task_id = d.id AND u.status <> 'verified'
+    ) THEN
+      SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+        FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id;
+      UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'released', p_verifier, d.claim_version, NULL,
+        'all dependencies verified', jsonb_build_object('upstream_revisions', v_pins));
+      v_released := v_released || d.id;
+    ELSIF d.status = 'verified' AND d.upstream_revisions ? t.key AND d.upstream_revisions->>t.key <> p_revision THEN
+      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'marked_stale', p_verifier, d.claim_version, NULL,
+        format('%s was verified at %s; this task was verified against %s', t.key, p_revision, d.upstream_revisions->>t.key),
+        jsonb_build_object('upstream', t.key, 'old_revision', d.upstream_revisions->>t.key, 'new_revision', p_revision));
+      v_staled := v_staled || d.id;
+    END IF;
+  END LOOP;
+  RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.refuse_event_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.refuse_record_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.refuse_stale_write(p_task_id text, p_owner text, p_claim_version bigint, p_action text)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  -- The event's fence is the stale claim version the write carried; the current one is in the reason.
+  PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
+    format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',
+           p_action, p_owner, p_claim_version, t.status, coalesce(t.owner, 'none'), t.claim_version),
+    jsonb_build_object('action', p_action, 'current_claim_version', t.claim_version));
+  RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_owner text;
+BEGIN
+  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
+    RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
+  END IF;
+  SELECT owner INTO v_owner FROM baton.tasks
+   WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+  RETURN true;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+  v_count bigint;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
+    RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
+  END IF;
+  IF p_to = t.status THEN
+    RETURN t.status; -- already there (e.g. a retried activity): no change, no event
+  END IF;
+  -- Only policy and operator moves; claims, submits and verifications have their own functions.
+  IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
+                               ('stale', 'ready'), ('failed', 'ready'))
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted'))) THEN
+    RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
+      USING ERRCODE = 'BT001';
+  END IF;
+  UPDATE baton.tasks SET status = p_to,
+         owner = CASE WHEN p_to = 'ready' THEN NULL ELSE owner END,
+         lease_expires_at = NULL,
+         -- A task sent round again is built on its dependencies' current verified revisions.
+         upstream_revisions = CASE WHEN p_to = 'ready' THEN coalesce((
+           SELECT jsonb_object_agg(u.key, u.verified_revision)
+             FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = p_task_id
+         ), '{}'::jsonb) ELSE upstream_revisions END
+   WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
+    jsonb_build_object('from', t.status, 'to', p_to));
+  IF t.status = 'verified' THEN
+    -- Dependents released against the old revision but not yet started wait for the new one.
+    WITH reblocked AS (
+      UPDATE baton.tasks dt SET status = 'blocked', upstream_revisions = '{}'::jsonb
+        FROM baton.task_dependencies dep
+       WHERE dep.depends_on = p_task_id AND dt.id = dep.task_id AND dt.status = 'ready'
+      RETURNING dt.id, dt.claim_version
+    )
+    SELECT count(*) INTO STRICT v_count FROM (
+      SELECT baton.append_event('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
+        format('upstream %s is being re-run', t.key)) FROM reblocked r
+    ) appended;
+  END IF;
+  RETURN t.status;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.start_verification(p_task_id text, p_verifier text)
+ RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF t.owner = p_verifier THEN
+    RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
+  END IF;
+  IF t.status = 'verifying' THEN
+    -- An earlier verifier was lost before recording a result: this one starts over.
+    UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
+      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
+  END IF;
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
+  PERFORM baton.append_event('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
+    jsonb_build_object('revision', t.artifact->>'revision'));
+  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_task jsonb;
+  v_dep text;
+  v_count integer := 0;
+BEGIN
+  INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  PERFORM baton.append_event('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
+    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
+      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
+    v_count := v_count + 1;
+  END LOOP;
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
+      INSERT INTO baton.task_dependencies (task_id, depends_on)
+        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
+    END LOOP;
+    PERFORM baton.append_event('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+      jsonb_build_object('depends_on', v_task->'dependsOn'));
+  END LOOP;
+  RETURN v_count;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.submit_task(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  r baton.fenced_result;
+BEGIN
+  IF p_artifact IS NULL OR coalesce(p_artifact->>'revision', '') = '' THEN
+    RAISE EXCEPTION 'task %: an artifact must name its revision', p_task_id USING ERRCODE = 'BT003';
+  END IF;
+  UPDATE baton.tasks t SET status = 'submitted', artifact = p_artifact, lease_expires_at = NULL
+   WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version)
+  RETURNING true, t.status, t.owner, t.claim_version, t.lease_expires_at INTO r;
+  IF NOT FOUND THEN
+    -- The same submit again (its first answer was lost): accepted, and nothing changes.
+    IF EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version
+                AND artifact->>'revision' = p_artifact->>'revision' AND status <> 'running') THEN
+      RETURN baton.accepted_write(p_task_id);
+    END IF;
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
+  END IF;
+  PERFORM baton.append_event('task', p_task_id, 'submitted', p_owner, p_claim_version, NULL, NULL,
+    jsonb_build_object('revision', p_artifact->>'revision'));
+  RETURN r;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.take_claim(p_task_id text, p_owner text, p_lease_ms integer)
+ RETURNS baton.claim
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  c baton.claim;
+BEGIN
+  UPDATE baton.tasks
+     SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
+         claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+         attempts = attempts + 1, progress = NULL, artifact = NULL
+   WHERE id = p_task_id
+  RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
+  PERFORM baton.append_event('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
+    jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
+  RETURN c;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.tool_call_outcome;
+  c baton.tool_calls;
+BEGIN
+  IF p_step IS NULL OR p_step !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$' THEN
+    RAISE EXCEPTION 'step %: 1 to 100 letters, digits, dots, dashes or underscores, starting with a letter or digit', p_step
+      USING ERRCODE = 'BT003';
+  END IF;
+  IF p_tool IS NULL OR p_tool !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
+    RAISE EXCEPTION 'tool name %: 1 to 63 lowercase letters, digits, dashes or underscores', p_tool USING ERRCODE = 'BT003';
+  END IF;
+  o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call');
+  IF NOT o.accepted THEN
+    RETURN o;
+  END IF;
+  SELECT * INTO c FROM baton.tool_calls WHERE task_id = p_task_id AND step = p_step FOR UPDATE;
+  IF FOUND THEN
+    IF c.tool <> p_tool OR c.params_hash <> p_params_hash THEN
+      RAISE EXCEPTION 'tool call %: this key was first used for tool % with parameters %, not tool % with parameters %; a key names one call, so give a different call its own step name',
+        c.idempotency_key, c.tool, c.params_hash, p_tool, p_params_hash USING ERRCODE = 'BT040';
+    END IF;
+    RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+  END IF;
+  INSERT INTO baton.tool_calls (task_id, step, tool, params_hash, status, owner, claim_version)
+    VALUES (p_task_id, p_step, p_tool, p_params_hash, 'pending', p_owner, p_claim_version)
+    RETURNING * INTO c;
+  PERFORM baton.tool_call_event(c, 'tool_call_recorded', p_owner, p_claim_version, NULL,
+    jsonb_build_object('params_hash', p_params_hash));
+  RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_event(c baton.tool_calls, p_kind text, p_actor text, p_fence bigint, p_reason text, p_details jsonb)
+ RETURNS bigint
+ LANGUAGE sql
+AS $function$
+  SELECT baton.append_event('task', c.task_id, p_kind, p_actor, p_fence, NULL, p_reason,
+    jsonb_build_object('step', c.step, 'tool', c.tool, 'key', c.idempotency_key, 'status', c.status, 'attempts', c.attempts)
+      || coalesce(p_details, '{}'::jsonb));
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_fence(p_task_id text, p_owner text, p_claim_version bigint, p_action text)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  f baton.fenced_result;
+  o baton.tool_call_outcome;
+BEGIN
+  IF baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+    o.accepted := true;
+    RETURN o;
+  END IF;
+  f := baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, p_action);
+  o.accepted := false;
+  o.task_status := f.status;
+  o.task_owner := f.owner;
+  o.task_claim_version := f.claim_version;
+  RETURN o;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_reconcile(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_finding text, p_result jsonb, p_reason text)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.tool_call_outcome;
+  c baton.tool_calls;
+  v_details jsonb;
+BEGIN
+  IF p_finding IS NULL OR p_finding NOT IN ('found', 'absent', 'unknown') THEN
+    RAISE EXCEPTION 'a lookup finds found, absent or unknown, not %', p_finding USING ERRCODE = 'BT003';
+  END IF;
+  o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call_reconcile');
+  IF NOT o.accepted THEN
+    RETURN o;
+  END IF;
+  SELECT * INTO c FROM baton.tool_calls WHERE task_id = p_task_id AND step = p_step FOR UPDATE;
+  IF NOT FOUND OR c.status NOT IN ('sent', 'unknown') THEN
+    RAISE EXCEPTION 'tool call %:% is %: only a sent or unknown call is reconciled', p_task_id, p_step, coalesce(c.status, 'missing')
+      USING ERRCODE = 'BT001';
+  END IF;
+  v_details := jsonb_build_object('finding', p_finding, 'previous_status', c.status, 'previous_owner', c.owner,
+    'previous_claim_version', c.claim_version, 'inherited', c.claim_version <> p_claim_version OR c.owner <> p_owner);
+  UPDATE baton.tool_calls
+     SET status = CASE p_finding WHEN 'found' THEN 'reconciled_succeeded' WHEN 'absent' THEN 'reconciled_absent' ELSE 'unknown' END,
+         result = CASE WHEN p_finding = 'found' THEN p_result END,
+         error = CASE WHEN p_finding = 'unknown' THEN left(p_reason, 2000) END,
+         owner = p_owner, claim_version = p_claim_version
+   WHERE task_id = p_task_id AND step = p_step
+  RETURNING * INTO c;
+  PERFORM baton.tool_call_event(c, CASE WHEN p_finding = 'unknown' THEN 'tool_call_unresolved' ELSE 'tool_call_reconciled' END,
+    p_owner, p_claim_version, left(p_reason, 2000), v_details);
+  RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_record(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_status text, p_result jsonb, p_error text, p_retryable boolean)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.tool_call_outcome;
+  c baton.tool_calls;
+BEGIN
+  IF p_status IS NULL OR p_status NOT IN ('succeeded', 'failed', 'unknown') THEN
+    RAISE EXCEPTION 'a tool call outcome is succeeded, failed or unknown, not %', p_status USING ERRCODE = 'BT003';
+  END IF;
+  o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call_record');
+  IF NOT o.accepted THEN
+    RETURN o;
+  END IF;
+  SELECT * INTO c FROM baton.tool_calls WHERE task_id = p_task_id AND step = p_step FOR UPDATE;
+  IF NOT FOUND OR c.status <> 'sent' OR c.owner <> p_owner OR c.claim_version <> p_claim_version THEN
+    RAISE EXCEPTION 'tool call %:%: an outcome is recorded only for a send this claim made (row is %)', p_task_id, p_step,
+      coalesce(c.status, 'missing') USING ERRCODE = 'BT001';
+  END IF;
+  UPDATE baton.tool_calls
+     SET status = p_status, result = CASE WHEN p_status = 'succeeded' THEN p_result END,
+         error = left(p_error, 2000), retryable = p_status = 'failed' AND coalesce(p_retryable, false)
+   WHERE task_id = p_task_id AND step = p_step
+  RETURNING * INTO c;
+  PERFORM baton.tool_call_event(c,
+    CASE p_status WHEN 'succeeded' THEN 'tool_call_succeeded' WHEN 'failed' THEN 'tool_call_failed' ELSE 'tool_call_uncertain' END,
+    p_owner, p_claim_version, left(p_error, 2000), jsonb_build_object('retryable', c.retryable));
+  RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_row_outcome(c baton.tool_calls, p_owner text, p_claim_version bigint)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE sql
+AS $function$
+  SELECT ROW(true, 'running', p_owner, p_claim_version, c.idempotency_key, c.tool, c.params_hash, c.status, c.owner,
+             c.claim_version, c.attempts, c.result, c.error, c.retryable, c.created_at, c.sent_at, c.updated_at)::baton.tool_call_outcome;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean)
+ RETURNS baton.tool_call_outcome
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  o baton.tool_call_outcome;
+  c baton.tool_calls;
+  v_from text;
+BEGIN
+  o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call_send');
+  IF NOT o.accepted THEN
+    RETURN o;
+  END IF;
+  SELECT * INTO c FROM baton.tool_calls WHERE task_id = p_task_id AND step = p_step FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'tool call %:% has no ledger row; begin it first', p_task_id, p_step USING ERRCODE = 'BT002';
+  END IF;
+  IF NOT (c.status IN ('pending', 'reconciled_absent')
+          OR (c.status = 'failed' AND c.retryable)
+          OR (c.status = 'unknown' AND coalesce(p_replay, false))) THEN
+    RAISE EXCEPTION 'tool call % is % (attempt % by % at claim version %): %', c.idempotency_key, c.status, c.attempts, c.owner, c.claim_version,
+      CASE WHEN c.status IN ('sent', 'unknown') THEN 'its outcome is uncertain, so it is reconciled (looked up at the tool) before it may be sent again'
+           WHEN c.status = 'failed' THEN 'the tool refused it for good; use a new step name for a new call'
+           ELSE 'it already took effect; its recorded result is the answer' END
+      USING ERRCODE = 'BT001';
+  END IF;
+  v_from := c.status;
+  UPDATE baton.tool_calls
+     SET status = 'sent', attempts = attempts + 1, owner = p_owner, claim_version = p_claim_version,
+         sent_at = now(), error = NULL, retryable = false
+   WHERE task_id = p_task_id AND step = p_step
+  RETURNING * INTO c;
+  PERFORM baton.tool_call_event(c, 'tool_call_started', p_owner, p_claim_version,
+    CASE WHEN v_from = 'unknown' THEN 'replayed under the same key: the tool dedupes by key' END,
+    jsonb_build_object('from', v_from, 'replay', v_from = 'unknown'));
+  RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+END $function$
+;
+
+-- triggers
+
+CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON baton.events FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_event_change();
+
+CREATE TRIGGER task_notes_append_only BEFORE DELETE OR UPDATE ON baton.task_notes FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+
+CREATE TRIGGER tasks_release_guard BEFORE UPDATE OF status ON baton.tasks FOR EACH ROW WHEN (((old.status <> 'ready'::text) AND (new.status = 'ready'::text))) EXECUTE FUNCTION baton.check_task_release();
+
+CREATE TRIGGER tasks_state_machine BEFORE INSERT OR UPDATE ON baton.tasks FOR EACH ROW EXECUTE FUNCTION baton.check_task_change();
+
+CREATE TRIGGER tool_calls_keep_rows BEFORE DELETE OR TRUNCATE ON baton.tool_calls FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+
+CREATE TRIGGER tool_calls_state_machine BEFORE INSERT OR UPDATE ON baton.tool_calls FOR EACH ROW EXECUTE FUNCTION baton.check_tool_call_change();
+
+CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifications FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+
+-- views
+
+
+-- privileges
+

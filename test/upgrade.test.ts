@@ -1,0 +1,109 @@
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checksum, loadMigrations, migrate, type MigrateResult } from '../src/db/migrate.js';
+import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
+import { beginToolCall } from '../src/db/sql/beginToolCall.js';
+import { claimNextTask } from '../src/db/sql/claimNextTask.js';
+import { claimTask } from '../src/db/sql/claimTask.js';
+import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
+import { recordVerification } from '../src/db/sql/recordVerification.js';
+import { selectTask } from '../src/db/sql/selectTasks.js';
+import { startVerification } from '../src/db/sql/startVerification.js';
+import { submitTask } from '../src/db/sql/submitTask.js';
+import { StaleClaimError } from '../src/errors.js';
+import { createObject, readObject, takeObject } from '../src/objects/objectStore.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { artifact, insertGraph, LEASE_MS } from './helpers/tasks.js';
+
+// The numbered migrations as version 0.1 shipped them, functions and all, exactly as databases
+// recorded them (the state machine's rows already written in).
+const VERSION_0_1_MIGRATIONS = 'test/fixtures/migrations-0.1';
+
+/** Migrates the way baton 0.1 did: each file once, its checksum recorded; no definitions. */
+async function migrateAsVersion01(db: TestDatabase): Promise<void> {
+  await db.pool.query('CREATE SCHEMA baton');
+  await db.pool.query(`CREATE TABLE baton.migrations (
+    id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)`);
+  for (const m of await loadMigrations(VERSION_0_1_MIGRATIONS)) {
+    await db.pool.query(m.sql);
+    await db.pool.query('INSERT INTO baton.migrations (id, name, checksum) VALUES ($1, $2, $3)', [m.id, m.name, checksum(m.sql)]);
+  }
+}
+
+const rowsOf = async (db: TestDatabase, table: string, order: string) =>
+  (await db.pool.query(`SELECT * FROM baton.${table} ORDER BY ${order}`)).rows;
+
+let db: TestDatabase;
+let graphId: string;
+let fence: { taskId: string; owner: string; claimVersion: number };
+let before: Record<string, unknown[]>;
+let upgrade: MigrateResult;
+
+beforeAll(async () => {
+  db = await createTestDatabase({ migrate: false });
+  await migrateAsVersion01(db);
+  // In flight when the upgrade lands: a running claim with a tool call under way, a blocked
+  // dependent, and a shared object with a holder.
+  graphId = await insertGraph(db.pool, { build: [], test: ['build'] });
+  const claim = (await claimTask(db.pool, `${graphId}/build`, 'worker-a', LEASE_MS))!;
+  fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
+  await beginToolCall(db.pool, fence, { step: 'open-pr', tool: 'code-host', paramsHash: `sha256:${'a'.repeat(64)}` });
+  await createObject(db.pool, 'planner', { key: `plan-${graphId}`, content: 'v1', defaultAccess: 'write' });
+  await takeObject(db.pool, 'writer', { key: `plan-${graphId}` });
+  before = {
+    tasks: await rowsOf(db, 'tasks', 'id'),
+    events: await rowsOf(db, 'events', 'id'),
+    objects: await rowsOf(db, 'objects', 'key'),
+    tool_calls: await rowsOf(db, 'tool_calls', 'task_id, step'),
+  };
+  upgrade = await migrate(db.pool);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('upgrading a database migrated by baton 0.1', () => {
+  it('accepts the old migrations as they were recorded and re-creates every definition', () => {
+    expect(upgrade.applied).toEqual([]);
+    expect(upgrade.upgraded).toEqual([2, 3, 4, 5, 6]);
+    expect(upgrade.definitionsApplied).toBe(true);
+  });
+
+  it('the fixture is what 0.1 recorded: its checksums are the ones the migrator accepts', async () => {
+    const { rows } = await db.pool.query('SELECT id, checksum FROM baton.migrations ORDER BY id');
+    const current = await loadMigrations();
+    expect(rows).toEqual(current.map((m) => ({ id: m.id, checksum: checksum(m.sql) })));
+  });
+
+  it('loses no data: tasks, events, objects and tool calls are as they were', async () => {
+    expect(await rowsOf(db, 'tasks', 'id')).toEqual(before.tasks);
+    expect(await rowsOf(db, 'events', 'id')).toEqual(before.events);
+    expect(await rowsOf(db, 'objects', 'key')).toEqual(before.objects);
+    expect(await rowsOf(db, 'tool_calls', 'task_id, step')).toEqual(before.tool_calls);
+  });
+
+  it('ends with exactly the schema of a fresh database', async () => {
+    expect(await dumpSchema(db.pool)).toEqual(await readFile(SCHEMA_SNAPSHOT_PATH, 'utf8'));
+  });
+
+  it('finishes the in-flight lifecycle under the same claim, and still refuses a stale owner', async () => {
+    await heartbeatTask(db.pool, fence, LEASE_MS, { step: 'after upgrade' });
+    await expect(submitTask(db.pool, { ...fence, owner: 'worker-b' }, artifact('rev-x'))).rejects.toBeInstanceOf(StaleClaimError);
+    await submitTask(db.pool, fence, artifact('rev-1'));
+    const { claimVersion } = await startVerification(db.pool, fence.taskId, 'verifier');
+    const outcome = await recordVerification(db.pool, {
+      taskId: fence.taskId, verifier: 'verifier', claimVersion, revision: 'rev-1',
+      command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
+    });
+    expect(outcome).toMatchObject({ status: 'verified', released: [`${graphId}/test`] });
+    const next = await claimNextTask(db.pool, 'worker-b', LEASE_MS, graphId);
+    expect(next).toMatchObject({ taskId: `${graphId}/test`, claimVersion: 1, upstreamRevisions: { build: 'rev-1' } });
+    expect((await selectTask(db.pool, fence.taskId)).status).toBe('verified');
+    expect((await readObject(db.pool, 'writer', { key: `plan-${graphId}` })).content).toBe('v1');
+  });
+
+  it('changes nothing on a second run', async () => {
+    expect(await migrate(db.pool)).toMatchObject({ applied: [], upgraded: [], definitionsApplied: false });
+  });
+});
