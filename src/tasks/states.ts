@@ -10,7 +10,7 @@
  * - release: making a dependent ready once all its dependencies are verified, pinning their revisions.
  */
 
-/** Every task status, in lifecycle order. The SQL checks are generated from this list. */
+/** Every task status, in lifecycle order; rows of baton.task_statuses, compared by a test. */
 export const TASK_STATUSES = [
   'blocked',
   'ready',
@@ -27,8 +27,9 @@ export const TASK_STATUSES = [
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
- * The only status changes Postgres allows (a trigger refuses the rest). The SQL migration's
- * transition table is generated from this list.
+ * The only status changes Postgres allows (a trigger refuses the rest): the rows of
+ * baton.task_transitions (migration 0003), compared with this list by a test. A change here is
+ * a new migration.
  */
 export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> = [
   ['blocked', 'ready'], // all dependencies verified
