@@ -1,10 +1,9 @@
-import { ApplicationFailure } from '@temporalio/common';
 import type { Queryable } from '../src/db/queryable.js';
-import { InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
-import { ObjectRefusedError } from '../src/objects/errors.js';
+import { InvalidInputError } from '../src/errors.js';
 import { objectLog } from '../src/objects/objectLog.js';
 import * as store from '../src/objects/objectStore.js';
 import type { ObjectEvent, ObjectState } from '../src/objects/types.js';
+import { withActivityFailures } from './failures.js';
 
 /** Largest inline content an activity accepts; bigger content travels as a reference (S3). */
 export const ACTIVITY_INLINE_CONTENT_MAX_BYTES = 64 * 1024;
@@ -20,64 +19,58 @@ export type ObjectReadResult = ObjectState & { contentRef: string | null; hasInl
 
 /**
  * Shared-object activities, so workflows can take, write and hand over objects. Refusals become
- * non-retryable ApplicationFailures whose `type` is the error class name (StaleWriteError,
+ * non-retryable ApplicationFailures (failures.ts) whose `type` is the error class name (StaleWriteError,
  * HandoffPendingError, PermissionDeniedError, NoOpenOfferError, StaleViewError) and whose
  * details carry the reason and the object's current holder, token and version.
  */
 export function createObjectActivities(deps: ObjectActivityDeps) {
   const { db, actor } = deps;
-  return {
+  return withActivityFailures({
     async takeObject(input: { key: string; reason?: string }): Promise<ObjectState> {
-      return failures(() => store.takeObject(db, actor, input));
+      return store.takeObject(db, actor, input);
     },
     /** Records that this worker read the current version (O4). */
     async readObject(input: { key: string }): Promise<ObjectReadResult> {
-      return failures(async () => {
-        const { content, contentRef, ...state } = await store.readObject(db, actor, input);
-        return { ...state, contentRef, hasInlineContent: content !== null };
-      });
+      const { content, contentRef, ...state } = await store.readObject(db, actor, input);
+      return { ...state, contentRef, hasInlineContent: content !== null };
     },
     async writeObject(input: store.WriteObjectInput): Promise<ObjectState> {
-      return failures(() => {
-        checkInlineSize(input);
-        return store.writeObject(db, actor, input);
-      });
+      checkInlineSize(input);
+      return store.writeObject(db, actor, input);
     },
     async heartbeatObject(input: { key: string; token: number }): Promise<ObjectState> {
-      return failures(() => store.heartbeatObject(db, actor, input));
+      return store.heartbeatObject(db, actor, input);
     },
     async releaseObject(input: { key: string; token: number; reason?: string }): Promise<ObjectState> {
-      return failures(() => store.releaseObject(db, actor, input));
+      return store.releaseObject(db, actor, input);
     },
     async offerObject(input: { key: string; token: number; version: number; successor: string }): Promise<ObjectState> {
-      return failures(() => store.offerObject(db, actor, input));
+      return store.offerObject(db, actor, input);
     },
     async acceptObject(input: { key: string; version: number }): Promise<ObjectState> {
-      return failures(() => store.acceptObject(db, actor, input));
+      return store.acceptObject(db, actor, input);
     },
     async declineObject(input: { key: string; reason?: string }): Promise<ObjectState> {
-      return failures(() => store.declineObject(db, actor, input));
+      return store.declineObject(db, actor, input);
     },
     async withdrawOffer(input: { key: string; token: number }): Promise<ObjectState> {
-      return failures(() => store.withdrawOffer(db, actor, input));
+      return store.withdrawOffer(db, actor, input);
     },
     async suggestObjectChange(input: store.SuggestInput): Promise<{ suggestionId: number; state: ObjectState }> {
-      return failures(() => {
-        checkInlineSize(input);
-        return store.suggestObjectChange(db, actor, input);
-      });
+      checkInlineSize(input);
+      return store.suggestObjectChange(db, actor, input);
     },
     async approveSuggestion(input: { key: string; token: number; suggestionId: number }): Promise<ObjectState> {
-      return failures(() => store.approveSuggestion(db, actor, input));
+      return store.approveSuggestion(db, actor, input);
     },
     /** The check before an irreversible step (O4); fails with StaleViewError on a stale view. */
     async checkObjectView(input: { key: string }): Promise<ObjectState> {
-      return failures(() => store.checkObjectView(db, actor, input));
+      return store.checkObjectView(db, actor, input);
     },
     async objectLog(input: { key: string; afterSeq?: number; limit?: number }): Promise<ObjectEvent[]> {
-      return failures(() => objectLog(db, actor, input));
+      return objectLog(db, actor, input);
     },
-  };
+  });
 }
 
 export type ObjectActivities = ReturnType<typeof createObjectActivities>;
@@ -85,28 +78,5 @@ export type ObjectActivities = ReturnType<typeof createObjectActivities>;
 function checkInlineSize(input: { content?: string | undefined }): void {
   if (input.content !== undefined && Buffer.byteLength(input.content, 'utf8') > ACTIVITY_INLINE_CONTENT_MAX_BYTES) {
     throw new InvalidInputError(`inline content over ${ACTIVITY_INLINE_CONTENT_MAX_BYTES} bytes; store it elsewhere and pass contentRef`);
-  }
-}
-
-/** Domain errors fail the activity for good; anything else (a lost connection) is retried. */
-async function failures<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    if (error instanceof ObjectRefusedError) {
-      throw ApplicationFailure.nonRetryable(error.message, error.name, {
-        key: error.key,
-        operation: error.operation,
-        refusal: error.refusal,
-        reason: error.reason,
-        currentHolder: error.currentHolder,
-        currentToken: error.currentToken,
-        currentVersion: error.currentVersion,
-      });
-    }
-    if (error instanceof InvalidInputError || error instanceof NotFoundError || error instanceof ObjectExistsError) {
-      throw ApplicationFailure.nonRetryable(error.message, error.name);
-    }
-    throw error;
   }
 }

@@ -1,5 +1,4 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import type { Queryable } from '../src/db/queryable.js';
 import { claimTask as claimTaskSql } from '../src/db/sql/claimTask.js';
 import { failAttempt } from '../src/db/sql/failAttempt.js';
@@ -17,6 +16,7 @@ import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/tasks/isolateOwner.js';
 import type { TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow } from '../src/tasks/types.js';
+import { withActivityFailures } from './failures.js';
 
 export interface TaskActivityDeps {
   db: Queryable;
@@ -90,7 +90,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     return task.attempts;
   }
 
-  return {
+  return withActivityFailures({
     /**
      * T3-T6: claims the task for this worker and runs its agent, heartbeating to Temporal and
      * (fenced) to Postgres, then submits the artifact (fenced). Claim and run are one activity, so
@@ -131,14 +131,12 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         await submitTask(db, fence, artifact);
         return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
-        if (error instanceof StaleClaimError) throw nonRetryable(error, 'StaleClaim');
+        if (error instanceof StaleClaimError) throw error;
         // An artifact the store refuses (no revision, too large) is the agent's failure, not the run's.
         const agentError = error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
         if (agentError instanceof AgentFailedError) {
-          await failAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts).catch((e: unknown) => {
-            throw e instanceof StaleClaimError ? nonRetryable(e, 'StaleClaim') : e;
-          });
-          throw nonRetryable(agentError, 'AgentFailed');
+          await failAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts);
+          throw agentError;
         }
         // The database or the worktree failed under the run, or the run was cancelled (its
         // workflow was, or Temporal gave up on this attempt): give this claim back, then let
@@ -222,11 +220,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const task = await selectTask(db, input.taskId);
       return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
     },
-  };
-}
-
-function nonRetryable(error: Error, type: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(error.message, type);
+  });
 }
 
 export type TaskActivities = ReturnType<typeof createTaskActivities>;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createBatonClient } from '../src/client.js';
+import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
 import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
 import { summariseHistory, type HistorySummary } from './history.js';
@@ -8,12 +9,9 @@ import { readCounters } from './queueTables.js';
 import { latencies, nowMs, quantile, round, spread, type Latencies } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 
-/** One task, a no-op function agent and a no-op function verifier: baton's whole lifecycle, nothing else. */
+/** `tasks` independent tasks, each a no-op function agent and a passing function verifier: baton's whole lifecycle, nothing else. */
 export function noopGraph(id: string, tasks = 1) {
-  return {
-    id,
-    tasks: Array.from({ length: tasks }, (_, i) => ({ key: `t${i}`, run: { function: 'noop' }, verify: { function: 'pass' } })),
-  };
+  return functionGraph(id, independentTasks(tasks));
 }
 
 interface LifecycleRound {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../src/db/queryable.js';
-import { insertDrillGraph } from '../src/drills/drillGraph.js';
 import { claimNextTask } from '../src/db/sql/claimNextTask.js';
 import { submitTask } from '../src/db/sql/submitTask.js';
 import type { Artifact } from '../src/tasks/types.js';
+import { independentTasks, insertGraph, NOOP_FUNCTIONS } from '../src/testkit/graphs.js';
 
 /** Lease of benchmark claims; nothing runs under them. */
 export const BENCH_LEASE_MS = 600_000;
@@ -36,11 +36,9 @@ UPDATE bench.tasks SET status = 'submitted', artifact = $2, lease_expires_at = N
  WHERE id = $1
 RETURNING true AS accepted, status, owner, claim_version, lease_expires_at`;
 
-const taskKeys = (count: number) => Array.from({ length: count }, (_, i) => ({ key: `t${i}` }));
-
 /** `count` ready tasks in a fresh baton graph (written by baton.submit_graph, with their events). */
 export function seedBatonTasks(db: Queryable, count: number): Promise<string> {
-  return insertDrillGraph(db, 'bench', taskKeys(count));
+  return insertGraph(db, independentTasks(count), { prefix: 'bench', actor: 'bench' });
 }
 
 /** `count` ready rows in a fresh graph of the bare table, with the same spec baton's seed writes. */
@@ -49,12 +47,12 @@ export async function seedBareTasks(db: Queryable, count: number, status: 'ready
   await db.query(
     `INSERT INTO bench.tasks (id, graph_id, key, spec, status, owner, claim_version, lease_expires_at)
      SELECT $1 || '/t' || i, $1, 't' || i,
-            jsonb_build_object('description', 't' || i, 'run', jsonb_build_object('function', 'drill'),
-                               'verify', jsonb_build_object('function', 'drill')),
+            jsonb_build_object('description', 't' || i, 'run', jsonb_build_object('function', $5::text),
+                               'verify', jsonb_build_object('function', $6::text)),
             $3, CASE WHEN $3 = 'running' THEN $4 END, CASE WHEN $3 = 'running' THEN 1 ELSE 0 END,
             CASE WHEN $3 = 'running' THEN now() + interval '10 minutes' END
        FROM generate_series(0, $2 - 1) AS i`,
-    [graphId, count, status, BENCH_OWNER],
+    [graphId, count, status, BENCH_OWNER, NOOP_FUNCTIONS.run, NOOP_FUNCTIONS.verify],
   );
   return graphId;
 }

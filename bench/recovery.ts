@@ -3,10 +3,14 @@ import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
 import { selectEvents } from '../src/db/sql/selectEvents.js';
 import { selectTask } from '../src/db/sql/selectTasks.js';
+import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/d2WorkerKill.js';
+import type { TaskRow } from '../src/tasks/types.js';
+import { functionGraph } from '../src/testkit/graphs.js';
+import { withDeadline } from '../src/testkit/withDeadline.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
 import { RUN_RETRY_INTERVAL_MS, taskWorkflowId } from '../workflows/definitions.js';
-import { sleep, type BenchContext } from './context.js';
+import type { BenchContext } from './context.js';
 import { round, spread } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 import { eventTimeMs } from './history.js';
@@ -113,20 +117,22 @@ async function runTrial(
   const { pool, temporal } = ctx.stack;
   const graphId = `${ctx.runId}-rec-${randomUUID().slice(0, 6)}`;
   const taskId = `${graphId}/work`;
-  await client.submitGraph(
-    { id: graphId, policy: { heartbeatTimeoutMs, maxAttempts: 3 }, tasks: [{ key: 'work', run: { function: 'slow' }, verify: { function: 'pass' } }] },
-    'bench',
-  );
+  await client.submitGraph(functionGraph(graphId, { work: [] }, { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs, maxAttempts: 3 } }), 'bench');
   const deadline = Date.now() + TRIAL_DEADLINE_MS;
-  let claimed;
-  for (;;) {
-    const task = await selectTask(pool, taskId);
-    if (task.status === 'running' && (kill === 'after-claim' || Number(task.progress?.step ?? 0) >= 5)) {
-      claimed = task;
-      break;
-    }
-    if (Date.now() > deadline) return { kill, recovered: false, problem: `never claimed (status ${task.status})` };
-    await sleep(kill === 'after-claim' ? 5 : 25);
+  let claimed: TaskRow;
+  try {
+    claimed = await waitFor(
+      kill === 'after-claim' ? 'the claim' : 'the claimant to be mid-run',
+      async () => {
+        const task = await selectTask(pool, taskId);
+        if (task.status !== 'running' || (kill === 'mid-run' && Number(task.progress?.step ?? 0) < 5)) throw new Error(`status ${task.status}`);
+        return task;
+      },
+      { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: kill === 'after-claim' ? 5 : 25 },
+    );
+  } catch (error) {
+    if (!(error instanceof NotReadyError)) throw error;
+    return { kill, recovered: false, problem: `never claimed (${(error.lastError as Error).message})` };
   }
   const victim = workers.find((w) => w.identity === claimed.owner);
   if (!victim) return { kill, recovered: false, problem: `claimed by unknown owner ${claimed.owner}` };
@@ -134,11 +140,7 @@ async function runTrial(
   const killedAt = rows[0]!.now.getTime();
   await victim.kill();
 
-  let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    client.waitForGraph(graphId).catch(() => undefined),
-    new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), Math.max(0, deadline - Date.now())))),
-  ]).finally(() => clearTimeout(timer));
+  const outcome = await withDeadline(client.waitForGraph(graphId).catch(() => undefined), deadline);
   const task = await selectTask(pool, taskId);
   if (!outcome || task.status !== 'verified') return { kill, recovered: false, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
   const events = await selectEvents(pool, 'task', taskId);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { parsePositiveInt } from '../src/cli/options.js';
 import { stderrLog } from '../src/log.js';
 import { buildBundles } from './bundles.js';
 import { runClaimBench } from './claim.js';
@@ -33,22 +34,16 @@ const PROFILES = {
   quick: { pairs: 3, claims: 400, scalingPairs: 2, scalingClaims: 400, lifecycles: 12, lifecycleConcurrency: 4, recoveryTrials: 2, scaleTasks: 300, scaleCurve: [100] },
 };
 
-const positiveInt = (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return n;
-};
-
 const program = new Command()
   .name('npm run bench --')
   .description("baton's benchmarks: ratios against raw Postgres and bare Temporal measured in the same run")
   .option('--quick', 'fewer pairs and smaller sizes: a smoke run of a few minutes (results marked quick)')
   .option('--only <ids>', `comma-separated subset of ${BENCHMARK_IDS.join(',')}`)
-  .option('--pairs <n>', 'measured pairs per benchmark after the warm-up', positiveInt)
-  .option('--recovery-trials <n>', 'recovery: workers killed after the warm-up (default 6; quick 2)', positiveInt)
-  .option('--scale-tasks <n>', 'size of the headline scale graph (default 10000; quick 300)', positiveInt)
+  .option('--pairs <n>', 'measured pairs per benchmark after the warm-up', parsePositiveInt)
+  .option('--recovery-trials <n>', 'recovery: workers killed after the warm-up (default 6; quick 2)', parsePositiveInt)
+  .option('--scale-tasks <n>', 'size of the headline scale graph (default 10000; quick 300)', parsePositiveInt)
   .option('--scale-curve <sizes>', 'smaller scale sizes run first, comma-separated (default 500,2000; quick 100); "none" for none')
-  .option('--scale-deadline-s <s>', 'cut off each side of a scale size after this long (default: 60 s + 120 ms per task up to 2,000 tasks, at most 300 s; 120 s above)', positiveInt)
+  .option('--scale-deadline-s <s>', 'cut off each side of a scale size after this long (default: 60 s + 120 ms per task up to 2,000 tasks, at most 300 s; 120 s above)', parsePositiveInt)
   .option('--no-scale-baseline', 'scale: run baton only (for long investigations of one size)')
   .option('--out <dir>', 'where to write latest.json, latest.md and the chart', RESULTS_DIR)
   .parse();
@@ -59,7 +54,7 @@ const selected = new Set<BenchmarkId>((opts.only?.split(',').map((s) => s.trim()
 for (const id of selected) if (!BENCHMARK_IDS.includes(id)) throw new InvalidArgumentError(`unknown benchmark ${id}`);
 const pairs = opts.pairs ?? profile.pairs;
 const scaleTasks = opts.scaleTasks ?? profile.scaleTasks;
-const scaleCurve = opts.scaleCurve === 'none' ? [] : (opts.scaleCurve?.split(',').map(positiveInt) ?? profile.scaleCurve);
+const scaleCurve = opts.scaleCurve === 'none' ? [] : (opts.scaleCurve?.split(',').map((size) => parsePositiveInt(size)) ?? profile.scaleCurve);
 const scaleSizes = [...scaleCurve.filter((s) => s < scaleTasks), scaleTasks];
 // Sizes up to 2,000 run to the end (the curve); above, both sides run for a fixed window and are
 // compared by rate, so the default run fits in about 20 minutes on 2 cores.

@@ -3,8 +3,9 @@ import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
 import { selectGraph } from '../src/db/sql/selectGraph.js';
 import { selectGraphSource } from '../src/db/sql/selectGraphSource.js';
+import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { graphWorkflowId } from '../workflows/definitions.js';
-import { runConcurrent, sleep, type BenchContext } from './context.js';
+import { runConcurrent, type BenchContext } from './context.js';
 import { noopGraph, startWorkerPair } from './lifecycle.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
 import { nowMs, round } from './stats.js';
@@ -113,7 +114,8 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     },
   );
   let lastLog = 0;
-  for (;;) {
+  const notSettled = new Error('the graph has not settled');
+  const takeSample = async () => {
     const { rows } = await stack.pool.query<{ verified: number }>(
       "SELECT count(*)::int AS verified FROM baton.tasks WHERE graph_id = $1 AND status = 'verified'",
       [graphId],
@@ -135,11 +137,14 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     }
     if (allVerifiedMs === undefined && verified === tasks) allVerifiedMs = nowMs() - start;
     const settled = graphDoneMs !== undefined || (description && description.status.name !== 'RUNNING');
-    if (settled && (allVerifiedMs !== undefined || graphOutcome !== 'completed')) break;
-    if (allVerifiedMs !== undefined && nowMs() - start - allVerifiedMs > GRAPH_COMPLETION_GRACE_MS) break;
-    if (nowMs() > deadline) break;
-    await sleep(SAMPLE_INTERVAL_MS);
-  }
+    if (settled && (allVerifiedMs !== undefined || graphOutcome !== 'completed')) return;
+    if (allVerifiedMs !== undefined && nowMs() - start - allVerifiedMs > GRAPH_COMPLETION_GRACE_MS) return;
+    throw notSettled;
+  };
+  // Samples until the graph settles; a graph still running at the deadline is measured as it stands.
+  await waitFor(`graph ${graphId} to settle`, takeSample, { timeoutMs: Math.max(0, deadline - nowMs()), intervalMs: SAMPLE_INTERVAL_MS }).catch((error: unknown) => {
+    if (!(error instanceof NotReadyError && error.lastError === notSettled)) throw error;
+  });
   const elapsedMs = nowMs() - start;
   const cpu = await stopCpu();
   const memory = await memoryOf(worker.pid);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { watchChild } from '../src/drills/workerProcess.js';
+import { watchChild } from '../src/testkit/workerProcess.js';
 import type { WorkerMessage, WorkerProcessConfig } from './workerMain.js';
 
 const WORKER_MAIN = fileURLToPath(new URL('./workerMain.ts', import.meta.url));

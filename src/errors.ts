@@ -1,5 +1,66 @@
-// Errors a caller handles differently, one class each. Conditions raised inside SQL carry a
-// custom SQLSTATE (BTnnn), mapped to these classes in `fromDatabaseError` and nowhere else.
+// Errors a caller handles differently, one class each, on one base: `BatonError` carries a stable
+// `code` and whether a retry can help. What reacts to an error derives it from those two: the
+// activity failure (activities/failures.ts: type = class name, non-retryable unless `retryable`),
+// the HTTP status and the exit code of `baton tool call` (ERROR_RESPONSES below, one row per code).
+// Conditions raised inside SQL carry a custom SQLSTATE (BTnnn), mapped to these classes in
+// `fromDatabaseError` and nowhere else.
+
+/** How an error is answered outside the process: over HTTP, and by `baton tool call`'s exit code. */
+export interface ErrorResponse {
+  httpStatus: number;
+  /** 2 the call is wrong; 3 the claim or role moved, stop; 4 the tool refused; 5 outcome unknown. */
+  exitCode: number;
+}
+
+/** Every code a BatonError may carry, with its response; a new error class adds its row here. */
+export const ERROR_RESPONSES = {
+  invalid_input: { httpStatus: 400, exitCode: 2 },
+  not_found: { httpStatus: 404, exitCode: 2 },
+  unknown_tool: { httpStatus: 404, exitCode: 2 },
+  illegal_transition: { httpStatus: 409, exitCode: 2 },
+  append_only: { httpStatus: 409, exitCode: 2 },
+  object_exists: { httpStatus: 409, exitCode: 2 },
+  tool_params_mismatch: { httpStatus: 409, exitCode: 2 },
+  permission_denied: { httpStatus: 403, exitCode: 2 },
+  no_open_offer: { httpStatus: 409, exitCode: 2 },
+  stale_claim: { httpStatus: 410, exitCode: 3 },
+  stale_write: { httpStatus: 409, exitCode: 3 },
+  stale_view: { httpStatus: 409, exitCode: 3 },
+  handoff_pending: { httpStatus: 409, exitCode: 3 },
+  tool_call_failed: { httpStatus: 502, exitCode: 4 },
+  tool_outcome_unknown: { httpStatus: 504, exitCode: 5 },
+  agent_failed: { httpStatus: 500, exitCode: 1 },
+  migration_changed: { httpStatus: 500, exitCode: 1 },
+  database_not_migrated: { httpStatus: 503, exitCode: 1 },
+} as const satisfies Record<string, ErrorResponse>;
+
+export type ErrorCode = keyof typeof ERROR_RESPONSES;
+
+/** Response to anything that is not a BatonError: a fault, not the caller's doing. */
+const UNEXPECTED: ErrorResponse = { httpStatus: 500, exitCode: 1 };
+
+/** Base of every error baton reports on purpose. */
+export abstract class BatonError extends Error {
+  abstract override readonly name: string;
+  /** Stable identifier of the condition; scripts and API clients match on it. */
+  abstract readonly code: ErrorCode;
+  /** Whether the same call may succeed when made again later. (Default: false) */
+  readonly retryable: boolean = false;
+  /** What a remote caller needs to act on the error (an activity failure's details). (Default: none) */
+  get details(): Record<string, unknown> | undefined {
+    return undefined;
+  }
+}
+
+/** The HTTP status and exit code that report `error`. */
+export function errorResponse(error: unknown): ErrorResponse {
+  return error instanceof BatonError ? ERROR_RESPONSES[error.code] : UNEXPECTED;
+}
+
+/** The response for an error code received from elsewhere (an HTTP body); unknown codes are faults. */
+export function errorResponseOf(code: string | undefined): ErrorResponse {
+  return code !== undefined && Object.hasOwn(ERROR_RESPONSES, code) ? ERROR_RESPONSES[code as ErrorCode] : UNEXPECTED;
+}
 
 /** SQLSTATEs raised by baton's SQL functions. */
 export const SQLSTATE = {
@@ -12,40 +73,45 @@ export const SQLSTATE = {
 } as const;
 
 /** Thrown when a change would move a task or object through a transition the state machine forbids. */
-export class IllegalTransitionError extends Error {
+export class IllegalTransitionError extends BatonError {
   override readonly name = 'IllegalTransitionError';
+  readonly code = 'illegal_transition';
   constructor(readonly detail: string) {
     super(`illegal transition: ${detail}`);
   }
 }
 
 /** Thrown when the named task, graph or object does not exist. */
-export class NotFoundError extends Error {
+export class NotFoundError extends BatonError {
   override readonly name = 'NotFoundError';
+  readonly code = 'not_found';
   constructor(readonly detail: string) {
     super(detail);
   }
 }
 
 /** Thrown when input fails validation at the boundary; nothing was written. */
-export class InvalidInputError extends Error {
+export class InvalidInputError extends BatonError {
   override readonly name = 'InvalidInputError';
+  readonly code = 'invalid_input';
   constructor(readonly detail: string) {
     super(`invalid input: ${detail}`);
   }
 }
 
 /** Thrown when something tries to change or delete a recorded event. */
-export class AppendOnlyError extends Error {
+export class AppendOnlyError extends BatonError {
   override readonly name = 'AppendOnlyError';
+  readonly code = 'append_only';
   constructor(readonly detail: string) {
     super(detail);
   }
 }
 
 /** Thrown when a shared object is created under a key that is already taken; nothing was written. */
-export class ObjectExistsError extends Error {
+export class ObjectExistsError extends BatonError {
   override readonly name = 'ObjectExistsError';
+  readonly code = 'object_exists';
   constructor(readonly detail: string) {
     super(detail);
   }
@@ -55,8 +121,9 @@ export class ObjectExistsError extends Error {
  * Thrown when a tool call reuses an idempotency key (task + step) with another tool or other
  * parameters; nothing was written or sent. A different call needs its own step name (X1).
  */
-export class ToolParamsMismatchError extends Error {
+export class ToolParamsMismatchError extends BatonError {
   override readonly name = 'ToolParamsMismatchError';
+  readonly code = 'tool_params_mismatch';
   constructor(readonly detail: string) {
     super(detail);
   }
@@ -98,8 +165,9 @@ export async function mapDatabaseErrors<T>(fn: () => Promise<T>): Promise<T> {
  * the task was reclaimed, finished or cancelled. The caller must stop; the refusal is already
  * recorded as a `stale_write_refused` event.
  */
-export class StaleClaimError extends Error {
+export class StaleClaimError extends BatonError {
   override readonly name = 'StaleClaimError';
+  readonly code = 'stale_claim';
   constructor(
     readonly taskId: string,
     readonly owner: string,

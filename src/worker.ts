@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
+import { workflowsPath } from './dev/workflowBundle.js';
 import type { Queryable } from './db/queryable.js';
 import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
@@ -12,10 +13,7 @@ import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type 
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
 import type { ToolAdapter } from './tools/types.js';
 
-// `.ts` when run from source, `.js` when run from the built package.
-export const workflowsPath = fileURLToPath(
-  new URL(`../workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
-);
+export { workflowsPath };
 
 /**
  * How long a workflow task waits on a dead worker's sticky queue before any worker may take it.

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../src/errors.js';
 import { HandoffPendingError, NoOpenOfferError, StaleWriteError } from '../src/objects/errors.js';
 import {
@@ -16,21 +16,13 @@ import {
   writeObject,
 } from '../src/objects/objectStore.js';
 import type { ObjectState } from '../src/objects/types.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { useTestDatabase } from './helpers/db.js';
 import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from './helpers/objects.js';
 
 // Long past any silence timeout: if a timer could end an offer or turn silence into consent, it would have.
 const A_LONG_SILENCE_MS = 24 * 60 * 60_000;
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 async function refusal(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../src/errors.js';
 import { ObjectRefusedError } from '../src/objects/errors.js';
 import * as store from '../src/objects/objectStore.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { useTestDatabase } from './helpers/db.js';
 import {
   HOLDER,
   initialModel,
@@ -28,15 +28,7 @@ const MAX_COMMANDS = 50;
 // Reads the state after every step; not one of the model's actors, so its reads change nothing there.
 const OBSERVER = 'observer';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 interface Real {
   key: string;

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Command } from 'commander';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createObjectActivities } from '../activities/objects.js';
 import { registerObjectCommands } from '../src/cli/objectCommands.js';
 import { InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
@@ -17,7 +17,7 @@ import {
   takeObject,
   writeObject,
 } from '../src/objects/objectStore.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { useTestDatabase } from './helpers/db.js';
 import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from './helpers/objects.js';
 
 const SILENCE_TIMEOUT_MS = 30_000;
@@ -25,15 +25,7 @@ const SILENCE_TIMEOUT_MS = 30_000;
 const SILENT_FOR_MS = 10 * 60_000;
 const ISO = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 async function refusal(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -1,50 +1,39 @@
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { selectHealthChecks } from '../src/db/sql/selectHealthChecks.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { connectTestTemporal, uniqueWorkflowId, type TestTemporal } from './helpers/temporal.js';
+import { useTaskStack } from './helpers/taskStack.js';
+import { uniqueWorkflowId } from './helpers/temporal.js';
 
-let db: TestDatabase;
-let temporal: TestTemporal;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  temporal = await connectTestTemporal();
-});
-
-afterAll(async () => {
-  await temporal?.close();
-  await db?.drop();
-});
+const stack = useTaskStack();
 
 describe('plumbing: a workflow on the real Temporal server writes to real Postgres', () => {
   it('runs the health-check workflow whose activity inserts a row that the test reads back', async () => {
     const workflowId = uniqueWorkflowId('plumbing');
-    const worker = await temporal.createWorker(db.pool);
+    const worker = await stack.temporal.createWorker(stack.db.pool);
     const result = await worker.runUntil(
-      temporal.client.workflow.execute('healthCheckWorkflow', {
-        taskQueue: temporal.taskQueue,
+      stack.temporal.client.workflow.execute('healthCheckWorkflow', {
+        taskQueue: stack.temporal.taskQueue,
         workflowId,
         args: ['hello from the plumbing test'],
       }),
     );
 
-    const rows = await selectHealthChecks(db.pool);
+    const rows = await selectHealthChecks(stack.db.pool);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ id: result.id, workflowId, message: 'hello from the plumbing test' });
 
     // The history the server kept replays against today's workflow code.
-    const history = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    const history = await stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
     expect(JSON.parse(historyToJSON(history)).events.length).toBeGreaterThan(5);
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId);
   });
 
   it('refuses an invalid message in Postgres and leaves the table unchanged', async () => {
-    const before = await selectHealthChecks(db.pool);
+    const before = await selectHealthChecks(stack.db.pool);
     await expect(
-      db.pool.query('INSERT INTO baton.health_checks (workflow_id, message) VALUES ($1, $2)', ['bad', '']),
+      stack.db.pool.query('INSERT INTO baton.health_checks (workflow_id, message) VALUES ($1, $2)', ['bad', '']),
     ).rejects.toThrow(/check constraint/);
-    expect(await selectHealthChecks(db.pool)).toEqual(before);
+    expect(await selectHealthChecks(stack.db.pool)).toEqual(before);
   });
 });

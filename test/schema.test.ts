@@ -1,23 +1,15 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
 import { TASK_STATUSES } from '../src/tasks/states.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { useTestDatabase } from './helpers/db.js';
 
 const DB_DIR = 'src/db';
 // STYLE: no file over ~400 lines; a migration or definition file that grows past this is split.
 const MAX_SQL_FILE_LINES = 400;
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 async function sqlFiles(): Promise<{ file: string; text: string }[]> {
   const files: { file: string; text: string }[] = [];

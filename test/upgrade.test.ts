@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checksum, loadMigrations, migrate, type MigrateResult } from '../src/db/migrate.js';
+import { checksum, DatabaseNotMigratedError, loadMigrations, migrate, requireMigrated, type MigrateResult } from '../src/db/migrate.js';
 import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
 import { beginToolCall } from '../src/db/sql/beginToolCall.js';
 import { claimNextTask } from '../src/db/sql/claimNextTask.js';
@@ -12,8 +12,9 @@ import { startVerification } from '../src/db/sql/startVerification.js';
 import { submitTask } from '../src/db/sql/submitTask.js';
 import { StaleClaimError } from '../src/errors.js';
 import { createObject, readObject, takeObject } from '../src/objects/objectStore.js';
+import { insertGraph } from '../src/testkit/graphs.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { artifact, insertGraph, LEASE_MS } from './helpers/tasks.js';
+import { artifact, LEASE_MS } from './helpers/tasks.js';
 
 // The numbered migrations as version 0.1 shipped them, functions and all, exactly as databases
 // recorded them (the state machine's rows already written in).
@@ -38,6 +39,7 @@ let graphId: string;
 let fence: { taskId: string; owner: string; claimVersion: number };
 let before: Record<string, unknown[]>;
 let upgrade: MigrateResult;
+let refusedBeforeUpgrade: unknown;
 
 beforeAll(async () => {
   db = await createTestDatabase({ migrate: false });
@@ -56,6 +58,7 @@ beforeAll(async () => {
     objects: await rowsOf(db, 'objects', 'key'),
     tool_calls: await rowsOf(db, 'tool_calls', 'task_id, step'),
   };
+  refusedBeforeUpgrade = await requireMigrated(db.pool).catch((error: unknown) => error);
   upgrade = await migrate(db.pool);
 });
 
@@ -101,6 +104,14 @@ describe('upgrading a database migrated by baton 0.1', () => {
     expect(next).toMatchObject({ taskId: `${graphId}/test`, claimVersion: 1, upstreamRevisions: { build: 'rev-1' } });
     expect((await selectTask(db.pool, fence.taskId)).status).toBe('verified');
     expect((await readObject(db.pool, 'writer', { key: `plan-${graphId}` })).content).toBe('v1');
+  });
+
+  it('is refused by commands that do not migrate until it is upgraded, and by them again when a function file changes', async () => {
+    expect(refusedBeforeUpgrade).toBeInstanceOf(DatabaseNotMigratedError);
+    await expect(requireMigrated(db.pool)).resolves.toBeUndefined();
+    await db.pool.query("UPDATE baton.definitions SET checksum = 'edited' WHERE file = 'claims.sql'");
+    await expect(requireMigrated(db.pool)).rejects.toThrow(/missing functions\/claims.sql\): run `baton migrate`/);
+    expect((await migrate(db.pool)).definitionsApplied).toBe(true);
   });
 
   it('changes nothing on a second run', async () => {

@@ -17,21 +17,26 @@ import { dependenciesReleasedSignal, RUN_RETRY_INTERVAL_MS, type TaskWorkflowInp
 const POLL_DELAY_MIN_MS = 1_000;
 /** The longest wait between looks, so a long wait costs few history events. */
 const POLL_DELAY_MAX_MS = 30_000;
-/** Errors that retrying cannot fix: the workflow fails instead of retrying forever. */
-const DOMAIN_ERRORS = ['IllegalTransitionError', 'InvalidInputError', 'NotFoundError', 'AppendOnlyError'];
+/**
+ * Failures that end a run without the run being at fault: the agent failed (its attempt is already
+ * recorded) or the claim moved on. Whether any failure is retried is the activity's to say
+ * (activities/failures.ts); 0.1 named these two 'AgentFailed' and 'StaleClaim', and histories
+ * recorded then still replay with those names.
+ */
+const RUN_ENDED_BY = new Set(['AgentFailedError', 'StaleClaimError', 'AgentFailed', 'StaleClaim']);
 /** An agent job may take hours; silence, not duration, is what ends a claim. */
 const RUN_START_TO_CLOSE = '24 hours';
 
 // Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
 const store = proxyActivities<TaskActivities>({
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
+  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
 });
 
 const verifier = proxyActivities<TaskActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 function failureType(error: unknown): string | undefined {
@@ -135,7 +140,7 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
     startToCloseTimeout: RUN_START_TO_CLOSE,
     // Gentle growth: a frozen worker's open polls can each swallow an attempt (each then costs a
     // heartbeat timeout), so intervals stay short; a persistent error still backs off to 10 s.
-    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds', nonRetryableErrorTypes: DOMAIN_ERRORS },
+    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds' },
   });
   try {
     const view = await run.runTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
@@ -144,7 +149,7 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
   } catch (error) {
     // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).
     const type = failureType(error);
-    if (type === 'AgentFailed' || type === 'StaleClaim') return null;
+    if (type !== undefined && RUN_ENDED_BY.has(type)) return null;
     throw error;
   }
 }

@@ -1,5 +1,5 @@
-import { Client } from '@temporalio/client';
-import { InvalidArgumentError, type Command } from 'commander';
+import path from 'node:path';
+import type { Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { runClaimRaceDrill } from '../drills/d1ClaimRace.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, runWorkerKillDrill } from '../drills/d2WorkerKill.js';
@@ -8,10 +8,8 @@ import { runFailedVerificationDrill } from '../drills/d4FailedVerification.js';
 import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
 import type { DrillResult } from '../drills/types.js';
 import type { Log } from '../log.js';
-import { connectClient } from '../temporal/connection.js';
 import { openStack } from './stack.js';
-import { parsePositiveInt } from './taskCommands.js';
-import path from 'node:path';
+import { parseNonNegativeInt, parsePositiveInt } from './options.js';
 
 function printResults(results: DrillResult[], log: Log): void {
   for (const r of results) {
@@ -31,12 +29,6 @@ interface DrillOptions {
   toolKillTrials: number;
 }
 
-function parseCount(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
-  return n;
-}
-
 export function registerDrillCommand(program: Command, log: Log): void {
   program
     .command('drill')
@@ -50,7 +42,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .option('--trials <n>', 'D3 and D4: trials each', parsePositiveInt, 50)
     .option('--heartbeat-timeout-ms <ms>', 'D2 and D5: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
-    .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseCount, D5_KILL_TRIALS_DEFAULT)
+    .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseNonNegativeInt, D5_KILL_TRIALS_DEFAULT)
     .action(async (opts: DrillOptions) => {
       const external = Boolean(readEnv(DATABASE_URL_ENV)) && Boolean(readEnv(TEMPORAL_ADDRESS_ENV));
       if (!external && (readEnv(DATABASE_URL_ENV) || readEnv(TEMPORAL_ADDRESS_ENV))) {
@@ -62,14 +54,13 @@ export function registerDrillCommand(program: Command, log: Log): void {
         log,
         external ? {} : { home: path.join(batonHome(), 'drill'), postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
       );
-      const connection = await connectClient(open.stack.temporal);
-      const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
       const workerEnv = {
         DATABASE_URL: open.stack.databaseUrl,
         TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
         TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
       };
       try {
+        const temporal = await open.temporal();
         const results: DrillResult[] = [];
         const step = async (name: string, run: () => Promise<DrillResult>) => {
           log(`Running ${name} ...`);
@@ -103,7 +94,6 @@ export function registerDrillCommand(program: Command, log: Log): void {
         else printResults(results, log);
         if (results.some((r) => !r.passed)) process.exitCode = 1;
       } finally {
-        await connection.close();
         await open.close();
       }
     });

@@ -1,19 +1,16 @@
-import { Command, InvalidArgumentError } from 'commander';
-import { Client } from '@temporalio/client';
+import { Command } from 'commander';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
-import { createPool } from '../db/pool.js';
-import { migrate } from '../db/migrate.js';
-import { selectHealthChecks } from '../db/sql/selectHealthChecks.js';
 import { resolveTemporalCli } from '../dev/temporalCli.js';
 import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
-import { connectClient, connectWorker } from '../temporal/connection.js';
 import { createBatonWorker } from '../worker.js';
 import { runDemo } from '../demo/runDemo.js';
+import { openCliContext, withCliContext } from './context.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
-import { describeStack, openStack } from './stack.js';
+import { noMigrateOption, parsePort, taskQueueOption } from './options.js';
+import { describeStack } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
 import { registerToolCommands } from './toolCommands.js';
 
@@ -21,12 +18,6 @@ const log = stderrLog;
 
 // The SDK logs every worker state change at INFO; a CLI user wants warnings only unless asked.
 Runtime.install({ logger: new DefaultLogger((readEnv('BATON_LOG_LEVEL')?.toUpperCase() ?? 'WARN') as LogLevel) });
-
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidArgumentError(`not a TCP port: ${value}`);
-  return port;
-}
 
 /** Resolves when the process is asked to stop (Ctrl-C or SIGTERM); the caller then stops in order. */
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -45,7 +36,9 @@ const program = new Command()
   .description(
     'Safe shared work for many agents: atomic claims in PostgreSQL, fencing tokens, Temporal heartbeats.\n' +
       `Reads ${DATABASE_URL_ENV}, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*;\n` +
-      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, baton starts an embedded one with its state in ./.baton.',
+      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, baton starts an embedded one with its state in ./.baton.\n' +
+      'migrate, dev, worker, demo, check and drill apply pending migrations as they start (dev, worker and ' +
+      'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
   .showHelpAfterError();
 
@@ -56,16 +49,15 @@ program
   .option('--temporal-port <port>', 'Temporal dev server gRPC port', parsePort)
   .option('--ui-port <port>', 'Temporal Web UI port', parsePort)
   .option('--no-worker', 'do not run a baton worker in this process')
-  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean }) => {
-    const open = await openStack(log, {
-      postgresPort: opts.postgresPort,
-      temporalPort: opts.temporalPort,
-      temporalUiPort: opts.uiPort,
+  .addOption(noMigrateOption())
+  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean }) => {
+    const open = await openCliContext(log, {
+      start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
+      migrate: opts.migrate,
     });
     describeStack(open.stack, log);
-    const connection = opts.worker ? await connectWorker(open.stack.temporal) : undefined;
-    const worker = connection
-      ? await createBatonWorker({ connection, namespace: open.stack.temporal.namespace, db: open.pool })
+    const worker = opts.worker
+      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool })
       : undefined;
     log('');
     log('In another shell:');
@@ -81,7 +73,6 @@ program
     log(`${signal}: stopping ...`);
     worker?.shutdown();
     await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
-    await connection?.close();
     await open.close();
     log('Stopped. State is kept in .baton/ for the next run.');
   });
@@ -93,57 +84,46 @@ program
       'a frozen worker recovered by another, a failed verification retried, dependents released only after verification',
   )
   .action(async () => {
-    const open = await openStack(log);
-    try {
+    await withCliContext(log, { start: {}, migrate: true }, async (open) => {
       describeStack(open.stack, log);
       const outcome = await runDemo(open, log);
       log(outcome.passed ? `\nDemo passed. Replay the timeline with: npx baton events ${outcome.graphId}` : '\nDemo FAILED.');
       if (!outcome.passed) process.exitCode = 1;
-    } finally {
-      await open.close();
-    }
+    });
   });
 
 program
   .command('check')
   .description('run the health-check workflow through Temporal into Postgres and read the row back')
-  .action(async () => {
-    const open = await openStack(log);
-    try {
-      const row = await runHealthCheck({ pool: open.pool, temporal: open.stack.temporal, log });
+  .addOption(noMigrateOption())
+  .action(async (opts: { migrate: boolean }) => {
+    await withCliContext(log, { start: {}, migrate: opts.migrate }, async (open) => {
+      const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
       process.stdout.write(`${JSON.stringify(row)}\n`);
-    } finally {
-      await open.close();
-    }
+    });
   });
 
 program
   .command('migrate')
   .description(`apply baton's database migrations to ${DATABASE_URL_ENV} (safe to run concurrently and repeatedly)`)
   .action(async () => {
-    const url = readEnv(DATABASE_URL_ENV);
-    if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; baton migrate needs the database to migrate`);
-    const pool = createPool(url);
-    try {
-      const { applied, alreadyApplied } = await migrate(pool);
-      log(`Applied ${applied.length} migration(s); ${alreadyApplied} were already applied.`);
-    } finally {
-      await pool.end();
-    }
+    await withCliContext(log, { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' }, async ({ migration }) => {
+      log(`Applied ${migration!.applied.length} migration(s); ${migration!.alreadyApplied} were already applied.`);
+    });
   });
 
 program
   .command('worker')
   .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
-  .option('--task-queue <name>', 'task queue to poll (workflows, runs and verifications)', TASK_QUEUE_DEFAULT)
+  .addOption(taskQueueOption('task queue to poll (workflows, runs and verifications)'))
   .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
   .option('--workflow-bundle <file>', 'prebuilt workflow bundle (default: bundle the workflows at start)')
-  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string }) => {
-    const open = await openStack(log);
-    const connection = await connectWorker(open.stack.temporal);
+  .addOption(noMigrateOption())
+  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean }) => {
+    const open = await openCliContext(log, { start: {}, migrate: opts.migrate });
     const worker = await createBatonWorker({
-      connection,
-      namespace: open.stack.temporal.namespace,
+      connection: await open.workerConnection(),
+      namespace: open.temporalSettings.namespace,
       taskQueue: opts.taskQueue,
       db: open.pool,
       workDir: opts.workDir,
@@ -158,7 +138,6 @@ program
       log(`worker failed: ${String(error)}`);
       process.exitCode = 1;
     });
-    await connection.close();
     await open.close();
   });
 

@@ -1,21 +1,13 @@
 import { readFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { DATABASE_URL_ENV, readEnv } from '../config.js';
-import { openDatabase } from './deployment.js';
+import { Command, Option } from 'commander';
+import { DATABASE_URL_ENV } from '../config.js';
 import type { Queryable } from '../db/queryable.js';
 import type { Log } from '../log.js';
 import { objectLog } from '../objects/objectLog.js';
 import * as store from '../objects/objectStore.js';
 import { OBJECT_ACCESS_LEVELS, type ObjectAccess, type ObjectContent, type ObjectEvent, type ObjectState } from '../objects/types.js';
-
-/**
- * Who the object commands act as when `--as` is not given. A stand-in for local use and demos:
- * in a real deployment the identity comes from the agent's own token or database role (T5).
- */
-export const BATON_ACTOR_ENV = 'BATON_ACTOR';
-
-/** Connections a single object command needs: one to migrate, one for the call. */
-const CLI_POOL_SIZE = 2;
+import { BATON_ACTOR_ENV, declaredActor, withCliContext } from './context.js';
+import { jsonOption, parseNonNegativeInt } from './options.js';
 
 interface ActorOptions {
   as?: string;
@@ -27,34 +19,11 @@ interface ContentOptions {
   ref?: string;
 }
 
-function parseCounter(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
-  return n;
-}
-
-function actorOf(opts: ActorOptions): string {
-  const actor = opts.as ?? readEnv(BATON_ACTOR_ENV);
-  if (!actor) throw new Error(`say who you are: --as <actor> or ${BATON_ACTOR_ENV} (in production, the agent's token decides)`);
-  return actor;
-}
-
 async function contentOf(opts: ContentOptions): Promise<ObjectContent> {
   const given = [opts.content, opts.file, opts.ref].filter((v) => v !== undefined).length;
   if (given !== 1) throw new Error('give exactly one of --content, --file and --ref');
   if (opts.ref !== undefined) return { contentRef: opts.ref };
   return { content: opts.content ?? (await readFile(opts.file!, 'utf8')) };
-}
-
-/** Resolves the actor, opens the database (DATABASE_URL or `baton dev`'s), runs `fn` and closes the pool. */
-async function withDatabase<T>(opts: ActorOptions, fn: (db: Queryable, actor: string) => Promise<T>): Promise<T> {
-  const actor = actorOf(opts);
-  const pool = await openDatabase({ max: CLI_POOL_SIZE, applicationName: 'baton object' });
-  try {
-    return await fn(pool, actor);
-  } finally {
-    await pool.end();
-  }
 }
 
 function describeState(s: ObjectState): string[] {
@@ -98,9 +67,15 @@ export function registerObjectCommands(program: Command, log: Log): void {
       .option('--file <path>', 'inline content read from a UTF-8 file')
       .option('--ref <uri>', 'a reference to content stored elsewhere (a path or URL, ideally with a digest)');
   const state = (s: ObjectState) => describeState(s).forEach((line) => log(line));
+  // The actor first, so a missing one is named before any connection; object commands only
+  // ever use a migrated database, never change its schema.
+  const withDatabase = async <T>(opts: ActorOptions, fn: (db: Queryable, actor: string) => Promise<T>): Promise<T> => {
+    const actor = declaredActor(opts.as);
+    return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => fn(pool, actor));
+  };
 
   withContent(leaf('create <key>', 'create a shared object (you get write access and administer its grants)'))
-    .option('--silence-timeout <ms>', 'how long a holder may stay silent before losing the role', parseCounter)
+    .option('--silence-timeout <ms>', 'how long a holder may stay silent before losing the role', parseNonNegativeInt)
     .addOption(new Option('--default-access <access>', 'access for everyone without a grant').choices(OBJECT_ACCESS_LEVELS).default('none'))
     .action((key: string, opts: ActorOptions & ContentOptions & { silenceTimeout?: number; defaultAccess: ObjectAccess }) =>
       withDatabase(opts, async (db, actor) => {
@@ -119,7 +94,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
   );
 
   leaf('show <key>', 'show version, token, holder and any open offer')
-    .option('--json', 'print the state as JSON on stdout')
+    .addOption(jsonOption('the state as JSON on stdout'))
     .action((key: string, opts: ActorOptions & { json?: boolean }) =>
       withDatabase(opts, async (db, actor) => {
         const s = await store.showObject(db, actor, { key });
@@ -145,8 +120,8 @@ export function registerObjectCommands(program: Command, log: Log): void {
     );
 
   withContent(leaf('write <key>', 'compare-and-swap write naming the version you read and your token'))
-    .requiredOption('--version <n>', 'the version you read', parseCounter)
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
+    .requiredOption('--version <n>', 'the version you read', parseNonNegativeInt)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action((key: string, opts: ActorOptions & ContentOptions & { version: number; token: number }) =>
       withDatabase(opts, async (db, actor) =>
         state(await store.writeObject(db, actor, { key, version: opts.version, token: opts.token, ...(await contentOf(opts)) })),
@@ -154,21 +129,21 @@ export function registerObjectCommands(program: Command, log: Log): void {
     );
 
   leaf('heartbeat <key>', 'tell the store you (the holder) are alive')
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action((key: string, opts: ActorOptions & { token: number }) =>
       withDatabase(opts, async (db, actor) => state(await store.heartbeatObject(db, actor, { key, token: opts.token }))),
     );
 
   leaf('release <key>', 'give the role up')
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .option('--reason <text>', 'why (recorded)')
     .action((key: string, opts: ActorOptions & { token: number; reason?: string }) =>
       withDatabase(opts, async (db, actor) => state(await store.releaseObject(db, actor, { key, token: opts.token, reason: opts.reason }))),
     );
 
   leaf('offer <key> <successor>', 'offer the role to a successor at the current version; your writes are refused while it is open')
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
-    .requiredOption('--version <n>', 'the version you hand over', parseCounter)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
+    .requiredOption('--version <n>', 'the version you hand over', parseNonNegativeInt)
     .action((key: string, successor: string, opts: ActorOptions & { token: number; version: number }) =>
       withDatabase(opts, async (db, actor) =>
         state(await store.offerObject(db, actor, { key, successor, token: opts.token, version: opts.version })),
@@ -176,7 +151,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     );
 
   leaf('accept <key>', 'accept the offer made to you and become the holder')
-    .requiredOption('--version <n>', 'the version offered', parseCounter)
+    .requiredOption('--version <n>', 'the version offered', parseNonNegativeInt)
     .action((key: string, opts: ActorOptions & { version: number }) =>
       withDatabase(opts, async (db, actor) => state(await store.acceptObject(db, actor, { key, version: opts.version }))),
     );
@@ -188,13 +163,13 @@ export function registerObjectCommands(program: Command, log: Log): void {
     );
 
   leaf('withdraw <key>', 'withdraw your open offer')
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action((key: string, opts: ActorOptions & { token: number }) =>
       withDatabase(opts, async (db, actor) => state(await store.withdrawOffer(db, actor, { key, token: opts.token }))),
     );
 
   withContent(leaf('suggest <key>', 'propose new content; the holder decides'))
-    .requiredOption('--base-version <n>', 'the version your suggestion is based on', parseCounter)
+    .requiredOption('--base-version <n>', 'the version your suggestion is based on', parseNonNegativeInt)
     .option('--note <text>', 'a note for the holder')
     .action((key: string, opts: ActorOptions & ContentOptions & { baseVersion: number; note?: string }) =>
       withDatabase(opts, async (db, actor) => {
@@ -207,10 +182,10 @@ export function registerObjectCommands(program: Command, log: Log): void {
     );
 
   leaf('approve <key> <suggestion-id>', 'apply a suggestion made on the current version (holder only)')
-    .requiredOption('--token <n>', 'your fencing token', parseCounter)
+    .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action((key: string, suggestionId: string, opts: ActorOptions & { token: number }) =>
       withDatabase(opts, async (db, actor) =>
-        state(await store.approveSuggestion(db, actor, { key, token: opts.token, suggestionId: parseCounter(suggestionId) })),
+        state(await store.approveSuggestion(db, actor, { key, token: opts.token, suggestionId: parseNonNegativeInt(suggestionId) })),
       ),
     );
 
@@ -227,7 +202,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
   );
 
   leaf('log <key>', "print the object's event log, oldest first")
-    .option('--json', 'one JSON event per line on stdout')
+    .addOption(jsonOption('one JSON event per line on stdout'))
     .action((key: string, opts: ActorOptions & { json?: boolean }) =>
       withDatabase(opts, async (db, actor) => {
         for (const e of await objectLog(db, actor, { key })) {

@@ -1,44 +1,17 @@
-import { DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
-import { startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
-import { createPool } from '../db/pool.js';
-import { migrate } from '../db/migrate.js';
+import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
-import type pg from 'pg';
+import { openCliContext, type StackContext } from './context.js';
 
-export interface OpenStack {
-  stack: DevStack;
-  pool: pg.Pool;
-  close(): Promise<void>;
-}
+/** A running (or reached) stack with an up-to-date schema; what the demo and scripts/ work on. */
+export type OpenStack = StackContext;
 
 /**
  * Connects to the deployment named by `DATABASE_URL` / `TEMPORAL_ADDRESS`, starting the embedded
- * default for whichever is unset, and brings the schema up to date.
+ * default for whichever is unset, and brings the schema up to date: the context of the commands
+ * that run baton (`dev`, `worker`, `demo`, `check`, `drill`) with migrations on.
  */
-export async function openStack(log: Log, options: DevStackOptions = {}): Promise<OpenStack> {
-  const stack = await startDevStack({
-    databaseUrl: readEnv(DATABASE_URL_ENV),
-    temporalAddress: readEnv(TEMPORAL_ADDRESS_ENV),
-    log,
-    ...options,
-  });
-  const pool = createPool(stack.databaseUrl);
-  try {
-    const { applied } = await migrate(pool);
-    if (applied.length) log(`Applied migrations: ${applied.map((m) => `${m.id}_${m.name}`).join(', ')}`);
-  } catch (error) {
-    await pool.end();
-    await stack.stop();
-    throw error;
-  }
-  return {
-    stack,
-    pool,
-    close: async () => {
-      await pool.end();
-      await stack.stop();
-    },
-  };
+export function openStack(log: Log, options: DevStackOptions = {}): Promise<OpenStack> {
+  return openCliContext(log, { start: options, migrate: true });
 }
 
 /** Prints where everything runs, with the variables another shell needs to reach it. */

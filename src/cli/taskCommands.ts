@@ -1,23 +1,25 @@
 import { readFile } from 'node:fs/promises';
-import { userInfo } from 'node:os';
 import path from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import YAML from 'yaml';
 import { createBatonClient, type BatonClient } from '../client.js';
-import { TASK_QUEUE_DEFAULT } from '../config.js';
 import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import type { TaskRow } from '../tasks/types.js';
-import { connectDeployment } from './deployment.js';
-import { formatEvents, formatTasks, summarise } from './format.js';
+import { operatorActor, withCliContext, type CliContext } from './context.js';
+import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
+import { jsonOption, taskQueueOption } from './options.js';
+
+// drillCommand.ts imports the parser from here; it is defined once, in options.ts.
 
 /** How often `baton status` looks again while a graph runs. */
 const STATUS_POLL_INTERVAL_MS = 1_000;
 
-/** Who submits: the operator running the CLI (`BATON_ACTOR`, else the OS user). */
-function submitter(): string {
-  return process.env.BATON_ACTOR?.trim() || userInfo().username;
+/** baton's client on a context; `startsWorkflows` connects to Temporal first, else it is never dialled. */
+async function batonClient(context: CliContext, options: { startsWorkflows: boolean; taskQueue?: string }): Promise<BatonClient> {
+  const temporal = await context.temporal({ connect: options.startsWorkflows });
+  return createBatonClient({ db: context.pool, temporal, taskQueue: options.taskQueue });
 }
 
 /** Reads a graph from YAML or JSON; `repo` is resolved relative to the file. */
@@ -56,20 +58,17 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .command('submit')
     .description('validate a task graph (YAML), write it atomically and start it; nothing is written if it is invalid')
     .argument('<graph.yaml>', 'the graph: id, repo, policy and tasks with run, verify and dependsOn')
-    .option('--task-queue <name>', 'task queue of the workers that run it', TASK_QUEUE_DEFAULT)
+    .addOption(taskQueueOption('task queue of the workers that run it'))
     .option('--watch', 'show progress until the graph settles')
     .action(async (file: string, opts: { taskQueue: string; watch?: boolean }) => {
       const input = await readGraphFile(file);
-      const deployment = await connectDeployment();
-      try {
-        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal, taskQueue: opts.taskQueue });
-        const graph = await client.submitGraph(input, submitter(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
+        const graph = await client.submitGraph(input, operatorActor(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
         process.stdout.write(`${graph.id}\n`);
         log(`Submitted graph ${graph.id} with ${graph.tasks.length} task(s). Follow it with: npx baton status ${graph.id}`);
         if (opts.watch && !(await watchGraph(client, graph.id, log, { follow: true }))) process.exitCode = 1;
-      } finally {
-        await deployment.close();
-      }
+      });
     });
 
   program
@@ -77,18 +76,15 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .description('send a verified, stale or failed task round again on its dependencies\' current revisions')
     .argument('<task>', 'task id, <graph>/<key>')
     .requiredOption('--reason <text>', 'why, for the event log')
-    .option('--task-queue <name>', 'task queue of the workers that run it', TASK_QUEUE_DEFAULT)
+    .addOption(taskQueueOption('task queue of the workers that run it'))
     .option('--watch', 'show progress of its graph until it settles')
     .action(async (taskId: string, opts: { reason: string; taskQueue: string; watch?: boolean }) => {
-      const deployment = await connectDeployment();
-      try {
-        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal, taskQueue: opts.taskQueue });
-        await client.rerunTask(taskId, submitter(), opts.reason);
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
+        await client.rerunTask(taskId, operatorActor(), opts.reason);
         log(`Task ${taskId} is ready again.`);
         if (opts.watch && !(await watchGraph(client, taskId.split('/')[0]!, log, { follow: true }))) process.exitCode = 1;
-      } finally {
-        await deployment.close();
-      }
+      });
     });
 
   program
@@ -97,38 +93,26 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .argument('<graph>', 'graph id')
     .option('--no-follow', 'print once and exit')
     .action(async (graphId: string, opts: { follow: boolean }) => {
-      const deployment = await connectDeployment();
-      try {
-        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal });
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: false });
         const allVerified = await watchGraph(client, graphId, log, { follow: opts.follow });
         if (opts.follow && !allVerified) process.exitCode = 1;
-      } finally {
-        await deployment.close();
-      }
+      });
     });
 
   program
     .command('events')
     .description('show the ownership timeline of a task (<graph>/<key>) or of every task of a graph')
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
-    .option('--json', 'print the events as JSON lines')
+    .addOption(jsonOption('the events as JSON lines'))
     .action(async (id: string, opts: { json?: boolean }) => {
-      const deployment = await connectDeployment();
-      try {
-        const client = createBatonClient({ db: deployment.pool, temporal: deployment.temporal });
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: false });
         if (id.includes('/')) await client.task(id); // NotFoundError names a mistyped task
         else await client.graphTasks(id);
         const events = await client.events(id);
         if (opts.json) for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
         else process.stdout.write(`${formatEvents(events, { showSubject: !id.includes('/') })}\n`);
-      } finally {
-        await deployment.close();
-      }
+      });
     });
-}
-
-export function parsePositiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return n;
 }

@@ -1,28 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { readEnv } from '../config.js';
+import { errorResponseOf } from '../errors.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
 import { TOOL_TOKEN_ENV, TOOL_URL_ENV } from '../tools/agentEndpoint.js';
 import { httpRequest, type HttpRequestError } from '../tools/httpRequest.js';
-import { openDatabase } from './deployment.js';
+import { withCliContext } from './context.js';
+import { jsonOption } from './options.js';
 
-/**
- * Exit codes of `baton tool call`, so an agent's script can tell what to do next:
- * 0 done (result on stdout); 2 the call is wrong (unknown tool, bad input, key reused with other
- * params); 3 the claim is stale, stop; 4 the tool refused, the effect did not happen;
- * 5 outcome unknown, do not repeat it under another step; 1 anything else.
- */
-export const TOOL_EXIT = { ok: 0, other: 1, badCall: 2, staleClaim: 3, failed: 4, unknown: 5 } as const;
-
-const EXIT_OF: Record<string, number> = {
-  InvalidInputError: TOOL_EXIT.badCall,
-  UnknownToolError: TOOL_EXIT.badCall,
-  ToolParamsMismatchError: TOOL_EXIT.badCall,
-  StaleClaimError: TOOL_EXIT.staleClaim,
-  ToolCallFailedError: TOOL_EXIT.failed,
-  ToolOutcomeUnknownError: TOOL_EXIT.unknown,
-};
+// Exit codes of `baton tool call`, so an agent's script can tell what to do next: 0 done (result on
+// stdout); otherwise the exit code of the error's code (ERROR_RESPONSES in src/errors.ts): 2 the
+// call is wrong, 3 the claim is stale (stop), 4 the tool refused, 5 outcome unknown (do not repeat
+// it under another step), 1 anything else.
 
 /** The gateway may send, reconcile and send again; an agent waits for it rather than guess. (Default: 10 min) */
 const CALL_TIMEOUT_MS = 600_000;
@@ -70,10 +60,10 @@ export function registerToolCommands(program: Command, log: Log): void {
         const code = (error as HttpRequestError).code;
         log(`baton tool call: no answer from the runner (${code}): ${(error as Error).message}`);
         // Refused: the call never reached the gateway. Anything else: it may have been made.
-        process.exitCode = code === 'ECONNREFUSED' ? TOOL_EXIT.other : TOOL_EXIT.unknown;
+        process.exitCode = errorResponseOf(code === 'ECONNREFUSED' ? undefined : 'tool_outcome_unknown').exitCode;
         return;
       }
-      let body: { error?: { name: string; message: string } };
+      let body: { error?: { name: string; code?: string; message: string } };
       try {
         body = JSON.parse(answer.body) as typeof body;
       } catch {
@@ -84,17 +74,16 @@ export function registerToolCommands(program: Command, log: Log): void {
         return;
       }
       log(`baton tool call: ${body.error?.name ?? `HTTP ${answer.status}`}: ${body.error?.message ?? answer.body}`);
-      process.exitCode = EXIT_OF[body.error?.name ?? ''] ?? TOOL_EXIT.other;
+      process.exitCode = errorResponseOf(body.error?.code).exitCode;
     });
 
   tool
     .command('list')
     .description('show the tool-call ledger of a task (<graph>/<key>) or of every task of a graph, from DATABASE_URL')
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
-    .option('--json', 'print the rows as JSON lines')
+    .addOption(jsonOption('the rows as JSON lines'))
     .action(async (id: string, opts: { json?: boolean }) => {
-      const pool = await openDatabase({ max: 2, applicationName: 'baton tool' });
-      try {
+      await withCliContext(log, { migrate: false, applicationName: 'baton tool' }, async ({ pool }) => {
         const rows = await selectToolCalls(pool, id);
         if (opts.json) {
           for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
@@ -108,8 +97,6 @@ export function registerToolCommands(program: Command, log: Log): void {
               `${r.owner}@v${r.claimVersion}  ${result}\n`,
           );
         }
-      } finally {
-        await pool.end();
-      }
+      });
     });
 }

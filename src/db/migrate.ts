@@ -11,6 +11,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import { BatonError } from '../errors.js';
 import type { Queryable } from './queryable.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -46,8 +47,9 @@ export interface Definition {
 }
 
 /** Thrown when a migration's text differs from what was applied to this database. */
-export class MigrationChangedError extends Error {
+export class MigrationChangedError extends BatonError {
   override readonly name = 'MigrationChangedError';
+  readonly code = 'migration_changed';
   constructor(readonly migrationId: number, readonly migrationName: string, readonly recorded: string | null) {
     super(
       `migration ${migrationId}_${migrationName} was changed after it was applied to this database ` +
@@ -195,6 +197,42 @@ async function dropDefinitions(client: Queryable): Promise<void> {
     SELECT format('DROP FUNCTION %s', p.oid::regprocedure)
       FROM pg_proc p WHERE p.pronamespace = 'baton'::regnamespace AND p.prokind = 'f'`);
   for (const { statement } of rows) await client.query(statement);
+}
+
+const label = (m: Migration) => `${String(m.id).padStart(4, '0')}_${m.name}`;
+
+/**
+ * Thrown when a command that does not migrate meets a database without baton's schema, without
+ * some of the migrations this baton ships (`missing` names them, `0006_fast_paths`), or with
+ * store functions older than this baton's.
+ */
+export class DatabaseNotMigratedError extends BatonError {
+  override readonly name = 'DatabaseNotMigratedError';
+  readonly code = 'database_not_migrated';
+  constructor(readonly missing: string[], readonly hasSchema: boolean) {
+    super(
+      `database is not migrated${hasSchema ? ` (missing ${missing.join(', ')})` : ''}: run \`baton migrate\` ` +
+        '(or start `baton worker` or `baton dev`, which migrate as they start)',
+    );
+  }
+}
+
+/**
+ * Refuses a database that lacks a migration or a definition file this baton ships, changing
+ * nothing: it only reads the catalog, `baton.migrations` and `baton.definitions`. Whether applied
+ * migrations were edited is `migrate`'s business.
+ */
+export async function requireMigrated(db: Queryable): Promise<void> {
+  const [migrations, definitions] = [await loadMigrations(), await loadDefinitions()];
+  const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('baton.definitions') IS NOT NULL AS present");
+  if (!rows[0]?.present) throw new DatabaseNotMigratedError(migrations.map(label), false);
+  const applied = new Set((await db.query<{ id: number }>('SELECT id FROM baton.migrations')).rows.map((r) => r.id));
+  const recorded = new Map((await db.query<{ file: string; checksum: string }>('SELECT file, checksum FROM baton.definitions')).rows.map((r) => [r.file, r.checksum]));
+  const missing = [
+    ...migrations.filter((m) => !applied.has(m.id)).map(label),
+    ...definitions.filter((d) => recorded.get(d.file) !== checksum(d.sql)).map((d) => `functions/${d.file}`),
+  ];
+  if (missing.length) throw new DatabaseNotMigratedError(missing, true);
 }
 
 async function inTransaction(client: Queryable, what: string, work: () => Promise<void>): Promise<void> {

@@ -1,19 +1,18 @@
-import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { formatEvents, formatTasks, summarise } from '../cli/format.js';
-import type { OpenStack } from '../cli/stack.js';
 import { createBatonClient } from '../client.js';
+import type { Queryable } from '../db/queryable.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
-import { startToolServer } from '../drills/toolServer.js';
-import { toolServerControl } from '../drills/toolServerProcess.js';
-import { spawnWorkerProcess, type WorkerProcess } from '../drills/workerProcess.js';
+import type { DevStack } from '../dev/devStack.js';
+import { NotReadyError, waitFor } from '../dev/waitFor.js';
 import type { Log } from '../log.js';
+import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import type { TaskEvent, TaskRow } from '../tasks/types.js';
 import { connectClient } from '../temporal/connection.js';
+import { uniqueGraphId } from '../testkit/graphs.js';
+import { startToolServer } from '../testkit/toolServer.js';
+import { toolServerControl } from '../testkit/toolServerProcess.js';
+import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
 import {
@@ -27,7 +26,6 @@ import {
   TESTS_AGENT,
   TESTS_CHECK,
 } from './sdkIntegrationRepo.js';
-import { writeWorkflowBundle } from '../dev/workflowBundle.js';
 
 /** The demo's heartbeat timeout: short, so the recovery shows within seconds. */
 const DEMO_HEARTBEAT_TIMEOUT_MS = 3_000;
@@ -49,40 +47,42 @@ export interface DemoOutcome {
  * its answer while the demo SIGKILLs the worker that made the call: the next owner reconciles the
  * call through the code host's lookup and gets the same PR, so it is opened once.
  */
-export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
+/** Where the demo runs: a stack that is up, and a pool on its migrated database. */
+export interface DemoStack {
+  stack: DevStack;
+  pool: Queryable;
+}
+
+export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
   const connection = await connectClient(open.stack.temporal);
-  const taskQueue = `baton-demo-${randomUUID().slice(0, 8)}`;
-  const client = createBatonClient({ db: open.pool, temporal: new Client({ connection, namespace: open.stack.temporal.namespace }), taskQueue });
+  const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
   const repo = await createSdkIntegrationRepo();
-  const workDir = path.join(tmpdir(), `baton-demo-work-${randomUUID().slice(0, 8)}`);
-  const bundle = path.join(tmpdir(), `baton-demo-bundle-${randomUUID().slice(0, 8)}.js`);
-  const workers: WorkerProcess[] = [];
   const codeHostServer = await startToolServer();
   const codeHost = toolServerControl(codeHostServer.url);
+  let fleet: WorkerFleet | undefined;
   try {
     log(`Scratch repository with the SDK: ${repo}`);
     log('Bundling workflows once for both workers ...');
-    await writeWorkflowBundle(bundle);
-    const env = {
-      DATABASE_URL: open.stack.databaseUrl,
-      TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
-      TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
-      [HTTP_TOOLS_ENV]: JSON.stringify({
-        [CODE_HOST_TOOL]: { url: `${codeHost.url}/effects`, lookupUrl: `${codeHost.url}/effects/{key}`, timeoutMs: DEMO_DEADLINE_MS },
-      }),
-    };
+    fleet = await startWorkerFleet({
+      name: 'demo',
+      env: {
+        DATABASE_URL: open.stack.databaseUrl,
+        TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
+        TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
+        [HTTP_TOOLS_ENV]: JSON.stringify({
+          [CODE_HOST_TOOL]: { url: `${codeHost.url}/effects`, lookupUrl: `${codeHost.url}/effects/{key}`, timeoutMs: DEMO_DEADLINE_MS },
+        }),
+      },
+    });
+    const { taskQueue } = fleet;
+    const client = createBatonClient({ db: open.pool, temporal, taskQueue });
     log(`Code host (an HTTP tool with lookup by Idempotency-Key) at ${codeHost.url}.`);
-    const spawn = (identity: string) => {
-      const w = spawnWorkerProcess({ identity, taskQueue, env, workflowBundle: bundle, workDir });
-      workers.push(w);
-      return w;
-    };
-    const workerA = spawn(`worker-a-${taskQueue.slice(-4)}`);
+    const workerA = fleet.spawn(`worker-a-${taskQueue.slice(-4)}`);
     log(`Started worker process ${workerA.identity} (pid ${workerA.child.pid}).`);
 
     const graph = await client.submitGraph(
       {
-        id: `sdk-${randomUUID().slice(0, 6)}`,
+        id: uniqueGraphId('sdk'),
         repo,
         policy: { heartbeatTimeoutMs: DEMO_HEARTBEAT_TIMEOUT_MS, maxAttempts: 3, onVerificationFailure: 'rerun' },
         tasks: [
@@ -108,21 +108,21 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
       }
       return tasks;
     };
-    const until = async (what: string, done: (tasks: TaskRow[], events: TaskEvent[]) => boolean | Promise<boolean>) => {
-      for (;;) {
-        const tasks = await show();
-        if (await done(tasks, await client.events(graph.id))) return;
-        if (Date.now() > deadline) {
-          log(formatEvents(await client.events(graph.id), { showSubject: true }));
-          throw new Error(`demo timed out waiting for ${what}`);
-        }
-        await new Promise((r) => setTimeout(r, POLL_MS));
-      }
-    };
+    const until = (what: string, done: (tasks: TaskRow[], events: TaskEvent[]) => boolean | Promise<boolean>) =>
+      waitFor(
+        what,
+        async () => {
+          if (!(await done(await show(), await client.events(graph.id)))) throw new Error('not yet');
+        },
+        { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: POLL_MS },
+      ).catch(async (error: unknown) => {
+        if (error instanceof NotReadyError) log(formatEvents(await client.events(graph.id), { showSubject: true }));
+        throw error;
+      });
     const task = (tasks: TaskRow[], key: string) => tasks.find((t) => t.key === key)!;
 
     await until('worker A to claim request', (tasks) => task(tasks, 'request').owner === workerA.identity);
-    const workerB = spawn(`worker-b-${taskQueue.slice(-4)}`);
+    const workerB = fleet.spawn(`worker-b-${taskQueue.slice(-4)}`);
     log(`\nStarted worker process ${workerB.identity} (pid ${workerB.child.pid}).`);
     await until('worker B to poll', () => /polling task queue/.test(workerB.output()));
     log(`\n>>> Freezing ${workerA.identity} (SIGSTOP, as a hung or cut-off worker looks) while its agent builds the request code.`);
@@ -136,7 +136,7 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
     workerA.child.kill('SIGCONT');
     await until("the tests agent's pull request to be created at the code host", async () => (await codeHost.held()).includes(prKey));
     const prOwner = (await client.task(`${graph.id}/tests`)).owner;
-    const victim = workers.find((w) => w.identity === prOwner)!;
+    const victim = fleet.ownerOf(prOwner);
     log(`\n>>> The code host created the pull request but holds its answer. SIGKILL ${victim.identity}, which made the call, before it can record the answer.`);
     victim.child.kill('SIGKILL');
     const lateWrites = (events: TaskEvent[]) =>
@@ -173,15 +173,9 @@ export async function runDemo(open: OpenStack, log: Log): Promise<DemoOutcome> {
     for (const c of checks) log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.what}`);
     return { graphId: graph.id, passed: checks.every((c) => c.ok), checks };
   } finally {
-    for (const w of workers) {
-      w.child.kill('SIGCONT');
-      w.child.kill('SIGTERM');
-    }
-    await Promise.all(workers.map((w) => w.exited));
+    await fleet?.stop('SIGTERM');
     await connection.close();
     await codeHostServer.close();
-    await rm(bundle, { force: true });
-    await rm(workDir, { recursive: true, force: true });
   }
 }
 

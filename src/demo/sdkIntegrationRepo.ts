@@ -1,4 +1,4 @@
-import { commitAll, createScriptedRepo } from '../drills/scriptedRepo.js';
+import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 
 /**
  * The demo's project: an SDK whose integration is split into request construction, response

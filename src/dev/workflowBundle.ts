@@ -1,6 +1,12 @@
 import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { workflowsPath } from '../worker.js';
+
+/** baton's workflow code: `.ts` when run from source, `.js` when run from the built package. */
+export const workflowsPath = fileURLToPath(
+  new URL(`../../workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
 
 /** A logger that keeps webpack's bundling chatter out of baton's output. */
 export const QUIET_BUNDLER_LOGGER = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };

@@ -1,16 +1,14 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
 import { claimTask } from '../db/sql/claimTask.js';
-import { insertDrillGraph } from './drillGraph.js';
+import { CLAIM_LEASE_MS_DEFAULT } from '../testkit/claims.js';
+import { independentTasks, insertGraph } from '../testkit/graphs.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /** Claims `taskId` for `owner`; true when this caller got it. */
 export type ClaimFn = (db: Queryable, taskId: string, owner: string) => Promise<boolean>;
 
-/** Lease of drill claims; nothing runs under them. */
-const DRILL_LEASE_MS = 60_000;
-
-export const batonClaim: ClaimFn = async (db, taskId, owner) => (await claimTask(db, taskId, owner, DRILL_LEASE_MS)) !== undefined;
+export const batonClaim: ClaimFn = async (db, taskId, owner) => (await claimTask(db, taskId, owner, CLAIM_LEASE_MS_DEFAULT)) !== undefined;
 
 /**
  * D1: `trials` times, two claimants on separate connections claim the same ready task at once.
@@ -18,13 +16,13 @@ export const batonClaim: ClaimFn = async (db, taskId, owner) => (await claimTask
  */
 export async function runClaimRaceDrill(pool: pg.Pool, options: { trials: number; claim?: ClaimFn }): Promise<DrillResult> {
   const claim = options.claim ?? batonClaim;
-  const keys = Array.from({ length: options.trials }, (_, i) => ({ key: `t${i}` }));
-  const graphId = await insertDrillGraph(pool, 'd1', keys);
+  const tasks = independentTasks(options.trials);
+  const graphId = await insertGraph(pool, tasks, { prefix: 'd1', actor: 'drill' });
   const [a, b] = [await pool.connect(), await pool.connect()];
   const violations: string[] = [];
   let winners = 0;
   try {
-    for (const { key } of keys) {
+    for (const key of Object.keys(tasks)) {
       const taskId = `${graphId}/${key}`;
       const results = await Promise.all([claim(a, taskId, 'drill-a'), claim(b, taskId, 'drill-b')]);
       const won = results.filter(Boolean).length;

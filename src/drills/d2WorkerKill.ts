@@ -1,18 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
-import path from 'node:path';
+import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { createBatonClient } from '../client.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
-import { silentLog, type Log } from '../log.js';
-import { commitAll, createScriptedRepo } from './scriptedRepo.js';
-import { drillResult, type DrillResult } from './types.js';
-import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
 import { waitFor } from '../dev/waitFor.js';
-import { writeWorkflowBundle } from '../dev/workflowBundle.js';
+import { silentLog, type Log } from '../log.js';
+import { uniqueGraphId } from '../testkit/graphs.js';
+import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
+import { withDeadline } from '../testkit/withDeadline.js';
+import { startWorkerFleet } from '../testkit/workerFleet.js';
+import { drillResult, type DrillResult } from './types.js';
 
 /** Heartbeat timeout the drill runs with unless told otherwise. */
 export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
@@ -41,17 +40,9 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
   const log = options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
-  const taskQueue = `baton-drill-${randomUUID().slice(0, 8)}`;
-  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue });
   const repo = await createScriptedRepo();
-  const workDir = path.join(tmpdir(), `baton-drill-work-${randomUUID().slice(0, 8)}`);
-  const bundlePath = path.join(tmpdir(), `baton-drill-bundle-${randomUUID().slice(0, 8)}.js`);
-  await writeWorkflowBundle(bundlePath);
-
-  let spawned = 0;
-  const spawnOne = () =>
-    spawnWorkerProcess({ identity: `drill-worker-${++spawned}`, taskQueue, env: options.workerEnv, workflowBundle: bundlePath, workDir });
-  const workers: WorkerProcess[] = [spawnOne(), spawnOne()];
+  const fleet = await startWorkerFleet({ name: 'drill', env: options.workerEnv, size: 2 });
+  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
   const violations: string[] = [];
   const recoveryMs: number[] = [];
   let recovered = 0;
@@ -62,7 +53,7 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
       const killMidRun = trial % 2 === 1;
       const graph = await client.submitGraph(
         {
-          id: `d2-${randomUUID().slice(0, 8)}`,
+          id: uniqueGraphId('d2'),
           repo,
           policy: { heartbeatTimeoutMs, maxAttempts: 3 },
           tasks: [
@@ -88,19 +79,12 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
           },
           { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
         );
-        const victim = workers.find((w) => w.identity === claimed.owner);
-        if (!victim) throw new Error(`task claimed by unknown owner ${claimed.owner}`);
+        const victim = fleet.ownerOf(claimed.owner);
         const { rows } = await options.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-        victim.child.kill('SIGKILL');
-        await victim.exited;
-        workers.splice(workers.indexOf(victim), 1, spawnOne());
+        await fleet.killAndReplace(victim);
         log(`D2 trial ${trial + 1}/${options.trials}: killed ${victim.identity} ${killMidRun ? 'mid-run' : 'right after its claim'}`);
 
-        let timer: NodeJS.Timeout | undefined;
-        const outcome = await Promise.race([
-          client.waitForGraph(graph.id),
-          new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), Math.max(0, deadline - Date.now())))),
-        ]).finally(() => clearTimeout(timer));
+        const outcome = await withDeadline(client.waitForGraph(graph.id), deadline);
         const task = await selectTask(options.pool, taskId);
         const events = await selectEvents(options.pool, 'task', taskId);
         const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
@@ -125,11 +109,8 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
       }
     }
   } finally {
-    for (const w of workers) w.child.kill('SIGKILL');
-    await Promise.all(workers.map((w) => w.exited));
+    await fleet.stop();
     await rm(repo, { recursive: true, force: true });
-    await rm(workDir, { recursive: true, force: true });
-    await rm(bundlePath, { force: true });
   }
   recoveryMs.sort((a, b) => a - b);
   return drillResult(

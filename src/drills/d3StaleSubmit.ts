@@ -1,19 +1,16 @@
 import type { Queryable } from '../db/queryable.js';
-import { claimTask } from '../db/sql/claimTask.js';
-import type { Fence } from '../db/sql/fencedWrite.js';
-import { releaseClaim } from '../db/sql/releaseClaim.js';
+import type { Fence } from '../db/storeCall.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { submitTask } from '../db/sql/submitTask.js';
 import { StaleClaimError } from '../errors.js';
 import type { Artifact } from '../tasks/types.js';
-import { insertDrillGraph } from './drillGraph.js';
+import { claimFence, reclaim } from '../testkit/claims.js';
+import { independentTasks, insertGraph } from '../testkit/graphs.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /** Submits an artifact under a fence; throws StaleClaimError when refused. */
 export type SubmitFn = (db: Queryable, fence: Fence, artifact: Artifact) => Promise<unknown>;
-
-const LEASE_MS = 60_000;
 
 function artifact(revision: string): Artifact {
   return { revision, testCommand: 'drill', agentResult: { exitCode: 0, outputDigest: 'drill' } };
@@ -25,25 +22,24 @@ function artifact(revision: string): Artifact {
  */
 export async function runStaleSubmitDrill(db: Queryable, options: { trials: number; submit?: SubmitFn }): Promise<DrillResult> {
   const submit = options.submit ?? submitTask;
-  const keys = Array.from({ length: options.trials }, (_, i) => ({ key: `t${i}` }));
-  const graphId = await insertDrillGraph(db, 'd3', keys);
+  const tasks = independentTasks(options.trials);
+  const graphId = await insertGraph(db, tasks, { prefix: 'd3', actor: 'drill' });
   const violations: string[] = [];
   let refused = 0;
   let logged = 0;
   let accepted = 0;
-  for (const { key } of keys) {
+  for (const key of Object.keys(tasks)) {
     const taskId = `${graphId}/${key}`;
-    const first = (await claimTask(db, taskId, 'owner-a', LEASE_MS))!;
-    await releaseClaim(db, { taskId, claimVersion: first.claimVersion, actor: 'drill', kind: 'reclaimed_after_silence', reason: 'drill: owner-a silent' });
-    const second = (await claimTask(db, taskId, 'owner-b', LEASE_MS))!;
+    const first = await claimFence(db, taskId, 'owner-a');
+    const second = await reclaim(db, first, 'owner-b', { actor: 'drill', reason: 'drill: owner-a silent' });
     try {
-      await submit(db, { taskId, owner: 'owner-a', claimVersion: first.claimVersion }, artifact('late-a'));
+      await submit(db, first, artifact('late-a'));
       violations.push(`${taskId}: the old owner's late submit was accepted`);
     } catch (error) {
       if (!(error instanceof StaleClaimError)) throw error;
       refused++;
     }
-    await submit(db, { taskId, owner: 'owner-b', claimVersion: second.claimVersion }, artifact('b'));
+    await submit(db, second, artifact('b'));
     const task = await selectTask(db, taskId);
     const events = await selectEvents(db, 'task', taskId);
     if (events.some((e) => e.kind === 'stale_write_refused' && e.fence === first.claimVersion && e.details.action === 'submit')) logged++;

@@ -4,11 +4,10 @@ import { recordVerification } from '../db/sql/recordVerification.js';
 import { selectGraphTasks } from '../db/sql/selectTasks.js';
 import { startVerification } from '../db/sql/startVerification.js';
 import { submitTask } from '../db/sql/submitTask.js';
+import { CLAIM_LEASE_MS_DEFAULT, claimFence } from '../testkit/claims.js';
+import { insertGraph } from '../testkit/graphs.js';
 import type { SubmitFn } from './d3StaleSubmit.js';
-import { insertDrillGraph } from './drillGraph.js';
 import { drillResult, type DrillResult } from './types.js';
-
-const LEASE_MS = 60_000;
 
 /**
  * D4: per trial, a diamond (two upstream tasks, one dependent of both, one dependent of that).
@@ -21,23 +20,18 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
   let blockedDependents = 0;
   let claimsRefused = 0;
   for (let trial = 0; trial < options.trials; trial++) {
-    const graphId = await insertDrillGraph(db, 'd4', [
-      { key: 'a' },
-      { key: 'b' },
-      { key: 'tests', dependsOn: ['a', 'b'] },
-      { key: 'release', dependsOn: ['tests'] },
-    ]);
+    const graphId = await insertGraph(db, { a: [], b: [], tests: ['a', 'b'], release: ['tests'] }, { prefix: 'd4', actor: 'drill' });
     for (const [key, exitCode] of [['a', 0], ['b', 1]] as const) {
       const taskId = `${graphId}/${key}`;
-      const claim = (await claimTask(db, taskId, 'agent', LEASE_MS))!;
-      await submit(db, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, {
+      const fence = await claimFence(db, taskId, 'agent');
+      await submit(db, fence, {
         revision: `${key}-1`,
         testCommand: 'drill',
         agentResult: { exitCode: 0, outputDigest: 'drill' },
       });
       await startVerification(db, taskId, 'verifier');
       await recordVerification(db, {
-        taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision: `${key}-1`,
+        taskId, verifier: 'verifier', claimVersion: fence.claimVersion, revision: `${key}-1`,
         command: 'drill', exitCode, outputDigest: 'drill', outputTail: '',
       });
     }
@@ -45,7 +39,7 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
     for (const dependent of tasks.filter((t) => t.dependsOn.length > 0)) {
       if (dependent.status === 'blocked') blockedDependents++;
       else violations.push(`${dependent.id} is ${dependent.status} although ${dependent.key === 'tests' ? 'b' : 'tests'} is not verified`);
-      if (await claimTask(db, dependent.id, 'eager-agent', LEASE_MS)) violations.push(`${dependent.id} was claimed before its dependencies were verified`);
+      if (await claimTask(db, dependent.id, 'eager-agent', CLAIM_LEASE_MS_DEFAULT)) violations.push(`${dependent.id} was claimed before its dependencies were verified`);
       else claimsRefused++;
     }
   }

@@ -1,19 +1,17 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
-import { claimTask } from '../db/sql/claimTask.js';
-import type { Fence } from '../db/sql/fencedWrite.js';
-import { releaseClaim } from '../db/sql/releaseClaim.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import { silentLog, type Log } from '../log.js';
+import { claimFence, reclaim } from '../testkit/claims.js';
+import { independentTasks, insertGraph } from '../testkit/graphs.js';
+import type { ToolFault } from '../testkit/toolServer.js';
+import { countDuplicateEffects, spawnToolServer } from '../testkit/toolServerProcess.js';
 import { createHttpTool } from '../tools/httpTool.js';
 import { createToolGateway, toolCallKey, type CallTool } from '../tools/toolGateway.js';
 import { TOOL_CALL_DONE, type ToolAdapter } from '../tools/types.js';
 import { runToolKillTrials } from './d5WorkerKills.js';
-import { insertDrillGraph } from './drillGraph.js';
-import type { ToolFault } from './toolServer.js';
-import { countDuplicateEffects, spawnToolServer } from './toolServerProcess.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /** Builds the gateway under test around the drill's tool; the drill's broken variants replace it. */
@@ -31,7 +29,8 @@ const CONCURRENCY = 16;
 const CALL_TIMEOUT_MS = 1_000;
 /** A dead owner never records; its in-flight call just waits until the drill lets it go. */
 const DEAD_OWNER_TIMEOUT_MS = 60_000;
-const LEASE_MS = 60_000;
+/** How long a held call may take to reach the tool. */
+const HELD_TIMEOUT_MS = 30_000;
 const TOOL = 'drill-effects';
 const STEP = 'effect';
 
@@ -79,17 +78,16 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
       createHttpTool({ url: `${server.url}/effects`, lookupUrl: `${server.url}/effects/{key}`, timeoutMs });
     const call = (options.gateway ?? batonGateway)(options.pool, { [TOOL]: tool(CALL_TIMEOUT_MS) });
     const deadOwner = createToolGateway({ db: options.pool, tools: { [TOOL]: tool(DEAD_OWNER_TIMEOUT_MS) } }).call;
-    const keys = Array.from({ length: total }, (_, i) => ({ key: `c${i}` }));
-    const graphId = await insertDrillGraph(options.pool, 'd5', keys);
+    const graphId = await insertGraph(options.pool, independentTasks(total), { prefix: 'd5', actor: 'drill' });
     let calls = 0;
     const inherited = new Set<string>();
 
     const one = async (i: number) => {
       const scenario = SCENARIOS[i % SCENARIOS.length]!;
-      const taskId = `${graphId}/c${i}`;
+      const taskId = `${graphId}/t${i}`;
       const key = toolCallKey(taskId, STEP);
       const input = { tool: TOOL, step: STEP, params: { call: i, scenario: scenario.name } };
-      const ownerA = await claim(options.pool, taskId, 'drill-owner-a');
+      const ownerA = await claimFence(options.pool, taskId, 'drill-owner-a');
       await server.setFaults(key, scenario.faults);
       calls++;
       if (!scenario.inFlightAtReclaim) {
@@ -100,9 +98,8 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
         return;
       }
       const lost = deadOwner(ownerA, input).catch(() => undefined);
-      await waitFor(async () => (await server.held()).includes(key));
-      await releaseClaim(options.pool, { taskId, claimVersion: ownerA.claimVersion, actor: 'drill', kind: 'reclaimed_after_silence', reason: 'drill: owner lost mid-call' });
-      const ownerB = await claim(options.pool, taskId, 'drill-owner-b');
+      await server.waitForHeld(key, HELD_TIMEOUT_MS);
+      const ownerB = await reclaim(options.pool, ownerA, 'drill-owner-b', { actor: 'drill', reason: 'drill: owner lost mid-call' });
       inherited.add(key);
       calls++;
       await call(ownerB, input).catch(() => undefined);
@@ -124,7 +121,7 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
     let ambiguous = 0;
     let reconciled = 0;
     for (let i = 0; i < total; i++) {
-      const key = toolCallKey(`${graphId}/c${i}`, STEP);
+      const key = toolCallKey(`${graphId}/t${i}`, STEP);
       if (!uncertain.has(key) && !inherited.has(key)) continue;
       ambiguous++;
       const row = rows.get(key);
@@ -154,19 +151,5 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
     );
   } finally {
     await server.stop();
-  }
-}
-
-async function claim(db: Queryable, taskId: string, owner: string): Promise<Fence> {
-  const claimed = await claimTask(db, taskId, owner, LEASE_MS);
-  if (!claimed) throw new Error(`D5: could not claim ${taskId}`);
-  return { taskId, owner, claimVersion: claimed.claimVersion };
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`D5: condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }

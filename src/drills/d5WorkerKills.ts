@@ -1,35 +1,25 @@
-import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { Client } from '@temporalio/client';
-import type pg from 'pg';
 import { createBatonClient } from '../client.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
+import { uniqueGraphId } from '../testkit/graphs.js';
+import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
+import type { ToolServerControl } from '../testkit/toolServerProcess.js';
+import { withDeadline } from '../testkit/withDeadline.js';
+import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from './d2WorkerKill.js';
-import { commitAll, createScriptedRepo } from './scriptedRepo.js';
-import type { ToolServerControl } from './toolServerProcess.js';
-import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
-import { writeWorkflowBundle } from '../dev/workflowBundle.js';
+import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, type WorkerKillDrillOptions } from './d2WorkerKill.js';
 
 const TOOL = 'drill-effects';
 const STEP = 'open-pr';
 /** The workers' answer deadline: longer than a trial, so only the kill ends the held call. */
 const WORKER_TOOL_TIMEOUT_MS = 120_000;
 
-export interface ToolKillTrialsOptions {
-  pool: pg.Pool;
-  temporal: Client;
-  workerEnv: Record<string, string>;
+export interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 'temporal' | 'workerEnv' | 'trials' | 'heartbeatTimeoutMs'> {
   server: ToolServerControl;
-  trials: number;
-  /** (Default: 2s) */
-  heartbeatTimeoutMs?: number;
   /** Violations are appended here. */
   violations: string[];
   log: Log;
@@ -46,27 +36,21 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
   const { log, server, violations } = options;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const trialDeadlineMs = heartbeatTimeoutMs * 3 + 60_000;
-  const taskQueue = `baton-d5-${randomUUID().slice(0, 8)}`;
-  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue });
   const repo = await createScriptedRepo();
-  const workDir = path.join(tmpdir(), `baton-d5-work-${randomUUID().slice(0, 8)}`);
-  const bundlePath = path.join(tmpdir(), `baton-d5-bundle-${randomUUID().slice(0, 8)}.js`);
-  await writeWorkflowBundle(bundlePath);
   const env = {
     ...options.workerEnv,
     [HTTP_TOOLS_ENV]: JSON.stringify({
       [TOOL]: { url: `${server.url}/effects`, lookupUrl: `${server.url}/effects/{key}`, timeoutMs: WORKER_TOOL_TIMEOUT_MS },
     }),
   };
-  let spawned = 0;
-  const spawnOne = () => spawnWorkerProcess({ identity: `d5-worker-${++spawned}`, taskQueue, env, workflowBundle: bundlePath, workDir });
-  const workers: WorkerProcess[] = [spawnOne(), spawnOne()];
+  const fleet = await startWorkerFleet({ name: 'd5', env, size: 2 });
+  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
   let reconciled = 0;
   let duplicates = 0;
   try {
     for (let trial = 0; trial < options.trials; trial++) {
       const deadline = Date.now() + trialDeadlineMs;
-      const graphId = `d5k-${randomUUID().slice(0, 8)}`;
+      const graphId = uniqueGraphId('d5k');
       const taskId = `${graphId}/pr`;
       const key = toolCallKey(taskId, STEP);
       try {
@@ -86,22 +70,15 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
           },
           'drill',
         );
-        await until(`the call of ${key} to be held at the tool`, deadline, async () => (await server.held()).includes(key));
+        await server.waitForHeld(key, Math.max(0, deadline - Date.now()));
         const task = await selectTask(options.pool, taskId);
         const [sent] = await selectToolCalls(options.pool, taskId);
         if (sent?.status !== 'sent') violations.push(`${key}: expected the ledger row sent while the answer is held, found ${sent?.status}`);
-        const victim = workers.find((w) => w.identity === task.owner);
-        if (!victim) throw new Error(`task claimed by unknown owner ${task.owner}`);
-        victim.child.kill('SIGKILL');
-        await victim.exited;
-        workers.splice(workers.indexOf(victim), 1, spawnOne());
+        const victim = fleet.ownerOf(task.owner);
+        await fleet.killAndReplace(victim);
         log(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);
 
-        let timer: NodeJS.Timeout | undefined;
-        const outcome = await Promise.race([
-          client.waitForGraph(graphId),
-          new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), Math.max(0, deadline - Date.now())))),
-        ]).finally(() => clearTimeout(timer));
+        const outcome = await withDeadline(client.waitForGraph(graphId), deadline);
         const [row] = await selectToolCalls(options.pool, taskId);
         const effects = (await server.effects()).filter((e) => e.key === key);
         duplicates += Math.max(0, effects.length - 1);
@@ -117,19 +94,8 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
       }
     }
   } finally {
-    for (const w of workers) w.child.kill('SIGKILL');
-    await Promise.all(workers.map((w) => w.exited));
+    await fleet.stop();
     await rm(repo, { recursive: true, force: true });
-    await rm(workDir, { recursive: true, force: true });
-    await rm(bundlePath, { force: true });
   }
   return { trials: options.trials, reconciled, duplicates };
 }
-
-async function until(what: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-

@@ -1,5 +1,6 @@
 // Refusals of the shared-object store, one class per condition the caller handles differently.
 // The store has already recorded each refusal as an event by the time one of these is thrown.
+import { BatonError } from '../errors.js';
 import type { ObjectRefusalCode, ObjectState } from './types.js';
 
 /** The call the store refused and the object as it stood then. */
@@ -13,8 +14,7 @@ export interface RefusedCall {
 }
 
 /** Base of every refusal; catch this to handle all of them alike. */
-export abstract class ObjectRefusedError extends Error {
-  abstract override readonly name: string;
+export abstract class ObjectRefusedError extends BatonError {
   readonly key: string;
   readonly actor: string;
   readonly operation: string;
@@ -35,6 +35,18 @@ export abstract class ObjectRefusedError extends Error {
     this.currentToken = call.state.token;
     this.currentVersion = call.state.version;
   }
+
+  override get details(): Record<string, unknown> {
+    return {
+      key: this.key,
+      operation: this.operation,
+      refusal: this.refusal,
+      reason: this.reason,
+      currentHolder: this.currentHolder,
+      currentToken: this.currentToken,
+      currentVersion: this.currentVersion,
+    };
+  }
 }
 
 /**
@@ -44,11 +56,13 @@ export abstract class ObjectRefusedError extends Error {
  */
 export class StaleWriteError extends ObjectRefusedError {
   override readonly name = 'StaleWriteError';
+  readonly code = 'stale_write';
 }
 
 /** Thrown when the holder writes (or releases, re-offers, approves) while its own offer is open. */
 export class HandoffPendingError extends ObjectRefusedError {
   override readonly name = 'HandoffPendingError';
+  readonly code = 'handoff_pending';
   readonly offeredTo: string | null;
   readonly offeredVersion: number | null;
 
@@ -62,16 +76,19 @@ export class HandoffPendingError extends ObjectRefusedError {
 /** Thrown when the actor lacks the view, suggest or write access the call needs, or is not the one who may grant. */
 export class PermissionDeniedError extends ObjectRefusedError {
   override readonly name = 'PermissionDeniedError';
+  readonly code = 'permission_denied';
 }
 
 /** Thrown when accepting, declining or withdrawing an offer that is not open (any more) for the caller. */
 export class NoOpenOfferError extends ObjectRefusedError {
   override readonly name = 'NoOpenOfferError';
+  readonly code = 'no_open_offer';
 }
 
 /** Thrown by the check before an irreversible step when the actor's last read is not the current version. */
 export class StaleViewError extends ObjectRefusedError {
   override readonly name = 'StaleViewError';
+  readonly code = 'stale_view';
 }
 
 /** The typed error for a refusal the store reported. */

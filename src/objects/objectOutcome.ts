@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/queryable.js';
-import { mapDatabaseErrors } from '../errors.js';
+import { callStore } from '../db/storeCall.js';
 import { refusalError } from './errors.js';
 import type { ObjectRefusalCode, ObjectSnapshot, ObjectState } from './types.js';
 
@@ -78,10 +78,7 @@ export async function callObjectFunction(
   call: { key: string; actor: string; operation: string },
   args: readonly unknown[] = [],
 ): Promise<ObjectOutcomeRow> {
-  const values = [call.key, call.actor, ...args];
-  const text = `SELECT * FROM baton.${fn}(${values.map((_, i) => `$${i + 1}`).join(', ')})`;
-  const { rows } = await mapDatabaseErrors(() => db.query<ObjectOutcomeRow>(text, values));
-  const row = rows[0]!;
+  const row = (await callStore<ObjectOutcomeRow>(db, fn, [call.key, call.actor, ...args]))[0]!;
   if (!row.ok) {
     throw refusalError({ ...call, refusal: row.refusal!, reason: row.reason ?? row.refusal!, state: toObjectState(row) });
   }

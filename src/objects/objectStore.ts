@@ -5,6 +5,7 @@
 // Call these outside a transaction of your own, or commit it after a refusal: rolling back would
 // erase the refusal's event.
 import type { Queryable } from '../db/queryable.js';
+import { callStore } from '../db/storeCall.js';
 import { callObjectFunction, toObjectSnapshot, toObjectState } from './objectOutcome.js';
 import { SILENCE_TIMEOUT_MS_DEFAULT, type ObjectAccess, type ObjectContent, type ObjectSnapshot, type ObjectState } from './types.js';
 import {
@@ -195,8 +196,6 @@ export async function checkObjectView(db: Queryable, actor: string, input: { key
 
 /** Records the loss of the role for every holder silent past its timeout that nobody has touched since. */
 export async function sweepSilentHolders(db: Queryable, actor: string): Promise<{ key: string; silentHolder: string; token: number }[]> {
-  const { rows } = await db.query<{ object_key: string; silent_holder: string; token: number }>('SELECT * FROM baton.object_sweep($1)', [
-    checkActor(actor),
-  ]);
+  const rows = await callStore<{ object_key: string; silent_holder: string; token: number }>(db, 'object_sweep', [checkActor(actor)]);
   return rows.map((r) => ({ key: r.object_key, silentHolder: r.silent_holder, token: Number(r.token) }));
 }

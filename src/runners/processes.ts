@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
 export const OUTPUT_TAIL_BYTES = 4_096;
 
-// Agents and verification commands never receive database or Temporal credentials (S1, S2).
+// Agents and verification commands never receive database or Temporal credentials (S2, S4).
 const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_(?!TASK_|CLAIM|UPSTREAM|TOOL_).*)$/;
 
 /** The environment for an agent or verifier: this process's, minus credentials, plus `extra`. */

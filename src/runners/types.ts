@@ -1,3 +1,4 @@
+import { BatonError } from '../errors.js';
 import type { Artifact, Claim } from '../tasks/types.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 
@@ -50,8 +51,9 @@ export interface Verifier {
 }
 
 /** Thrown when the agent ran but did not produce an artifact (non-zero exit, no commit). */
-export class AgentFailedError extends Error {
+export class AgentFailedError extends BatonError {
   override readonly name = 'AgentFailedError';
+  readonly code = 'agent_failed';
   constructor(readonly taskId: string, readonly detail: string) {
     super(`agent for task ${taskId} failed: ${detail}`);
   }

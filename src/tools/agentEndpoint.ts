@@ -1,8 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InvalidInputError, StaleClaimError, ToolParamsMismatchError } from '../errors.js';
-import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from './errors.js';
+import { errorResponse, InvalidInputError } from '../errors.js';
 import type { ToolCallInput, ToolCallResult } from './types.js';
 
 /** Environment variable carrying the endpoint's URL to the agent. */
@@ -11,16 +10,6 @@ export const TOOL_URL_ENV = 'BATON_TOOL_URL';
 export const TOOL_TOKEN_ENV = 'BATON_TOOL_TOKEN';
 /** Largest request body the endpoint reads. */
 const MAX_REQUEST_BYTES = 128 * 1024;
-
-/** HTTP status of each condition the endpoint reports; the CLI maps them back by error name. */
-const STATUS_OF: Record<string, number> = {
-  [InvalidInputError.name]: 400,
-  [UnknownToolError.name]: 404,
-  [ToolParamsMismatchError.name]: 409,
-  [StaleClaimError.name]: 410,
-  [ToolCallFailedError.name]: 502,
-  [ToolOutcomeUnknownError.name]: 504,
-};
 
 export interface ToolEndpoint {
   /** `http://127.0.0.1:<port>/call` */
@@ -59,8 +48,10 @@ export async function startToolEndpoint(callTool: (call: ToolCallInput) => Promi
     readJson(req)
       .then((body) => callTool(parseCall(body)))
       .then((result) => reply(200, result))
-      .catch((error: Error) => {
-        reply(STATUS_OF[error.name] ?? 500, { error: { name: error.name, message: error.message } });
+      .catch((error: Error & { code?: unknown }) => {
+        // The status and the code come from the error's class (src/errors.ts); the CLI maps the code back.
+        const code = typeof error.code === 'string' ? error.code : undefined;
+        reply(errorResponse(error).httpStatus, { error: { name: error.name, code, message: error.message } });
       });
   });
   await new Promise<void>((resolve, reject) => {

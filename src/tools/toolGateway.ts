@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/queryable.js';
 import { beginToolCall } from '../db/sql/beginToolCall.js';
-import type { Fence } from '../db/sql/fencedWrite.js';
+import type { Fence } from '../db/storeCall.js';
 import { reconcileToolCall } from '../db/sql/reconcileToolCall.js';
 import { recordToolOutcome } from '../db/sql/recordToolOutcome.js';
 import { sendToolCall } from '../db/sql/sendToolCall.js';

@@ -12,38 +12,16 @@
  *   recording the answer, before anything is sent again.
  */
 
-/** A JSON value, as parameters and results travel. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** Every status of a ledger row. Postgres holds the same list and the allowed transitions (0005). */
-export const TOOL_CALL_STATUSES = [
-  'pending',
-  'sent',
-  'succeeded',
-  'failed',
-  'unknown',
-  'reconciled_succeeded',
-  'reconciled_absent',
-] as const;
-
-export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
+// The ledger's row and what it records belong to the store (src/db/sql/toolCallRow.ts); the
+// gateway and its adapters use them from here.
+export type { Json } from '../json.js';
+export { TOOL_CALL_STATUSES } from '../db/sql/toolCallRow.js';
+export type { ExecuteOutcome, LookupFinding, ToolCallRow, ToolCallStatus } from '../db/sql/toolCallRow.js';
+import type { Json } from '../json.js';
+import type { ExecuteOutcome, LookupFinding, ToolCallStatus } from '../db/sql/toolCallRow.js';
 
 /** Statuses in which the effect is known to have happened; the recorded result is the answer. */
 export const TOOL_CALL_DONE: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'reconciled_succeeded']);
-
-/** What one `execute` came to. An adapter that throws is treated as `uncertain`. */
-export type ExecuteOutcome =
-  | { outcome: 'succeeded'; result: Json }
-  /** The tool answered that it did not act. `retryable`: it refused before acting (rate limit, not reachable). */
-  | { outcome: 'failed'; error: string; retryable: boolean }
-  /** It may or may not have acted: timeout, connection reset, 5xx. */
-  | { outcome: 'uncertain'; reason: string };
-
-/** What `lookup` found about a key. An adapter that throws is treated as `unknown`. */
-export type LookupFinding =
-  | { finding: 'found'; result: Json }
-  | { finding: 'absent' }
-  | { finding: 'unknown'; reason: string };
 
 /**
  * baton's handle on one external tool. Write one for any tool; `createHttpTool` is built in.
@@ -83,21 +61,4 @@ export interface ToolCallResult {
   sentNow: number;
   /** This call asked the tool's lookup about an earlier, uncertain send. */
   reconciled: boolean;
-}
-
-/** A ledger row as baton's code sees it. */
-export interface ToolCallRow {
-  key: string;
-  tool: string;
-  paramsHash: string;
-  status: ToolCallStatus;
-  owner: string;
-  claimVersion: number;
-  attempts: number;
-  result: Json | null;
-  error: string | null;
-  retryable: boolean;
-  createdAt: string;
-  sentAt: string | null;
-  updatedAt: string;
 }

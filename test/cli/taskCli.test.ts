@@ -3,41 +3,32 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import YAML from 'yaml';
-import { commitAll, createScriptedRepo } from '../../src/drills/scriptedRepo.js';
-import type { BatonWorker } from '../../src/worker.js';
+import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { connectTestTemporal, type TestTemporal } from '../helpers/temporal.js';
+import { useTaskStack } from '../helpers/taskStack.js';
 
-let db: TestDatabase;
-let temporal: TestTemporal;
-let worker: BatonWorker;
-let running: Promise<void>;
 let dir: string;
 let env: NodeJS.ProcessEnv;
 const saved = { databaseUrl: process.env.DATABASE_URL, pgPassword: process.env.PGPASSWORD };
 
 beforeAll(async () => {
-  // Credentials the worker holds; the agents it starts must not inherit them.
-  process.env.PGPASSWORD = 'worker-secret';
-  db = await createTestDatabase();
-  process.env.DATABASE_URL = db.url;
-  temporal = await connectTestTemporal();
   dir = await mkdtemp(path.join(tmpdir(), 'baton-cli-'));
-  worker = await temporal.createWorker(db.pool, { workDir: path.join(dir, 'work') });
-  running = worker.run();
-  env = cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), BATON_ACTOR: 'cli-test' });
 });
 
-afterAll(async () => {
+const stack = useTaskStack({ worker: () => ({ workDir: path.join(dir, 'work') }) });
+
+beforeAll(() => {
+  // Credentials the worker holds; the agents it starts must not inherit them.
+  process.env.PGPASSWORD = 'worker-secret';
+  process.env.DATABASE_URL = stack.db.url;
+  env = cleanEnv({ DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), BATON_ACTOR: 'cli-test' });
+});
+
+afterAll(() => {
   for (const [name, value] of [['PGPASSWORD', saved.pgPassword], ['DATABASE_URL', saved.databaseUrl]] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
-  worker?.shutdown();
-  await running;
-  await temporal?.close();
-  await db?.drop();
 });
 
 async function graphFile(name: string, graph: unknown): Promise<string> {
@@ -46,7 +37,7 @@ async function graphFile(name: string, graph: unknown): Promise<string> {
   return file;
 }
 
-const graphCount = async () => (await db.pool.query('SELECT count(*)::int AS n FROM baton.graphs')).rows[0].n as number;
+const graphCount = async () => (await stack.db.pool.query('SELECT count(*)::int AS n FROM baton.graphs')).rows[0].n as number;
 
 describe('baton submit, status and events', () => {
   it('submits a YAML graph, shows progress until it settles, and prints the timeline', async () => {
@@ -59,14 +50,14 @@ describe('baton submit, status and events', () => {
         { key: 'write', run: `echo hello > hello.txt && ${commitAll('hello')}`, verify: 'grep -q hello hello.txt' },
         { key: 'check', run: `echo checked >> hello.txt && ${commitAll('check')}`, verify: 'grep -q checked hello.txt', dependsOn: ['write'] },
         {
-          // S1: the agent sees its claim but no database or Temporal credentials; the verifier checks.
+          // S4: the agent sees its claim but no database or Temporal credentials; the verifier checks.
           key: 'env',
           run: `env > agent-env.txt && ${commitAll('env')}`,
           verify: "grep -q '^BATON_CLAIM_VERSION=1$' agent-env.txt && ! grep -qE '^(DATABASE_URL|PG[A-Z]*|TEMPORAL_[A-Z_]*)=' agent-env.txt",
         },
       ],
     });
-    const submit = await runCli(['submit', file, '--task-queue', temporal.taskQueue, '--watch'], env);
+    const submit = await runCli(['submit', file, '--task-queue', stack.temporal.taskQueue, '--watch'], env);
     expect(submit.code, submit.output).toBe(0);
     expect(submit.stdout.trim()).toBe('cli-graph');
     expect(submit.output).toMatch(/3 verified/);

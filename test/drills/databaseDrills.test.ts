@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runClaimRaceDrill } from '../../src/drills/d1ClaimRace.js';
 import { runStaleSubmitDrill } from '../../src/drills/d3StaleSubmit.js';
 import { runFailedVerificationDrill } from '../../src/drills/d4FailedVerification.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, useTestDatabase } from '../helpers/db.js';
 import { dropReleaseGuard, readThenUpdateClaim, releasingSubmit, unfencedSubmit } from './brokenVariants.js';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 describe('D1: two concurrent claims against one ready task', () => {
   it('has exactly one winner in each of 1,000 trials', async () => {

@@ -1,24 +1,8 @@
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runWorkerKillDrill } from '../../src/drills/d2WorkerKill.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { useTaskStack } from '../helpers/taskStack.js';
 
-let db: TestDatabase;
-let connection: Connection;
-let temporal: Client;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  temporal = new Client({ connection, namespace: inject('temporalNamespace') });
-});
-
-afterAll(async () => {
-  await connection?.close();
-  await db?.drop();
-});
-
-const workerEnv = () => ({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
+const stack = useTaskStack();
 
 describe('D2: SIGKILL a real worker process after it claims', () => {
   // Recovery is deterministic once Temporal reports the silence; what varies is when the kill
@@ -28,12 +12,12 @@ describe('D2: SIGKILL a real worker process after it claims', () => {
   // both kill points covered, is what the drill can show; the timing paths themselves are
   // Temporal's and are exercised on every trial.
   it('recovers and completes every task, with the claim version bumped and the reason recorded', async () => {
-    const result = await runWorkerKillDrill({ pool: db.pool, temporal, workerEnv: workerEnv(), trials: 8, heartbeatTimeoutMs: 2_000 });
+    const result = await runWorkerKillDrill({ pool: stack.db.pool, temporal: stack.temporal.client, workerEnv: stack.workerEnv, trials: 8, heartbeatTimeoutMs: 2_000 });
     expect(result.violations).toEqual([]);
     expect(result.figures).toMatchObject({ trials: 8, recovered: 8, lost: 0, orphanAgents: 0 });
     // Each kill is answered by Temporal's timeout or, when the claim's own answer was lost with the
     // worker, by the lease running out on the database clock; either way the reason is recorded.
-    const { rows } = await db.pool.query(
+    const { rows } = await stack.db.pool.query(
       `SELECT count(DISTINCT subject_id)::int AS n FROM baton.events WHERE kind = 'reclaimed_after_silence'
           AND (reason LIKE 'owner silent: Temporal % timeout%' OR reason LIKE 'lease expired on the database clock%')`,
     );
@@ -42,9 +26,9 @@ describe('D2: SIGKILL a real worker process after it claims', () => {
 
   it('fails when silence is not detected (no heartbeat timeout within the deadline)', async () => {
     const result = await runWorkerKillDrill({
-      pool: db.pool,
-      temporal,
-      workerEnv: workerEnv(),
+      pool: stack.db.pool,
+      temporal: stack.temporal.client,
+      workerEnv: stack.workerEnv,
       trials: 1,
       heartbeatTimeoutMs: 3_600_000,
       trialDeadlineMs: 15_000,

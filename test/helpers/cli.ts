@@ -1,7 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { spawnBaton, watchChild } from '../../src/testkit/workerProcess.js';
 
-export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+/** How long `waitForOutput` waits: as long as a test may run. */
+const OUTPUT_TIMEOUT_MS = 120_000;
 
 export interface CliProcess {
   child: ChildProcess;
@@ -15,49 +17,44 @@ export interface CliProcess {
 
 /** Starts `baton <args>` as a real child process. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(process.execPath, [BATON_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const listeners = new Set<() => void>();
-  const onData = (chunk: Buffer) => {
-    output += chunk.toString();
-    for (const l of listeners) l();
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  const child = spawnBaton(args, env);
+  const { output } = watchChild(child, { tailChars: Infinity });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const gone = () => child.exitCode !== null || child.signalCode !== null;
   return {
     child,
-    output: () => output,
+    output,
     exited,
     waitForOutput: (pattern) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          const match = pattern.exec(output);
-          if (match) {
-            listeners.delete(check);
-            resolve(match);
-          }
-        };
-        listeners.add(check);
-        check();
-        void exited.then((code) => {
-          listeners.delete(check);
-          if (!pattern.exec(output)) reject(new Error(`baton ${args.join(' ')} exited (${code}) before printing ${pattern}:\n${output}`));
-        });
-      }),
+      waitFor(
+        `baton ${args.join(' ')} to print ${pattern}`,
+        async () => {
+          const match = pattern.exec(output());
+          if (!match) throw new Error(`not printed yet:\n${output()}`);
+          return match;
+        },
+        {
+          timeoutMs: OUTPUT_TIMEOUT_MS,
+          intervalMs: 50,
+          abort: () =>
+            gone() && !pattern.test(output())
+              ? new Error(`baton ${args.join(' ')} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${output()}`)
+              : undefined,
+        },
+      ),
   };
 }
 
 /** Runs `baton <args>` to completion. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string; stdout: string }> {
-  const child = spawn(process.execPath, [BATON_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnBaton(args, env);
   let stdout = '';
   let output = '';
-  child.stdout.on('data', (c: Buffer) => {
+  child.stdout!.on('data', (c: Buffer) => {
     stdout += c.toString();
     output += c.toString();
   });
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { code, output, stdout };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 
@@ -27,5 +27,32 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
       await pool.end();
       await dropDatabase(adminUrl, name);
     },
+  };
+}
+
+/**
+ * A migrated database of this test file's own: created before its tests, dropped after them.
+ * Call at the top of the file: `const db = useTestDatabase();`.
+ */
+export function useTestDatabase(): TestDatabase {
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+  const current = () => db ?? expect.unreachable('the test database exists only while the tests run');
+  return {
+    get pool() {
+      return current().pool;
+    },
+    get url() {
+      return current().url;
+    },
+    get name() {
+      return current().name;
+    },
+    drop: () => current().drop(),
   };
 }

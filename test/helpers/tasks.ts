@@ -1,28 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../src/db/queryable.js';
 import { claimTask } from '../../src/db/sql/claimTask.js';
 import { recordVerification } from '../../src/db/sql/recordVerification.js';
 import { selectTask } from '../../src/db/sql/selectTasks.js';
 import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitGraph } from '../../src/db/sql/submitGraph.js';
 import { submitTask } from '../../src/db/sql/submitTask.js';
-import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
 import type { TaskRow } from '../../src/tasks/types.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
 
 export const LEASE_MS = 60_000;
 
 export const artifact = (revision: string) => ({ revision, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } });
-
-/** Writes a graph of function tasks; `deps` maps key -> keys it depends on. Returns the graph id. */
-export async function insertGraph(db: Queryable, deps: Record<string, string[]>): Promise<string> {
-  const id = `g-${randomUUID().slice(0, 8)}`;
-  const spec = parseGraphSpec({
-    id,
-    tasks: Object.entries(deps).map(([key, dependsOn]) => ({ key, dependsOn, run: { function: 'f' }, verify: { function: 'v' } })),
-  });
-  await submitGraph(db, spec, 'test');
-  return id;
-}
 
 type Stage = 'ready' | 'running' | 'submitted' | 'verifying' | 'verified' | 'rejected';
 

@@ -1,22 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBatonClient, type BatonClient } from '../../src/client.js';
-import type { BatonWorker } from '../../src/worker.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { connectTestTemporal, type TestTemporal } from '../helpers/temporal.js';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { useTaskStack } from '../helpers/taskStack.js';
 
-let db: TestDatabase;
-let temporal: TestTemporal;
-let worker: BatonWorker;
-let running: Promise<void>;
-let client: BatonClient;
 const verifyCalls: string[] = [];
 const runFailures = new Map<string, number>();
+/** How long a task may take to reach a status after a rerun. */
+const SETTLE_TIMEOUT_MS = 60_000;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  temporal = await connectTestTemporal();
-  worker = await temporal.createWorker(db.pool, {
+const stack = useTaskStack({
+  worker: () => ({
     agentFunctions: {
       commit: async (ctx) => {
         await ctx.heartbeat({ step: 'working' });
@@ -44,22 +37,13 @@ beforeAll(async () => {
         return { exitCode: failed ? 1 : 0, outputDigest: 'sha256:x', outputTail: failed ? 'boom' : 'ok' };
       },
     },
-  });
-  running = worker.run();
-  client = createBatonClient({ db: db.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
-});
-
-afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await temporal?.close();
-  await db?.drop();
+  }),
 });
 
 describe('task lifecycle on real Temporal and Postgres', () => {
   it('runs a graph: the dependent is released only after both upstream tasks are verified, with revisions pinned', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await client.submitGraph(
+    await stack.client.submitGraph(
       {
         id,
         policy: { heartbeatTimeoutMs: 5_000 },
@@ -71,12 +55,12 @@ describe('task lifecycle on real Temporal and Postgres', () => {
       },
       'test',
     );
-    const result = await client.waitForGraph(id);
+    const result = await stack.client.waitForGraph(id);
     expect(result.verified.sort()).toEqual([`${id}/request`, `${id}/response`, `${id}/tests`]);
-    const tasks = await client.graphTasks(id);
+    const tasks = await stack.client.graphTasks(id);
     const tests = tasks.find((t) => t.key === 'tests')!;
     expect(tests.upstreamRevisions).toEqual({ request: 'rev-request-1', response: 'rev-response-2' });
-    const events = await client.events(id);
+    const events = await stack.client.events(id);
     const kinds = (taskKey: string) => events.filter((e) => e.subjectId === `${id}/${taskKey}`).map((e) => e.kind);
     expect(kinds('response')).toEqual([
       'created', 'claimed', 'submitted', 'verification_started', 'rejected', 'rerun_after_rejection',
@@ -90,7 +74,7 @@ describe('task lifecycle on real Temporal and Postgres', () => {
 
   it('reruns an upstream task at a new revision, marks its verified dependent stale, and reruns that on the new pins', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await client.submitGraph(
+    await stack.client.submitGraph(
       {
         id,
         policy: { heartbeatTimeoutMs: 5_000 },
@@ -101,51 +85,54 @@ describe('task lifecycle on real Temporal and Postgres', () => {
       },
       'test',
     );
-    await client.waitForGraph(id);
-    await client.rerunTask(`${id}/up`, 'operator', 'API v3');
-    const settled = async (key: string, status: string) => {
-      for (;;) {
-        const task = await client.task(`${id}/${key}`);
-        if (task.status === status) return task;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    await stack.client.waitForGraph(id);
+    await stack.client.rerunTask(`${id}/up`, 'operator', 'API v3');
+    const settled = (key: string, status: string) =>
+      waitFor(
+        `${key} to be ${status}`,
+        async () => {
+          const task = await stack.client.task(`${id}/${key}`);
+          if (task.status !== status) throw new Error(`${key} is ${task.status}`);
+          return task;
+        },
+        { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 },
+      );
     await settled('up', 'verified');
     expect((await settled('down', 'stale')).upstreamRevisions).toEqual({ up: 'rev-up-1' });
-    await client.rerunTask(`${id}/down`, 'operator', 'rebuild on up v2');
+    await stack.client.rerunTask(`${id}/down`, 'operator', 'rebuild on up v2');
     const down = await settled('down', 'verified');
     expect(down).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
-    const kinds = (await client.events(`${id}/down`)).map((e) => e.kind);
+    const kinds = (await stack.client.events(`${id}/down`)).map((e) => e.kind);
     expect(kinds.slice(-6)).toEqual(['marked_stale', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified']);
   });
 
   it('gives the claim back when a run fails under the agent, and lets Temporal run it again', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await client.submitGraph({ id, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
-    expect((await client.waitForGraph(id)).verified).toEqual([`${id}/work`]);
-    const events = await client.events(`${id}/work`);
+    await stack.client.submitGraph({ id, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
+    expect((await stack.client.waitForGraph(id)).verified).toEqual([`${id}/work`]);
+    const events = await stack.client.events(`${id}/work`);
     expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'submitted', 'verification_started', 'verified']);
     expect(events[2]).toMatchObject({ fence: 1, reason: 'run failed before submitting: worktree vanished' });
-    expect(await client.task(`${id}/work`)).toMatchObject({ claimVersion: 2, attempts: 2, verifiedRevision: 'rev-work-2' });
+    expect(await stack.client.task(`${id}/work`)).toMatchObject({ claimVersion: 2, attempts: 2, verifiedRevision: 'rev-work-2' });
   });
 
   it('fails the task once a run that keeps failing has used its attempts', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await client.submitGraph(
+    await stack.client.submitGraph(
       { id, policy: { maxAttempts: 2 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' }, payload: 'always' }] },
       'test',
     );
-    expect((await client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
-    const kinds = (await client.events(`${id}/work`)).map((e) => e.kind);
+    expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    const kinds = (await stack.client.events(`${id}/work`)).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'claim_released', 'failed']);
     expect(runFailures.get(`${id}/work`)).toBe(2);
   });
 
   it("counts an artifact the store refuses as the agent's failure, and fails the task when attempts are used", async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] }, 'test');
-    expect((await client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
-    const events = await client.events(`${id}/work`);
+    await stack.client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] }, 'test');
+    expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    const events = await stack.client.events(`${id}/work`);
     expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'failed']);
     expect(events[2]!.reason).toMatch(/^invalid artifact: .*must name its revision/);
   });

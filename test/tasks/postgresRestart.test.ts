@@ -7,7 +7,9 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, ensureDatabase, withDatabase } from '../../src/db/pool.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/dev/embeddedPostgres.js';
 import { freePort } from '../../src/dev/freePort.js';
-import type { AgentFunction } from '../../src/runners/functionRunner.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { functionGraph } from '../../src/testkit/graphs.js';
+import { slowAgent } from '../helpers/agents.js';
 import { connectTestTemporal } from '../helpers/temporal.js';
 
 let postgres: RunningPostgres | undefined;
@@ -18,13 +20,8 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-const slowAgent: AgentFunction = async (ctx) => {
-  for (let waited = 0; waited < 2_000; waited += 200) {
-    await ctx.heartbeat({ waited });
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { revision: `${ctx.claim.key}-v${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'd' } };
-};
+/** How long the first wave may take to start. */
+const START_TIMEOUT_MS = 60_000;
 
 describe('T11: Postgres is restarted mid-graph', () => {
   it('loses no task and verifies nothing twice', async () => {
@@ -38,19 +35,24 @@ describe('T11: Postgres is restarted mid-graph', () => {
     await migrate(pool);
     const temporal = await connectTestTemporal();
     const worker = await temporal.createWorker(pool, {
-      agentFunctions: { slow: slowAgent },
+      agentFunctions: { slow: slowAgent(2_000) },
       verifierFunctions: { pass: async () => ({ exitCode: 0, outputDigest: 'd', outputTail: '' }) },
     });
     const running = worker.run();
     try {
       const client = createBatonClient({ db: pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
-      const t = (key: string, dependsOn: string[] = []) => ({ key, dependsOn, run: { function: 'slow' }, verify: { function: 'pass' } });
-      await client.submitGraph({ id: 'pg', policy: { heartbeatTimeoutMs: 5_000, maxAttempts: 5 }, tasks: [t('a'), t('b'), t('c', ['a', 'b'])] }, 'test');
-      for (;;) {
-        const tasks = await client.graphTasks('pg');
-        if (tasks.filter((x) => x.status === 'running').length === 2) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await client.submitGraph(
+        functionGraph('pg', { a: [], b: [], c: ['a', 'b'] }, { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs: 5_000, maxAttempts: 5 } }),
+        'test',
+      );
+      await waitFor(
+        'a and b to run',
+        async () => {
+          const busy = (await client.graphTasks('pg')).filter((x) => x.status === 'running').length;
+          if (busy !== 2) throw new Error(`${busy} running`);
+        },
+        { timeoutMs: START_TIMEOUT_MS, intervalMs: 100 },
+      );
       await postgres.stop();
       await new Promise((r) => setTimeout(r, 2_000)); // heartbeats and activities fail meanwhile
       postgres = await start();

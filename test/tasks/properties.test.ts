@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
 import { claimTask } from '../../src/db/sql/claimTask.js';
 import { heartbeatTask } from '../../src/db/sql/heartbeatTask.js';
@@ -12,18 +12,11 @@ import { startVerification } from '../../src/db/sql/startVerification.js';
 import { submitTask } from '../../src/db/sql/submitTask.js';
 import { IllegalTransitionError, StaleClaimError } from '../../src/errors.js';
 import type { TaskStatus } from '../../src/tasks/states.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { artifact, insertGraph, LEASE_MS } from '../helpers/tasks.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { artifact, LEASE_MS } from '../helpers/tasks.js';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 /** A random DAG: task i may depend only on tasks before it. */
 const dagArb = fc.integer({ min: 2, max: 7 }).chain((n) =>

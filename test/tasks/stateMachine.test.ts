@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { addTaskNote } from '../../src/db/sql/addTaskNote.js';
 import { claimNextTask } from '../../src/db/sql/claimNextTask.js';
 import { claimTask } from '../../src/db/sql/claimTask.js';
@@ -12,18 +12,11 @@ import { startVerification } from '../../src/db/sql/startVerification.js';
 import { submitTask } from '../../src/db/sql/submitTask.js';
 import { AppendOnlyError, IllegalTransitionError, InvalidInputError, mapDatabaseErrors, StaleClaimError } from '../../src/errors.js';
 import { TASK_TRANSITIONS } from '../../src/tasks/states.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { artifact, insertGraph, insertTask, LEASE_MS, makeSelectionOfTasks, snapshot } from '../helpers/tasks.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { artifact, insertTask, LEASE_MS, makeSelectionOfTasks, snapshot } from '../helpers/tasks.js';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 const kinds = async (taskId: string) => (await selectEvents(db.pool, 'task', taskId)).map((e) => e.kind);
 

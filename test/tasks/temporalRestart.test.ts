@@ -7,8 +7,10 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createBatonClient } from '../../src/client.js';
 import { freePort } from '../../src/dev/freePort.js';
 import { startTemporalDevServer, type TemporalDevServer } from '../../src/dev/temporalDevServer.js';
-import type { AgentFunction } from '../../src/runners/functionRunner.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { functionGraph } from '../../src/testkit/graphs.js';
 import { createBatonWorker, type BatonWorker } from '../../src/worker.js';
+import { slowAgent } from '../helpers/agents.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase | undefined;
@@ -21,14 +23,8 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-/** An agent that works for `ms`, heartbeating, then returns an artifact named after its claim. */
-const slowAgent = (ms: number): AgentFunction => async (ctx) => {
-  for (let waited = 0; waited < ms; waited += 200) {
-    await ctx.heartbeat({ waited });
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { revision: `${ctx.claim.key}-v${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'd' } };
-};
+/** How long the first wave may take to be verified and the second to start. */
+const SECOND_WAVE_TIMEOUT_MS = 60_000;
 
 describe('T11: the Temporal server is killed mid-graph, its state on disk', () => {
   it('completes the graph after a restart and verifies nothing twice', async () => {
@@ -55,17 +51,23 @@ describe('T11: the Temporal server is killed mid-graph, its state on disk', () =
       });
       running = worker.run();
       const client = createBatonClient({ db: db.pool, temporal: new Client({ connection }), taskQueue: 'restart-test' });
-      const t = (key: string, dependsOn: string[] = []) => ({ key, dependsOn, run: { function: 'slow' }, verify: { function: 'pass' } });
       await client.submitGraph(
-        { id: 'restart', policy: { heartbeatTimeoutMs: 5_000, maxAttempts: 5 }, tasks: [t('a'), t('b'), t('c', ['a', 'b']), t('d', ['c']), t('e', ['c'])] },
+        functionGraph(
+          'restart',
+          { a: [], b: [], c: ['a', 'b'], d: ['c'], e: ['c'] },
+          { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs: 5_000, maxAttempts: 5 } },
+        ),
         'test',
       );
       // Kill the server once the first wave is verified and the second is under way.
-      for (;;) {
-        const tasks = await client.graphTasks('restart');
-        if (tasks.find((x) => x.key === 'c')?.status === 'running') break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(
+        'c to run',
+        async () => {
+          const c = (await client.graphTasks('restart')).find((x) => x.key === 'c');
+          if (c?.status !== 'running') throw new Error(`c is ${c?.status}`);
+        },
+        { timeoutMs: SECOND_WAVE_TIMEOUT_MS, intervalMs: 100 },
+      );
       server.process.kill('SIGKILL');
       await new Promise((r) => server!.process.once('exit', r));
       server = await start();

@@ -3,27 +3,22 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBatonClient } from '../../src/client.js';
 import { selectEvents } from '../../src/db/sql/selectEvents.js';
 import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
-import { commitAll, createScriptedRepo } from '../../src/drills/scriptedRepo.js';
-import { spawnToolServer, type ToolServerProcess } from '../../src/drills/toolServerProcess.js';
 import { git } from '../../src/runners/git.js';
+import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
 import { startToolEndpoint } from '../../src/tools/agentEndpoint.js';
 import { createHttpTool } from '../../src/tools/httpTool.js';
 import { parseHttpTools } from '../../src/tools/httpToolsConfig.js';
 import { createToolGateway, type ToolGateway } from '../../src/tools/toolGateway.js';
-import type { BatonWorker } from '../../src/worker.js';
+import type { ToolAdapter } from '../../src/tools/types.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { connectTestTemporal, type TestTemporal } from '../helpers/temporal.js';
+import { useTaskStack } from '../helpers/taskStack.js';
 import { reclaim, runningTask } from '../helpers/tools.js';
 
-let db: TestDatabase;
-let temporal: TestTemporal;
 let tool: ToolServerProcess;
-let worker: BatonWorker;
-let running: Promise<void>;
+let tools: Record<string, ToolAdapter>;
 let gateway: ToolGateway;
 let repo: string;
 const workDir = path.join(tmpdir(), `baton-tools-test-${randomUUID().slice(0, 8)}`);
@@ -32,14 +27,19 @@ const workDir = path.join(tmpdir(), `baton-tools-test-${randomUUID().slice(0, 8)
 const WORKER_SECRETS = { DATABASE_URL: 'postgresql://worker:secret@db/baton', PGPASSWORD: 'secret', TEMPORAL_API_KEY: 'secret', BATON_HTTP_TOOLS: '{}' };
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  temporal = await connectTestTemporal();
   tool = await spawnToolServer();
   repo = await createScriptedRepo();
-  const tools = { payments: createHttpTool({ url: `${tool.url}/effects`, lookupUrl: `${tool.url}/effects/{key}`, timeoutMs: 2_000 }) };
-  gateway = createToolGateway({ db: db.pool, tools });
-  Object.assign(process.env, WORKER_SECRETS);
-  worker = await temporal.createWorker(db.pool, {
+  tools = { payments: createHttpTool({ url: `${tool.url}/effects`, lookupUrl: `${tool.url}/effects/{key}`, timeoutMs: 2_000 }) };
+});
+
+afterAll(async () => {
+  await tool?.stop();
+  await rm(repo, { recursive: true, force: true });
+  await rm(workDir, { recursive: true, force: true });
+});
+
+const stack = useTaskStack({
+  worker: () => ({
     tools,
     workDir,
     agentFunctions: {
@@ -53,24 +53,21 @@ beforeAll(async () => {
       },
     },
     verifierFunctions: { pass: async () => ({ exitCode: 0, outputDigest: 'x', outputTail: '' }) },
-  });
-  running = worker.run();
+  }),
 });
 
-afterAll(async () => {
+beforeAll(() => {
+  gateway = createToolGateway({ db: stack.db.pool, tools });
+  Object.assign(process.env, WORKER_SECRETS);
+});
+
+afterAll(() => {
   for (const name of Object.keys(WORKER_SECRETS)) delete process.env[name];
-  worker?.shutdown();
-  await running;
-  await temporal?.close();
-  await tool?.stop();
-  await db?.drop();
-  await rm(repo, { recursive: true, force: true });
-  await rm(workDir, { recursive: true, force: true });
 });
 
 describe('agent access to the tool gateway', () => {
   it('lets a command agent call a tool for its own task and claim with `baton tool call`, with no database credentials', async () => {
-    const client = createBatonClient({ db: db.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
+    const client = stack.client;
     const graph = await client.submitGraph(
       {
         id: `tools-${randomUUID().slice(0, 8)}`,
@@ -96,33 +93,33 @@ describe('agent access to the tool gateway', () => {
     const taskId = `${graph.id}/pr`;
     expect(outcome.verified).toEqual([taskId]);
     const task = await client.task(taskId);
-    const [row] = await selectToolCalls(db.pool, taskId);
-    expect(row).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', owner: worker.identity, claimVersion: 1, attempts: 1 });
+    const [row] = await selectToolCalls(stack.db.pool, taskId);
+    expect(row).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', owner: stack.worker.identity, claimVersion: 1, attempts: 1 });
     const pr = JSON.parse(await git(repo, ['show', `${task.artifact!.revision}:pr.json`]));
     expect(pr).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', result: { key: `${taskId}:open-pr`, params: { title: 'v2 API' } } });
     const envNames = (await git(repo, ['show', `${task.artifact!.revision}:env-names.txt`])).split('\n');
     expect(envNames).toEqual(expect.arrayContaining(['BATON_TOOL_URL', 'BATON_TOOL_TOKEN', 'BATON_CLAIM']));
     for (const secret of Object.keys(WORKER_SECRETS)) expect(envNames).not.toContain(secret);
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:open-pr`)).toHaveLength(1);
-    const listed = await runCli(['tool', 'list', graph.id], cleanEnv({ DATABASE_URL: db.url }));
+    const listed = await runCli(['tool', 'list', graph.id], cleanEnv({ DATABASE_URL: stack.db.url }));
     expect(listed.code, listed.output).toBe(0);
-    expect(listed.stdout).toMatch(new RegExp(`${taskId}:open-pr +payments +succeeded +sent  1x  ${worker.identity}@v1`));
+    expect(listed.stdout).toMatch(new RegExp(`${taskId}:open-pr +payments +succeeded +sent  1x  ${stack.worker.identity}@v1`));
   });
 
   it('gives a function agent ctx.callTool, bound to its own claim', async () => {
-    const client = createBatonClient({ db: db.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
+    const client = stack.client;
     const graph = await client.submitGraph(
       { id: `toolf-${randomUUID().slice(0, 8)}`, tasks: [{ key: 'pay', run: { function: 'charge' }, verify: { function: 'pass' } }] },
       'test',
     );
     const taskId = `${graph.id}/pay`;
     expect((await client.waitForGraph(graph.id)).verified).toEqual([taskId]);
-    expect((await selectToolCalls(db.pool, taskId))[0]).toMatchObject({ status: 'succeeded', owner: worker.identity, attempts: 1 });
+    expect((await selectToolCalls(stack.db.pool, taskId))[0]).toMatchObject({ status: 'succeeded', owner: stack.worker.identity, attempts: 1 });
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:charge`)).toHaveLength(1);
   });
 
   it('refuses a wrong token and any attempt to name a task, owner or claim', async () => {
-    const fence = await runningTask(db.pool);
+    const fence = await runningTask(stack.db.pool);
     const endpoint = await startToolEndpoint((call) => gateway.call(fence, call));
     try {
       const post = (token: string, body: unknown) =>
@@ -131,30 +128,30 @@ describe('agent access to the tool gateway', () => {
       const named = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, taskId: 'other/task', claimVersion: 9 });
       expect(named.status).toBe(400);
       expect(await named.text()).toMatch(/unexpected field\(s\) taskId, claimVersion/);
-      expect(await selectToolCalls(db.pool, fence.taskId)).toEqual([]);
+      expect(await selectToolCalls(stack.db.pool, fence.taskId)).toEqual([]);
     } finally {
       await endpoint.close();
     }
   });
 
   it("refuses a stale claim's call through the CLI (exit 3) and logs the refusal", async () => {
-    const old = await runningTask(db.pool);
+    const old = await runningTask(stack.db.pool);
     const endpoint = await startToolEndpoint((call) => gateway.call(old, call));
     try {
-      await reclaim(db.pool, old, 'owner-b');
+      await reclaim(stack.db.pool, old, 'owner-b');
       const result = await runCli(['tool', 'call', 'payments', 'charge', '--params', '{"amount":5}'], cleanEnv(endpoint.env));
       expect(result.code, result.output).toBe(3);
       expect(result.output).toMatch(/StaleClaimError: tool_call refused for task/);
-      const refusal = (await selectEvents(db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
+      const refusal = (await selectEvents(stack.db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
       expect(refusal).toMatchObject({ actor: 'owner-a', details: { action: 'tool_call' } });
-      expect(await selectToolCalls(db.pool, old.taskId)).toEqual([]);
+      expect(await selectToolCalls(stack.db.pool, old.taskId)).toEqual([]);
     } finally {
       await endpoint.close();
     }
   });
 
   it('tells a caller what went wrong: unknown tool (exit 2), no endpoint (exit 1)', async () => {
-    const fence = await runningTask(db.pool);
+    const fence = await runningTask(stack.db.pool);
     const endpoint = await startToolEndpoint((call) => gateway.call(fence, call));
     try {
       const unknown = await runCli(['tool', 'call', 'mailer', 'send'], cleanEnv(endpoint.env));

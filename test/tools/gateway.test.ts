@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
-import { spawnToolServer, type ToolServerProcess } from '../../src/drills/toolServerProcess.js';
-import type { ToolFault } from '../../src/drills/toolServer.js';
 import { StaleClaimError, ToolParamsMismatchError } from '../../src/errors.js';
+import type { ToolFault } from '../../src/testkit/toolServer.js';
+import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from '../../src/tools/errors.js';
 import { createHttpTool } from '../../src/tools/httpTool.js';
 import { createToolGateway, toolCallKey, type ToolGateway } from '../../src/tools/toolGateway.js';
-import type { Fence } from '../../src/db/sql/fencedWrite.js';
+import type { Fence } from '../../src/db/storeCall.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { reclaim, runningTask, toolEventKinds } from '../helpers/tools.js';
 

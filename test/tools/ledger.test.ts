@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { beginToolCall } from '../../src/db/sql/beginToolCall.js';
 import { reconcileToolCall } from '../../src/db/sql/reconcileToolCall.js';
 import { recordToolOutcome } from '../../src/db/sql/recordToolOutcome.js';
@@ -8,18 +8,10 @@ import { sendToolCall } from '../../src/db/sql/sendToolCall.js';
 import { IllegalTransitionError, StaleClaimError, ToolParamsMismatchError } from '../../src/errors.js';
 import { paramsHash } from '../../src/tools/paramsHash.js';
 import { TOOL_CALL_STATUSES } from '../../src/tools/types.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { useTestDatabase } from '../helpers/db.js';
 import { reclaim, runningTask, toolEventKinds } from '../helpers/tools.js';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDatabase();
 
 const call = (params: unknown = { to: 'a@example.com' }) => ({ step: 'send-email', tool: 'mailer', paramsHash: paramsHash(params) });
 

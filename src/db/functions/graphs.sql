@@ -61,7 +61,11 @@ DECLARE
   v_dep text;
   v_count integer := 0;
 BEGIN
-  INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  BEGIN
+    INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  EXCEPTION WHEN unique_violation THEN
+    RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
+  END;
   PERFORM baton.append_event('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP

@@ -10,7 +10,7 @@ export function addTaskNote(db: Queryable, taskId: string, author: string, body:
     db,
     { taskId, owner: author, claimVersion: claimVersion ?? 0 },
     'note',
-    'SELECT * FROM baton.add_task_note($1, $2, $3, $4)',
+    'add_task_note',
     [taskId, author, claimVersion ?? null, body],
   );
 }

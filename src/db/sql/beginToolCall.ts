@@ -1,7 +1,6 @@
-import type { ToolCallRow } from '../../tools/types.js';
 import type { Queryable } from '../queryable.js';
-import type { Fence } from './fencedWrite.js';
-import { toolCallWrite } from './toolCallRow.js';
+import type { Fence } from '../storeCall.js';
+import { toolCallWrite, type ToolCallRow } from './toolCallRow.js';
 
 /**
  * X1: writes the ledger row of (task, step) as `pending` before anything is sent, or returns the

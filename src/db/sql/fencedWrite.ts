@@ -1,14 +1,8 @@
-import { mapDatabaseErrors, StaleClaimError } from '../../errors.js';
 import type { Queryable } from '../queryable.js';
+import { callFenced, type Fence } from '../storeCall.js';
 
-/** Who is writing, under which claim: the fence every owner write must match (T4). */
-export interface Fence {
-  taskId: string;
-  owner: string;
-  claimVersion: number;
-}
-
-interface FencedResult {
+/** Columns of `baton.fenced_result`, what every task owner write returns. */
+interface FencedResultRecord {
   accepted: boolean;
   status: string;
   owner: string | null;
@@ -18,20 +12,14 @@ interface FencedResult {
 }
 
 /**
- * Runs one fenced store function (`SELECT * FROM baton.fn($1, ...)`) and throws StaleClaimError
- * when it refused; the function has already recorded the refusal as an event.
+ * Runs one task owner write (`baton.<fn>(...args)`) under `fence`; StaleClaimError when the store
+ * refused it. Returns the lease as it stands after the write.
  */
-export function fencedWrite(db: Queryable, fence: Fence, action: string, sql: string, values: unknown[]): Promise<{ leaseExpiresAt: string | null }> {
-  return mapDatabaseErrors(async () => {
-    const { rows } = await db.query<FencedResult>(sql, values);
-    const row = rows[0]!;
-    if (!row.accepted) {
-      throw new StaleClaimError(fence.taskId, fence.owner, fence.claimVersion, action, {
-        status: row.status,
-        owner: row.owner,
-        claimVersion: row.claim_version,
-      });
-    }
-    return { leaseExpiresAt: row.lease_expires_at?.toISOString() ?? null };
-  });
+export async function fencedWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<{ leaseExpiresAt: string | null }> {
+  const row = await callFenced<FencedResultRecord>(db, fence, action, fn, args, (r) => ({
+    status: r.status,
+    owner: r.owner,
+    claimVersion: r.claim_version,
+  }));
+  return { leaseExpiresAt: row.lease_expires_at?.toISOString() ?? null };
 }

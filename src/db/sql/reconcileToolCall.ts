@@ -1,7 +1,6 @@
-import type { LookupFinding, ToolCallRow } from '../../tools/types.js';
 import type { Queryable } from '../queryable.js';
-import type { Fence } from './fencedWrite.js';
-import { toolCallWrite } from './toolCallRow.js';
+import type { Fence } from '../storeCall.js';
+import { toolCallWrite, type LookupFinding, type ToolCallRow } from './toolCallRow.js';
 
 /**
  * X2: records what the tool's lookup found about a call left `sent` or `unknown`, by this claim or

@@ -1,7 +1,6 @@
-import type { ExecuteOutcome, ToolCallRow } from '../../tools/types.js';
 import type { Queryable } from '../queryable.js';
-import type { Fence } from './fencedWrite.js';
-import { toolCallWrite } from './toolCallRow.js';
+import type { Fence } from '../storeCall.js';
+import { toolCallWrite, type ExecuteOutcome, type ToolCallRow } from './toolCallRow.js';
 
 /** X1: records what the tool answered to this claim's own send: succeeded, failed or unknown (uncertain). */
 export function recordToolOutcome(db: Queryable, fence: Fence, step: string, outcome: ExecuteOutcome): Promise<ToolCallRow> {

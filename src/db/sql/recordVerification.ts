@@ -1,5 +1,5 @@
-import { mapDatabaseErrors } from '../../errors.js';
 import type { Queryable } from '../queryable.js';
+import { callStore } from '../storeCall.js';
 
 export interface VerificationRecord {
   taskId: string;
@@ -21,13 +21,9 @@ export interface VerificationOutcome {
 }
 
 /** T7, T8: records the verification; on success, verifies the task and releases its dependents, atomically. */
-export function recordVerification(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
-  return mapDatabaseErrors(async () => {
-    const { rows } = await db.query<{ status: 'verified' | 'rejected'; released: string[]; staled: string[] }>(
-      'SELECT * FROM baton.record_verification($1, $2, $3, $4, $5, $6, $7, $8)',
-      [v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail],
-    );
-    const row = rows[0]!;
-    return { status: row.status, released: row.released, staled: row.staled };
-  });
+export async function recordVerification(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
+  const [row] = await callStore<{ status: 'verified' | 'rejected'; released: string[]; staled: string[] }>(db, 'record_verification', [
+    v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail,
+  ]);
+  return { status: row!.status, released: row!.released, staled: row!.staled };
 }

@@ -1,5 +1,5 @@
-import { mapDatabaseErrors } from '../../errors.js';
 import type { Queryable } from '../queryable.js';
+import { callStoreValue } from '../storeCall.js';
 
 /** Why a claim is given back: its owner went silent, or its run failed under the agent. */
 export type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
@@ -12,11 +12,7 @@ export function releaseClaim(
   db: Queryable,
   release: { taskId: string; claimVersion: number; actor: string; kind: ReleaseKind; reason: string; details?: Record<string, unknown> },
 ): Promise<boolean> {
-  return mapDatabaseErrors(async () => {
-    const { rows } = await db.query<{ released: boolean }>(
-      'SELECT baton.release_claim($1, $2, $3, $4, $5, $6) AS released',
-      [release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {}],
-    );
-    return rows[0]!.released;
-  });
+  return callStoreValue<boolean>(db, 'release_claim', [
+    release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {},
+  ]);
 }

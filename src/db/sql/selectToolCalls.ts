@@ -1,6 +1,5 @@
-import type { ToolCallRow } from '../../tools/types.js';
 import type { Queryable } from '../queryable.js';
-import { toToolCallRow } from './toolCallRow.js';
+import { toToolCallRow, type ToolCallRow } from './toolCallRow.js';
 
 /** The ledger rows of one task, or of every task of a graph when `id` has no `/`, oldest first. */
 export async function selectToolCalls(db: Queryable, id: string): Promise<Array<ToolCallRow & { taskId: string; step: string }>> {

@@ -1,7 +1,52 @@
-import { mapDatabaseErrors, StaleClaimError } from '../../errors.js';
-import type { Json, ToolCallRow, ToolCallStatus } from '../../tools/types.js';
+// The tool-call ledger (SPEC X1, X2) as the store returns it, and the one way its fenced
+// functions (`baton.tool_call_*`) are called.
+import type { Json } from '../../json.js';
 import type { Queryable } from '../queryable.js';
-import type { Fence } from './fencedWrite.js';
+import { callFenced, type Fence } from '../storeCall.js';
+
+/** Every status of a ledger row. Postgres holds the same list and the allowed transitions (migration 0005). */
+export const TOOL_CALL_STATUSES = [
+  'pending',
+  'sent',
+  'succeeded',
+  'failed',
+  'unknown',
+  'reconciled_succeeded',
+  'reconciled_absent',
+] as const;
+
+export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
+
+/** What one `execute` came to. An adapter that throws is treated as `uncertain`. */
+export type ExecuteOutcome =
+  | { outcome: 'succeeded'; result: Json }
+  /** The tool answered that it did not act. `retryable`: it refused before acting (rate limit, not reachable). */
+  | { outcome: 'failed'; error: string; retryable: boolean }
+  /** It may or may not have acted: timeout, connection reset, 5xx. */
+  | { outcome: 'uncertain'; reason: string };
+
+/** What `lookup` found about a key. An adapter that throws is treated as `unknown`. */
+export type LookupFinding =
+  | { finding: 'found'; result: Json }
+  | { finding: 'absent' }
+  | { finding: 'unknown'; reason: string };
+
+/** A ledger row as baton's code sees it. */
+export interface ToolCallRow {
+  key: string;
+  tool: string;
+  paramsHash: string;
+  status: ToolCallStatus;
+  owner: string;
+  claimVersion: number;
+  attempts: number;
+  result: Json | null;
+  error: string | null;
+  retryable: boolean;
+  createdAt: string;
+  sentAt: string | null;
+  updatedAt: string;
+}
 
 /** Columns of `baton.tool_call_outcome`, the type every `baton.tool_call_*` function returns. */
 interface ToolCallOutcomeRecord {
@@ -44,23 +89,14 @@ export function toToolCallRow(r: Record<string, any>): ToolCallRow {
 }
 
 /**
- * Runs one fenced tool-call function (`SELECT * FROM baton.tool_call_<fn>(task, owner, claim
- * version, ...)`) and returns the ledger row; throws StaleClaimError when the claim is stale (the
- * function has already recorded the refusal as an event).
+ * Runs one fenced tool-call function (`baton.<fn>(task, owner, claim version, ...args)`) and
+ * returns the ledger row; StaleClaimError when the claim is stale (already recorded as an event).
  */
-export function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<ToolCallRow> {
-  return mapDatabaseErrors(async () => {
-    const values = [fence.taskId, fence.owner, fence.claimVersion, ...args];
-    const text = `SELECT * FROM baton.${fn}(${values.map((_, i) => `$${i + 1}`).join(', ')})`;
-    const { rows } = await db.query<ToolCallOutcomeRecord>(text, values);
-    const row = rows[0]!;
-    if (!row.accepted) {
-      throw new StaleClaimError(fence.taskId, fence.owner, fence.claimVersion, action, {
-        status: row.task_status,
-        owner: row.task_owner,
-        claimVersion: row.task_claim_version,
-      });
-    }
-    return toToolCallRow(row);
-  });
+export async function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<ToolCallRow> {
+  const row = await callFenced<ToolCallOutcomeRecord>(db, fence, action, fn, [fence.taskId, fence.owner, fence.claimVersion, ...args], (r) => ({
+    status: r.task_status,
+    owner: r.task_owner,
+    claimVersion: r.task_claim_version,
+  }));
+  return toToolCallRow(row);
 }

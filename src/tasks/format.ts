@@ -1,4 +1,4 @@
-import type { TaskEvent, TaskRow } from '../tasks/types.js';
+import type { TaskEvent, TaskRow } from './types.js';
 
 const short = (revision: string | null | undefined) => (revision ? revision.slice(0, 10) : '');
 

@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '../dev/waitFor.js';
 import { startToolServer, type ToolEffect, type ToolFault, type ToolServerOptions } from './toolServer.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const READY_LINE = /^tool server listening on (http:\/\/\S+)$/m;
 const START_TIMEOUT_MS = 30_000;
+/** How often `waitForHeld` asks the tool server. */
+const HELD_POLL_MS = 20;
 
 /** Drives a drill tool server over its control routes, wherever it runs. */
 export interface ToolServerControl {
@@ -13,8 +16,10 @@ export interface ToolServerControl {
   setFaults(key: string, faults: ToolFault[]): Promise<void>;
   /** Every effect the tool performed, in order. */
   effects(): Promise<ToolEffect[]>;
-  /** Keys whose answers are held right now (`hold_after_commit`). */
+  /** Keys whose requests are held right now (`hold_after_commit`, `hold_before_commit`). */
   held(): Promise<string[]>;
+  /** Resolves once a request for `key` is held; rejects with NotReadyError after `timeoutMs`. */
+  waitForHeld(key: string, timeoutMs: number): Promise<void>;
   release(key: string): Promise<boolean>;
 }
 
@@ -28,11 +33,20 @@ export function toolServerControl(url: string): ToolServerControl {
     if (!response.ok) throw new Error(`tool server ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
     return (await response.json()) as T;
   };
+  const held = async () => (await call<{ keys: string[] }>('GET', '/_control/held')).keys;
   return {
     url,
     setFaults: async (key, faults) => void (await call('POST', '/_control/faults', { key, faults })),
     effects: async () => (await call<{ effects: ToolEffect[] }>('GET', '/_control/ledger')).effects,
-    held: async () => (await call<{ keys: string[] }>('GET', '/_control/held')).keys,
+    held,
+    waitForHeld: (key, timeoutMs) =>
+      waitFor(
+        `a request for ${key} to be held at the tool`,
+        async () => {
+          if (!(await held()).includes(key)) throw new Error('none held yet');
+        },
+        { timeoutMs, intervalMs: HELD_POLL_MS },
+      ),
     release: async (key) => (await call<{ released: boolean }>('POST', '/_control/release', { key })).released,
   };
 }

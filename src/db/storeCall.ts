@@ -1,0 +1,53 @@
+// The one way baton's TypeScript calls a store function (tasks, tool calls and objects alike):
+// the statement is built here, and a database error becomes baton's typed error here
+// (`fromDatabaseError`) and nowhere else.
+import { fromDatabaseError, StaleClaimError } from '../errors.js';
+import type { Queryable } from './queryable.js';
+
+/** Who is writing, under which claim: the fence every owner write must match (T4). */
+export interface Fence {
+  taskId: string;
+  owner: string;
+  claimVersion: number;
+}
+
+/** The task as a refused owner write found it. */
+export interface ClaimHolder {
+  status: string;
+  owner: string | null;
+  claimVersion: number;
+}
+
+/** Runs `SELECT * FROM baton.<fn>($1, ...)` with `args` as parameters and returns its rows. */
+export async function callStore<R extends Record<string, unknown>>(db: Queryable, fn: string, args: readonly unknown[]): Promise<R[]> {
+  const text = `SELECT * FROM baton.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`;
+  try {
+    return (await db.query<R>(text, args)).rows;
+  } catch (error) {
+    throw fromDatabaseError(error);
+  }
+}
+
+/** Runs a store function that returns one value (a boolean, a count, a status) and returns it. */
+export async function callStoreValue<T>(db: Queryable, fn: string, args: readonly unknown[]): Promise<T> {
+  const [row] = await callStore<Record<string, T>>(db, fn, args);
+  return row![fn]!;
+}
+
+/**
+ * Runs an owner's fenced write and returns its row. A function that refused the write has already
+ * recorded the refusal as an event and answers `accepted = false` with the task as it is now
+ * (`holderOf` reads that from the row): then this throws StaleClaimError.
+ */
+export async function callFenced<R extends { accepted: boolean } & Record<string, unknown>>(
+  db: Queryable,
+  fence: Fence,
+  action: string,
+  fn: string,
+  args: readonly unknown[],
+  holderOf: (row: R) => ClaimHolder,
+): Promise<R> {
+  const [row] = await callStore<R>(db, fn, args);
+  if (!row!.accepted) throw new StaleClaimError(fence.taskId, fence.owner, fence.claimVersion, action, holderOf(row!));
+  return row!;
+}

@@ -1,0 +1,46 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The `baton` command of this checkout. */
+export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+
+/** How much of a child's output `watchChild` keeps unless told otherwise: the last 20,000 characters. */
+const OUTPUT_TAIL_CHARS_DEFAULT = 20_000;
+
+export interface WorkerProcess {
+  identity: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+  output(): string;
+}
+
+/** Starts `baton <args>` as a child process of this one, its stdout and stderr piped. */
+export function spawnBaton(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [BATON_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Keeps what a child writes (stdout and stderr; the last `tailChars`, default 20,000), and when it exited. */
+export function watchChild(child: ChildProcess, options: { tailChars?: number } = {}): { output: () => string; exited: Promise<void> } {
+  const tailChars = options.tailChars ?? OUTPUT_TAIL_CHARS_DEFAULT;
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-tailChars);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return { output: () => output, exited: new Promise<void>((resolve) => child.once('exit', () => resolve())) };
+}
+
+/** Starts `baton worker` as a separate OS process, as a deployment would run it. */
+export function spawnWorkerProcess(options: {
+  identity: string;
+  taskQueue: string;
+  env: Record<string, string>;
+  workflowBundle?: string;
+  workDir: string;
+}): WorkerProcess {
+  const args = ['worker', '--task-queue', options.taskQueue, '--work-dir', options.workDir];
+  if (options.workflowBundle) args.push('--workflow-bundle', options.workflowBundle);
+  const child = spawnBaton(args, { ...process.env, ...options.env, BATON_WORKER_ID: options.identity });
+  return { identity: options.identity, child, ...watchChild(child) };
+}

@@ -1,0 +1,39 @@
+import { InvalidArgumentError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { parseNonNegativeInt, parsePort, parsePositiveInt } from '../../src/cli/options.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
+
+const NOT_WHOLE = ['', ' ', 'abc', '1.5', '-1', '+1', '1e3', '0x10', '9007199254740993'];
+
+describe('the CLI integer parsers', () => {
+  it('parsePositiveInt takes whole numbers from 1, written in digits', () => {
+    expect(['1', '50', ' 500 ', '9007199254740991'].map(parsePositiveInt)).toEqual([1, 50, 500, 9007199254740991]);
+    for (const value of ['0', ...NOT_WHOLE]) {
+      expect(() => parsePositiveInt(value), JSON.stringify(value)).toThrow(InvalidArgumentError);
+    }
+    expect(() => parsePositiveInt('0')).toThrow('not a positive integer: 0');
+  });
+
+  it('parseNonNegativeInt also takes 0; parsePort stops at 65535', () => {
+    expect(['0', '7'].map(parseNonNegativeInt)).toEqual([0, 7]);
+    for (const value of NOT_WHOLE) expect(() => parseNonNegativeInt(value), JSON.stringify(value)).toThrow(InvalidArgumentError);
+    expect(['0', '65535'].map(parsePort)).toEqual([0, 65_535]);
+    for (const value of ['65536', '-1', 'http']) expect(() => parsePort(value), value).toThrow('not a TCP port');
+  });
+
+  it('a bad value is refused by commander naming the option, before anything connects', async () => {
+    const env = cleanEnv({ DATABASE_URL: 'postgresql://nobody:nothing@127.0.0.1:1/none' });
+    const cases: Array<[string[], string]> = [
+      [['drill', '--claim-trials', '0'], "error: option '--claim-trials <n>' argument '0' is invalid. not a positive integer: 0"],
+      [['drill', '--tool-kill-trials', '-1'], "error: option '--tool-kill-trials <n>' argument '-1' is invalid. not a non-negative integer: -1"],
+      [['object', 'write', 'k', '--as', 'a', '--version', '1.5', '--token', '1', '--content', 'x'], "error: option '--version <n>' argument '1.5' is invalid. not a non-negative integer: 1.5"],
+      [['dev', '--ui-port', '70000'], "error: option '--ui-port <port>' argument '70000' is invalid. not a TCP port: 70000"],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(args, env);
+      expect(result.code, result.output).toBe(1);
+      expect(result.output).toContain(message);
+      expect(result.output).not.toMatch(/cannot reach Postgres/);
+    }
+  });
+});

@@ -1,0 +1,41 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { toActivityFailure, withActivityFailures } from '../activities/failures.js';
+import { BatonError, ERROR_RESPONSES, errorResponse, errorResponseOf, InvalidInputError, StaleClaimError } from '../src/errors.js';
+import { StaleWriteError } from '../src/objects/errors.js';
+import { ToolCallFailedError, ToolOutcomeUnknownError } from '../src/tools/errors.js';
+
+const staleClaim = () => new StaleClaimError('g/t', 'a', 1, 'submit', { status: 'running', owner: 'b', claimVersion: 2 });
+const objectState = { key: 'k', version: 1, token: 2, holder: 'D', holderSince: null, holderHeartbeatAt: null, holderSilent: false, silenceTimeoutMs: 1, offer: null, at: '' };
+
+describe('one error base', () => {
+  it('gives every error a stable code with one response, and a default of no retry', () => {
+    for (const error of [staleClaim(), new InvalidInputError('x'), new ToolCallFailedError('k', 't', 'no', false)]) {
+      expect(error).toBeInstanceOf(BatonError);
+      expect(ERROR_RESPONSES[error.code]).toBeDefined();
+      expect(error.retryable).toBe(false);
+    }
+    expect(new ToolCallFailedError('k', 't', 'rate limited', true).retryable).toBe(true);
+    expect(new ToolOutcomeUnknownError('k', 't', 'timeout').retryable).toBe(true);
+  });
+
+  it('derives the HTTP status and the exit code from the code; anything else is a fault', () => {
+    expect(errorResponse(staleClaim())).toEqual({ httpStatus: 410, exitCode: 3 });
+    expect(errorResponse(new InvalidInputError('x'))).toEqual({ httpStatus: 400, exitCode: 2 });
+    expect(errorResponse(new Error('bug'))).toEqual({ httpStatus: 500, exitCode: 1 });
+    expect(errorResponseOf('stale_claim')).toEqual({ httpStatus: 410, exitCode: 3 });
+    expect(errorResponseOf('toString')).toEqual({ httpStatus: 500, exitCode: 1 });
+    expect(errorResponseOf(undefined)).toEqual({ httpStatus: 500, exitCode: 1 });
+  });
+
+  it('derives the activity failure: class name as type, non-retryable unless a retry can help, details attached', async () => {
+    expect(toActivityFailure(staleClaim())).toMatchObject({ type: 'StaleClaimError', nonRetryable: true });
+    expect(toActivityFailure(new ToolOutcomeUnknownError('k', 't', 'timeout'))).toMatchObject({ type: 'ToolOutcomeUnknownError', nonRetryable: false });
+    const refused = new StaleWriteError({ key: 'k', actor: 'B', operation: 'write', refusal: 'token_moved', reason: 'role moved', state: objectState });
+    expect((toActivityFailure(refused) as ApplicationFailure).details?.[0]).toMatchObject({ refusal: 'token_moved', currentHolder: 'D' });
+    const lost = new Error('connection terminated');
+    expect(toActivityFailure(lost)).toBe(lost);
+    const activities = withActivityFailures({ fail: async () => Promise.reject(staleClaim()) });
+    await expect(activities.fail()).rejects.toBeInstanceOf(ApplicationFailure);
+  });
+});
