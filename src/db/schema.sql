@@ -332,6 +332,17 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.check_lease(p_lease_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.check_task_change()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -421,9 +432,7 @@ AS $function$
 DECLARE
   v_id text;
 BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
-    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
-  END IF;
+  PERFORM baton.check_lease(p_lease_ms);
   IF p_graph_id IS NULL THEN
     SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
@@ -444,9 +453,7 @@ AS $function$
 DECLARE
   v_id text;
 BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
-    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
-  END IF;
+  PERFORM baton.check_lease(p_lease_ms);
   SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
     RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
@@ -508,6 +515,21 @@ CREATE OR REPLACE FUNCTION baton.holds_claim(t baton.tasks, p_owner text, p_clai
 AS $function$
   SELECT t.owner = p_owner AND t.claim_version = p_claim_version AND t.status = 'running'
 $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.lock_task(p_task_id text)
+ RETURNS baton.tasks
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN t;
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.object_accept(p_key text, p_actor text, p_version bigint)
@@ -1238,10 +1260,7 @@ DECLARE
   d record;
   v_pins jsonb;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
     RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
       USING ERRCODE = 'BT001';
@@ -1317,10 +1336,7 @@ AS $function$
 DECLARE
   t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   -- The event's fence is the stale claim version the write carried; the current one is in the reason.
   PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
     format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',
@@ -1360,10 +1376,7 @@ DECLARE
   t baton.tasks;
   v_count bigint;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
     RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
   END IF;
@@ -1412,10 +1425,7 @@ AS $function$
 DECLARE
   t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF t.owner = p_verifier THEN
     RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
   END IF;

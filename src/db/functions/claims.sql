@@ -18,15 +18,21 @@ BEGIN
   RETURN c;
 END $$;
 
+-- A lease is a positive number of milliseconds (BT003 otherwise).
+CREATE FUNCTION baton.check_lease(p_lease_ms integer) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+END $$;
+
 -- T3: claim one named task if it is ready. Returns no row when it is not (or another claim holds its lock).
 CREATE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
 LANGUAGE plpgsql AS $$
 DECLARE
   v_id text;
 BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
-    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
-  END IF;
+  PERFORM baton.check_lease(p_lease_ms);
   SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
     RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
@@ -39,9 +45,7 @@ RETURNS SETOF baton.claim LANGUAGE plpgsql AS $$
 DECLARE
   v_id text;
 BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
-    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
-  END IF;
+  PERFORM baton.check_lease(p_lease_ms);
   IF p_graph_id IS NULL THEN
     SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;

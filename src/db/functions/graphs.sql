@@ -8,10 +8,7 @@ DECLARE
   t baton.tasks;
   v_count bigint;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
     RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
   END IF;

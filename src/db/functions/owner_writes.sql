@@ -23,10 +23,7 @@ RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
 DECLARE
   t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   -- The event's fence is the stale claim version the write carried; the current one is in the reason.
   PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
     format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',

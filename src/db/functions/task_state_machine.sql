@@ -64,3 +64,15 @@ CREATE FUNCTION baton.ready_or_blocked(p_task_id text) RETURNS text LANGUAGE sql
      WHERE d.task_id = p_task_id AND u.status <> 'verified'
   ) THEN 'blocked' ELSE 'ready' END
 $$;
+
+-- Locks the task for a change and returns it; a task that does not exist is an error (BT002).
+CREATE FUNCTION baton.lock_task(p_task_id text) RETURNS baton.tasks LANGUAGE plpgsql AS $$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN t;
+END $$;

@@ -7,10 +7,7 @@ RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb) LANGUAGE plpgsq
 DECLARE
   t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF t.owner = p_verifier THEN
     RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
   END IF;
@@ -41,10 +38,7 @@ DECLARE
   d record;
   v_pins jsonb;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
+  t := baton.lock_task(p_task_id);
   IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
     RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
       USING ERRCODE = 'BT001';
