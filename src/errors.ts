@@ -22,6 +22,7 @@ export const ERROR_RESPONSES = {
   object_exists: { httpStatus: 409, exitCode: 2 },
   tool_params_mismatch: { httpStatus: 409, exitCode: 2 },
   permission_denied: { httpStatus: 403, exitCode: 2 },
+  insufficient_privilege: { httpStatus: 403, exitCode: 2 },
   no_open_offer: { httpStatus: 409, exitCode: 2 },
   stale_claim: { httpStatus: 410, exitCode: 3 },
   stale_write: { httpStatus: 409, exitCode: 3 },
@@ -32,6 +33,7 @@ export const ERROR_RESPONSES = {
   agent_failed: { httpStatus: 500, exitCode: 1 },
   migration_changed: { httpStatus: 500, exitCode: 1 },
   database_not_migrated: { httpStatus: 503, exitCode: 1 },
+  roles_missing: { httpStatus: 503, exitCode: 1 },
 } as const satisfies Record<string, ErrorResponse>;
 
 export type ErrorCode = keyof typeof ERROR_RESPONSES;
@@ -70,6 +72,8 @@ export const SQLSTATE = {
   appendOnly: 'BT004',
   objectExists: 'BT020',
   toolParamsMismatch: 'BT040',
+  /** Postgres's own: the login's roles may not do this (SPEC S1). */
+  insufficientPrivilege: '42501',
 } as const;
 
 /** Thrown when a change would move a task or object through a transition the state machine forbids. */
@@ -129,6 +133,18 @@ export class ToolParamsMismatchError extends BatonError {
   }
 }
 
+/**
+ * Thrown when the database login's roles do not allow the call: a worker submitting a graph, a
+ * reader writing, anyone but the owner touching a table (SPEC S1). Nothing was written.
+ */
+export class InsufficientPrivilegeError extends BatonError {
+  override readonly name = 'InsufficientPrivilegeError';
+  readonly code = 'insufficient_privilege';
+  constructor(readonly detail: string) {
+    super(`not allowed for this database login: ${detail}`);
+  }
+}
+
 /** Maps a `pg` error with one of baton's SQLSTATEs to its class; anything else is returned as is. */
 export function fromDatabaseError(error: unknown): unknown {
   const code = (error as { code?: string } | null)?.code;
@@ -146,6 +162,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new ObjectExistsError(message);
     case SQLSTATE.toolParamsMismatch:
       return new ToolParamsMismatchError(message);
+    case SQLSTATE.insufficientPrivilege:
+      return new InsufficientPrivilegeError(message);
     default:
       return error;
   }

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
+import { roleStatements } from '../db/roles.js';
 import { resolveTemporalCli } from '../dev/temporalCli.js';
 import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
@@ -105,8 +106,19 @@ program
 
 program
   .command('migrate')
-  .description(`apply baton's database migrations to ${DATABASE_URL_ENV} (safe to run concurrently and repeatedly)`)
-  .action(async () => {
+  .description(
+    `apply baton's database migrations to ${DATABASE_URL_ENV} (safe to run concurrently and repeatedly); ` +
+      'creates the roles baton needs (baton_owner and the group roles) when this login may',
+  )
+  .option('--print-roles', 'print the statements an administrator runs once to set up the roles for this login, and change nothing')
+  .action(async (opts: { printRoles?: boolean }) => {
+    if (opts.printRoles) {
+      const url = readEnv(DATABASE_URL_ENV);
+      if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; --print-roles names its login and database`);
+      const { username, pathname } = new URL(url);
+      process.stdout.write(`${roleStatements(decodeURIComponent(username), decodeURIComponent(pathname.slice(1)) || 'postgres').join('\n')}\n`);
+      return;
+    }
     await withCliContext(log, { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' }, async ({ migration }) => {
       log(`Applied ${migration!.applied.length} migration(s); ${migration!.alreadyApplied} were already applied.`);
     });

@@ -5,7 +5,9 @@
 //   form, one file per concept. Whenever any file's checksum differs from what the database
 //   recorded, all of them are dropped and created again in one transaction, so the database holds
 //   exactly what the files say: nothing stale, nothing left over.
-// Both run under one session advisory lock, so concurrent migrators apply everything once.
+// Both run under one session advisory lock, so concurrent migrators apply everything once. Before
+// them the migrator makes sure baton's roles exist (src/db/roles.ts); after the migrations the
+// schema's objects are handed to baton_owner, and the definitions are created as baton_owner.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { BatonError } from '../errors.js';
 import type { Queryable } from './queryable.js';
+import { adoptSchema, ensureRoles, OWNER_ROLE } from './roles.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 const DEFINITIONS_DIR = fileURLToPath(new URL('./functions/', import.meta.url));
@@ -108,6 +111,7 @@ export async function migrate(pool: pg.Pool, migrations?: Migration[], definitio
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [MIGRATION_LOCK_KEY]);
     try {
+      await ensureRoles(client);
       const result = await applyMigrations(client, allMigrations);
       return { ...result, definitionsApplied: await applyDefinitions(client, allDefinitions) };
     } finally {
@@ -161,11 +165,15 @@ async function applyDefinitions(client: Queryable, definitions: Definition[]): P
     checksum text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
   )`);
+  // Whatever the migrations made (and the two tables above) now belongs to the owner.
+  await adoptSchema(client);
   const { rows } = await client.query<{ file: string; checksum: string }>('SELECT file, checksum FROM baton.definitions');
   const recorded = new Map(rows.map((r) => [r.file, r.checksum]));
   const current = definitions.map((d) => ({ ...d, checksum: checksum(d.sql) }));
   if (recorded.size === current.length && current.every((d) => recorded.get(d.file) === d.checksum)) return false;
   await inTransaction(client, 'definitions', async () => {
+    // Created by the owner, so SECURITY DEFINER functions run as the owner and nobody else.
+    await client.query(`SET LOCAL ROLE ${OWNER_ROLE}`);
     await dropDefinitions(client);
     await client.query('DELETE FROM baton.definitions');
     for (const definition of current) {
@@ -176,6 +184,8 @@ async function applyDefinitions(client: Queryable, definitions: Definition[]): P
       }
       await client.query('INSERT INTO baton.definitions (file, checksum) VALUES ($1, $2)', [definition.file, definition.checksum]);
     }
+    // EXECUTE is what each file grants next to its function, and nothing for PUBLIC.
+    await client.query('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA baton FROM PUBLIC');
   });
   return true;
 }

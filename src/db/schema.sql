@@ -5,9 +5,13 @@
 
 CREATE TYPE baton.claim AS (task_id text, graph_id text, key text, spec jsonb, claim_version bigint, lease_expires_at timestamp with time zone, attempts integer, upstream_revisions jsonb);
 
+CREATE TYPE baton.event_view AS (id bigint, subject_kind text, subject_id text, subject_seq integer, kind text, actor text, at timestamp with time zone, fence bigint, version bigint, reason text, details jsonb);
+
 CREATE TYPE baton.fenced_result AS (accepted boolean, status text, owner text, claim_version bigint, lease_expires_at timestamp with time zone);
 
 CREATE TYPE baton.object_outcome AS (ok boolean, refusal text, reason text, key text, version bigint, token bigint, holder text, holder_since timestamp with time zone, holder_heartbeat_at timestamp with time zone, holder_silent boolean, silence_timeout_ms integer, offer_to text, offer_version bigint, offered_at timestamp with time zone, content text, content_ref text, suggestion_id bigint, at timestamp with time zone);
+
+CREATE TYPE baton.task_view AS (id text, graph_id text, key text, spec jsonb, status text, owner text, claim_version bigint, claimed_at timestamp with time zone, lease_expires_at timestamp with time zone, attempts integer, progress jsonb, artifact jsonb, verified_revision text, upstream_revisions jsonb, lease_expired boolean, depends_on text[]);
 
 CREATE TYPE baton.tool_call_outcome AS (accepted boolean, task_status text, task_owner text, task_claim_version bigint, idempotency_key text, tool text, params_hash text, status text, owner text, claim_version bigint, attempts integer, result jsonb, error text, retryable boolean, created_at timestamp with time zone, sent_at timestamp with time zone, updated_at timestamp with time zone);
 
@@ -302,6 +306,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.add_task_note(p_task_id text, p_author text, p_claim_version bigint, p_body text)
  RETURNS baton.fenced_result
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
@@ -428,6 +434,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL::text)
  RETURNS SETOF baton.claim
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   v_id text;
@@ -449,6 +457,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer)
  RETURNS SETOF baton.claim
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   v_id text;
@@ -464,6 +474,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
  RETURNS baton.fenced_result
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
@@ -482,6 +494,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.heartbeat_task(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
  RETURNS baton.fenced_result
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   r baton.fenced_result;
@@ -535,6 +549,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_accept(p_key text, p_actor text, p_version bigint)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -583,6 +599,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.object_approve(p_key text, p_actor text, p_token bigint, p_suggestion_id bigint)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -646,6 +664,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_check_view(p_key text, p_actor text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -669,6 +689,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_create(p_key text, p_actor text, p_silence_timeout_ms integer, p_default_access text DEFAULT 'none'::text, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects;
@@ -702,6 +724,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_decline(p_key text, p_actor text, p_reason text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -737,6 +761,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_grant(p_key text, p_actor text, p_grantee text, p_access text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -764,6 +790,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_heartbeat(p_key text, p_actor text, p_token bigint)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -868,6 +896,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_offer(p_key text, p_actor text, p_token bigint, p_version bigint, p_successor text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -920,6 +950,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.object_read(p_key text, p_actor text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1023,6 +1055,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_release(p_key text, p_actor text, p_token bigint, p_reason text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1042,6 +1076,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_show(p_key text, p_actor text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1075,6 +1111,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.object_suggest(p_key text, p_actor text, p_base_version bigint, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text, p_note text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1098,6 +1136,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_sweep(p_actor text)
  RETURNS TABLE(object_key text, silent_holder text, token bigint)
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects;
@@ -1123,6 +1163,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_take(p_key text, p_actor text, p_reason text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1179,6 +1221,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.object_withdraw(p_key text, p_actor text, p_token bigint)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1204,6 +1248,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.object_write(p_key text, p_actor text, p_version bigint, p_token bigint, p_content text DEFAULT NULL::text, p_content_ref text DEFAULT NULL::text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
@@ -1237,6 +1283,110 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.read_events(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
+ RETURNS SETOF baton.event_view
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+   WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
+      OR (p_include_graph_tasks AND subject_kind = 'task'
+          AND subject_id LIKE replace(replace(p_subject_id, '%', '\%'), '_', '\_') || '/%'))
+   ORDER BY id
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_graph(p_graph_id text)
+ RETURNS TABLE(spec jsonb, submitted_by text, submitted_at timestamp with time zone, repo text, base text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN QUERY SELECT g.spec, g.submitted_by, g.submitted_at, g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_graph_source(p_graph_id text)
+ RETURNS TABLE(repo text, base text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_graph_tasks(p_graph_id text)
+ RETURNS SETOF baton.task_view
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_health_checks(p_limit integer)
+ RETURNS SETOF baton.health_checks
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT * FROM baton.health_checks ORDER BY id DESC LIMIT p_limit
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_object_events(p_key text, p_after_seq integer, p_limit integer)
+ RETURNS SETOF baton.event_view
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+   WHERE subject_kind = 'object' AND subject_id = p_key AND subject_seq > p_after_seq
+   ORDER BY subject_seq LIMIT p_limit
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_task(p_task_id text)
+ RETURNS SETOF baton.task_view
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.id = p_task_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.read_tool_calls(p_id text)
+ RETURNS SETOF baton.tool_calls
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT * FROM baton.tool_calls
+   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE replace(replace(p_id, '%', '\%'), '_', '\_') || '/%')
+   ORDER BY created_at, task_id, step
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.ready_or_blocked(p_task_id text)
  RETURNS text
  LANGUAGE sql
@@ -1248,9 +1398,23 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.record_health_check(p_workflow_id text, p_message text)
+ RETURNS SETOF baton.health_checks
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  INSERT INTO baton.health_checks (workflow_id, message) VALUES (p_workflow_id, p_message)
+  ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
+  RETURNING *
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.record_verification(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_exit_code integer, p_output_digest text, p_output_tail text)
  RETURNS TABLE(status text, released text[], staled text[])
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   t baton.tasks;
@@ -1349,6 +1513,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
  RETURNS boolean
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   v_owner text;
@@ -1371,6 +1537,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
  RETURNS text
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   t baton.tasks;
@@ -1421,6 +1589,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.start_verification(p_task_id text, p_verifier text)
  RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb)
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   t baton.tasks;
@@ -1445,6 +1615,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
  RETURNS integer
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   v_task jsonb;
@@ -1479,6 +1651,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.submit_task(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
  RETURNS baton.fenced_result
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   r baton.fenced_result;
@@ -1522,9 +1696,24 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.task_view(t baton.tasks)
+ RETURNS baton.task_view
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT t.id, t.graph_id, t.key, t.spec, t.status, t.owner, t.claim_version, t.claimed_at, t.lease_expires_at,
+         t.attempts, t.progress, t.artifact, t.verified_revision, t.upstream_revisions,
+         coalesce(t.lease_expires_at < now(), false),
+         coalesce((SELECT array_agg(u.key ORDER BY u.key) FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
+                    WHERE d.task_id = t.id), '{}')
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.tool_call_outcome;
@@ -1592,6 +1781,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.tool_call_reconcile(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_finding text, p_result jsonb, p_reason text)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.tool_call_outcome;
@@ -1628,6 +1819,8 @@ END $function$
 CREATE OR REPLACE FUNCTION baton.tool_call_record(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_status text, p_result jsonb, p_error text, p_retryable boolean)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.tool_call_outcome;
@@ -1669,6 +1862,8 @@ $function$
 CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
   o baton.tool_call_outcome;
@@ -1726,3 +1921,170 @@ CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifi
 
 -- privileges
 
+function baton.accepted_write(text): {<owner>=X/baton_owner}
+
+function baton.add_task_note(text,text,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.append_event(text,text,text,text,bigint,bigint,text,jsonb): {<owner>=X/baton_owner}
+
+function baton.check_lease(integer): {<owner>=X/baton_owner}
+
+function baton.check_task_change(): {<owner>=X/baton_owner}
+
+function baton.check_task_release(): {<owner>=X/baton_owner}
+
+function baton.check_tool_call_change(): {<owner>=X/baton_owner}
+
+function baton.claim_next_task(text,integer,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.claim_task(text,text,integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.fail_attempt(text,text,bigint,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.heartbeat_task(text,text,bigint,integer,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.hold_fence(text,text,bigint): {<owner>=X/baton_owner}
+
+function baton.holds_claim(baton.tasks,text,bigint): {<owner>=X/baton_owner}
+
+function baton.lock_task(text): {<owner>=X/baton_owner}
+
+function baton.object_accept(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_accept_offer(baton.objects,baton.object_offers,text,text): {<owner>=X/baton_owner}
+
+function baton.object_access(baton.objects,text): {<owner>=X/baton_owner}
+
+function baton.object_access_rank(text): {<owner>=X/baton_owner}
+
+function baton.object_approve(text,text,bigint,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_check_actor(text,text): {<owner>=X/baton_owner}
+
+function baton.object_check_content(text,text): {<owner>=X/baton_owner}
+
+function baton.object_check_view(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_create(text,text,integer,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_decline(text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_expire_if_silent(baton.objects,text,text): {<owner>=X/baton_owner}
+
+function baton.object_grant(text,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_heartbeat(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_invalid(text): {<owner>=X/baton_owner}
+
+function baton.object_is_silent(baton.objects,boolean): {<owner>=X/baton_owner}
+
+function baton.object_lock(text): {<owner>=X/baton_owner}
+
+function baton.object_may(baton.objects,text,text): {<owner>=X/baton_owner}
+
+function baton.object_move_role(baton.objects,text,text,text,text,jsonb): {<owner>=X/baton_owner}
+
+function baton.object_moved_reason(baton.objects,text,bigint): {<owner>=X/baton_owner}
+
+function baton.object_offer(text,text,bigint,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_open_offer(text): {<owner>=X/baton_owner}
+
+function baton.object_outcome_of(baton.objects,boolean,text,text,boolean,bigint): {<owner>=X/baton_owner}
+
+function baton.object_read(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_record_view(baton.objects,text): {<owner>=X/baton_owner}
+
+function baton.object_refuse(baton.objects,text,text,text,text,text,jsonb): {<owner>=X/baton_owner}
+
+function baton.object_refuse_access(baton.objects,text,text,text): {<owner>=X/baton_owner}
+
+function baton.object_refuse_no_offer(baton.objects,text,text,text): {<owner>=X/baton_owner}
+
+function baton.object_refuse_offer_open(baton.objects,text,text): {<owner>=X/baton_owner}
+
+function baton.object_refuse_unless_holder(baton.objects,text,bigint,text): {<owner>=X/baton_owner}
+
+function baton.object_refuse_version(baton.objects,text,bigint,text): {<owner>=X/baton_owner}
+
+function baton.object_release(text,text,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_show(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_silence_details(baton.objects,text): {<owner>=X/baton_owner}
+
+function baton.object_silence_reason(baton.objects): {<owner>=X/baton_owner}
+
+function baton.object_suggest(text,text,bigint,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_sweep(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_take(text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_touch(baton.objects): {<owner>=X/baton_owner}
+
+function baton.object_ts(timestamp with time zone): {<owner>=X/baton_owner}
+
+function baton.object_withdraw(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_write(text,text,bigint,bigint,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.read_events(text,text,bigint,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_graph(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_graph_source(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_graph_tasks(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_health_checks(integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_object_events(text,integer,integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.read_task(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.read_tool_calls(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.ready_or_blocked(text): {<owner>=X/baton_owner}
+
+function baton.record_health_check(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.record_verification(text,text,bigint,text,text,integer,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.refuse_event_change(): {<owner>=X/baton_owner}
+
+function baton.refuse_record_change(): {<owner>=X/baton_owner}
+
+function baton.refuse_stale_write(text,text,bigint,text): {<owner>=X/baton_owner}
+
+function baton.release_claim(text,bigint,text,text,text,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.set_task_status(text,text,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.start_verification(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.submit_graph(text,text,jsonb,jsonb): {<owner>=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.submit_task(text,text,bigint,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.take_claim(text,text,integer): {<owner>=X/baton_owner}
+
+function baton.task_view(baton.tasks): {<owner>=X/baton_owner}
+
+function baton.tool_call_begin(text,text,bigint,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.tool_call_event(baton.tool_calls,text,text,bigint,text,jsonb): {<owner>=X/baton_owner}
+
+function baton.tool_call_fence(text,text,bigint,text): {<owner>=X/baton_owner}
+
+function baton.tool_call_reconcile(text,text,bigint,text,text,jsonb,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {<owner>=X/baton_owner}
+
+function baton.tool_call_send(text,text,bigint,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+
+schema baton: {<owner>=UC/baton_owner,baton_worker=U/baton_owner,baton_client=U/baton_owner,baton_reader=U/baton_owner,baton_agent=U/baton_owner}

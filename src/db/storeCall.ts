@@ -19,7 +19,7 @@ export interface ClaimHolder {
 }
 
 /** Runs `SELECT * FROM baton.<fn>($1, ...)` with `args` as parameters and returns its rows. */
-export async function callStore<R extends Record<string, unknown>>(db: Queryable, fn: string, args: readonly unknown[]): Promise<R[]> {
+export async function callStore<R extends Record<string, any> = Record<string, any>>(db: Queryable, fn: string, args: readonly unknown[]): Promise<R[]> {
   const text = `SELECT * FROM baton.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`;
   try {
     return (await db.query<R>(text, args)).rows;
@@ -39,7 +39,7 @@ export async function callStoreValue<T>(db: Queryable, fn: string, args: readonl
  * recorded the refusal as an event and answers `accepted = false` with the task as it is now
  * (`holderOf` reads that from the row): then this throws StaleClaimError.
  */
-export async function callFenced<R extends { accepted: boolean } & Record<string, unknown>>(
+export async function callFenced<R extends { accepted: boolean } & Record<string, any>>(
   db: Queryable,
   fence: Fence,
   action: string,

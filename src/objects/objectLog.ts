@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/queryable.js';
+import { callStore } from '../db/storeCall.js';
 import { showObject } from './objectStore.js';
 import type { ObjectEvent } from './types.js';
 
@@ -15,7 +16,7 @@ export async function objectLog(
   input: { key: string; afterSeq?: number; limit?: number },
 ): Promise<ObjectEvent[]> {
   await showObject(db, actor, { key: input.key });
-  const { rows } = await db.query<{
+  const rows = await callStore<{
     subject_seq: number;
     kind: string;
     actor: string;
@@ -24,12 +25,7 @@ export async function objectLog(
     version: number | null;
     reason: string | null;
     details: Record<string, unknown>;
-  }>(
-    `SELECT subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
-      WHERE subject_kind = 'object' AND subject_id = $1 AND subject_seq > $2
-      ORDER BY subject_seq LIMIT $3`,
-    [input.key, input.afterSeq ?? 0, input.limit ?? OBJECT_LOG_LIMIT_DEFAULT],
-  );
+  }>(db, 'read_object_events', [input.key, input.afterSeq ?? 0, input.limit ?? OBJECT_LOG_LIMIT_DEFAULT]);
   return rows.map((r) => ({
     seq: r.subject_seq,
     kind: r.kind,

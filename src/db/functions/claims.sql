@@ -28,7 +28,8 @@ END $$;
 
 -- T3: claim one named task if it is ready. Returns no row when it is not (or another claim holds its lock).
 CREATE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
 BEGIN
@@ -38,10 +39,12 @@ BEGIN
     RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.claim_task TO baton_worker;
 
 -- T3: claim the next ready task, optionally within one graph: the oldest first, one index entry read.
 CREATE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
-RETURNS SETOF baton.claim LANGUAGE plpgsql AS $$
+RETURNS SETOF baton.claim LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
 BEGIN
@@ -57,12 +60,14 @@ BEGIN
     RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.claim_next_task TO baton_worker;
 
 -- T6: make a running task claimable again, after its owner went silent (reclaimed_after_silence) or
 -- its run failed under the agent (claim_released). Only that claim: if the task has moved on,
 -- nothing changes and false is returned.
 CREATE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
-RETURNS boolean LANGUAGE plpgsql AS $$
+RETURNS boolean LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_owner text;
 BEGIN
@@ -79,3 +84,4 @@ BEGIN
     coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
   RETURN true;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.release_claim TO baton_worker;

@@ -3,7 +3,8 @@
 
 -- Policy moves outside an owner's claim: retry a rejected task, give up on it, re-run a verified one.
 CREATE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
-RETURNS text LANGUAGE plpgsql AS $$
+RETURNS text LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
   v_count bigint;
@@ -48,11 +49,13 @@ BEGIN
   END IF;
   RETURN t.status;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.set_task_status TO baton_worker, baton_client;
 
 -- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
 -- else blocked), dependencies and one 'created' event per task.
 CREATE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
-RETURNS integer LANGUAGE plpgsql AS $$
+RETURNS integer LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_task jsonb;
   v_dep text;
@@ -81,3 +84,4 @@ BEGIN
   END LOOP;
   RETURN v_count;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.submit_graph TO baton_client;

@@ -4,7 +4,8 @@
 CREATE FUNCTION baton.object_create(
   p_key text, p_actor text, p_silence_timeout_ms integer, p_default_access text DEFAULT 'none',
   p_content text DEFAULT NULL, p_content_ref text DEFAULT NULL
-) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects;
 BEGIN
@@ -32,10 +33,12 @@ BEGIN
     jsonb_build_object('default_access', p_default_access, 'silence_timeout_ms', p_silence_timeout_ms));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_create TO baton_worker, baton_client;
 
 -- Only the creator administers access; the creator's own write access cannot be taken away.
 CREATE FUNCTION baton.object_grant(p_key text, p_actor text, p_grantee text, p_access text)
-RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
 BEGIN
@@ -57,9 +60,11 @@ BEGIN
     jsonb_build_object('grantee', p_grantee, 'access', p_access));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_grant TO baton_worker, baton_client;
 
 -- The object as it stands, without recording a read; needs view access.
-CREATE FUNCTION baton.object_show(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.object_show(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
 BEGIN
@@ -67,9 +72,11 @@ BEGIN
   IF NOT baton.object_may(o, p_actor, 'view') THEN RETURN baton.object_refuse_access(o, p_actor, 'view', 'show'); END IF;
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_show TO baton_worker, baton_client;
 
 -- The content and its version, recording that p_actor has now read this version (O4).
-CREATE FUNCTION baton.object_read(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.object_read(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
 BEGIN
@@ -78,12 +85,14 @@ BEGIN
   PERFORM baton.object_record_view(o, p_actor);
   RETURN baton.object_outcome_of(o, true, p_with_content => true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_read TO baton_worker, baton_client;
 
 -- Takes the role now, whoever holds it (O2): never waits for the holder, bumps the token and
 -- records from whom and why. An open offer is accepted when its successor takes, and is
 -- overtaken when anyone else does (O5).
 CREATE FUNCTION baton.object_take(p_key text, p_actor text, p_reason text DEFAULT NULL)
-RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   f baton.object_offers := baton.object_open_offer(p_key);
@@ -117,12 +126,14 @@ BEGIN
          ELSE '{}'::jsonb END);
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_take TO baton_worker, baton_client;
 
 -- Compare-and-swap write (O3): names the version read and the fencing token. The named successor
 -- of an open offer accepts it by writing with the token in force (O5).
 CREATE FUNCTION baton.object_write(
   p_key text, p_actor text, p_version bigint, p_token bigint, p_content text DEFAULT NULL, p_content_ref text DEFAULT NULL
-) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   f baton.object_offers;
@@ -153,11 +164,13 @@ BEGIN
     jsonb_build_object('from_version', p_version, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_write TO baton_worker, baton_client;
 
 -- Proves the holder is alive. Not an event: heartbeats are not changes, and the reclaim event
 -- records the last one. Allowed while an offer is open (it changes nothing the successor gets).
 CREATE FUNCTION baton.object_heartbeat(p_key text, p_actor text, p_token bigint) RETURNS baton.object_outcome
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   refused baton.object_outcome;
@@ -169,9 +182,11 @@ BEGIN
   IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
   RETURN baton.object_outcome_of(baton.object_touch(o), true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_heartbeat TO baton_worker, baton_client;
 
 CREATE FUNCTION baton.object_release(p_key text, p_actor text, p_token bigint, p_reason text DEFAULT NULL)
-RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   refused baton.object_outcome;
@@ -185,10 +200,12 @@ BEGIN
   o := baton.object_move_role(o, p_actor, 'released', NULL, coalesce(p_reason, format('released by %s', p_actor)));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_release TO baton_worker, baton_client;
 
 -- The check before an irreversible step (O4): refuses when p_actor's last read is not the
 -- current version.
-CREATE FUNCTION baton.object_check_view(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.object_check_view(p_key text, p_actor text) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   v_read bigint;
@@ -206,10 +223,12 @@ BEGIN
   END IF;
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_check_view TO baton_worker, baton_client;
 
 -- Records the loss of every silent holder nobody has touched since; skips objects in use.
 CREATE FUNCTION baton.object_sweep(p_actor text)
-RETURNS TABLE (object_key text, silent_holder text, token bigint) LANGUAGE plpgsql AS $$
+RETURNS TABLE (object_key text, silent_holder text, token bigint) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects;
 BEGIN
@@ -229,3 +248,4 @@ BEGIN
     RETURN NEXT;
   END LOOP;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_sweep TO baton_worker, baton_client;

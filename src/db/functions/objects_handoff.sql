@@ -29,7 +29,8 @@ END $$;
 -- Offers the role to a named successor at the current version (O5). Reserves nothing; the
 -- giver's writes are refused until the offer is accepted, declined, withdrawn or overtaken.
 CREATE FUNCTION baton.object_offer(p_key text, p_actor text, p_token bigint, p_version bigint, p_successor text)
-RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   refused baton.object_outcome;
@@ -56,9 +57,11 @@ BEGIN
     jsonb_build_object('offer_id', v_offer_id, 'successor', p_successor));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_offer TO baton_worker, baton_client;
 
 CREATE FUNCTION baton.object_accept(p_key text, p_actor text, p_version bigint) RETURNS baton.object_outcome
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   f baton.object_offers;
@@ -72,9 +75,11 @@ BEGIN
   IF p_version <> f.version THEN RETURN baton.object_refuse_version(o, p_actor, p_version, 'accept'); END IF;
   RETURN baton.object_outcome_of(baton.object_accept_offer(o, f, p_actor, 'accept'), true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_accept TO baton_worker, baton_client;
 
 CREATE FUNCTION baton.object_decline(p_key text, p_actor text, p_reason text DEFAULT NULL) RETURNS baton.object_outcome
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   f baton.object_offers;
@@ -91,9 +96,11 @@ BEGIN
     jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_decline TO baton_worker, baton_client;
 
 CREATE FUNCTION baton.object_withdraw(p_key text, p_actor text, p_token bigint) RETURNS baton.object_outcome
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   f baton.object_offers;
@@ -113,3 +120,4 @@ BEGIN
     jsonb_build_object('offer_id', f.id, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_withdraw TO baton_worker, baton_client;

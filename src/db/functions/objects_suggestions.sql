@@ -5,7 +5,8 @@
 CREATE FUNCTION baton.object_suggest(
   p_key text, p_actor text, p_base_version bigint, p_content text DEFAULT NULL, p_content_ref text DEFAULT NULL,
   p_note text DEFAULT NULL
-) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+) RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   v_id bigint;
@@ -23,10 +24,12 @@ BEGIN
     jsonb_build_object('suggestion_id', v_id, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true, p_suggestion_id => v_id);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_suggest TO baton_worker, baton_client;
 
 -- The holder applies a suggestion made on the current version, as a fenced write.
 CREATE FUNCTION baton.object_approve(p_key text, p_actor text, p_token bigint, p_suggestion_id bigint)
-RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.objects := baton.object_lock(p_key);
   s baton.object_suggestions;
@@ -62,3 +65,4 @@ BEGIN
       'digest', md5(coalesce(s.content, s.content_ref))));
   RETURN baton.object_outcome_of(o, true);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.object_approve TO baton_worker, baton_client;

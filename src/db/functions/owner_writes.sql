@@ -39,7 +39,8 @@ $$;
 
 -- T4: the owner's heartbeat extends its lease (database clock) and stores progress.
 CREATE FUNCTION baton.heartbeat_task(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
-RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
+RETURNS baton.fenced_result LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   r baton.fenced_result;
 BEGIN
@@ -53,10 +54,12 @@ BEGIN
   END IF;
   RETURN r;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.heartbeat_task TO baton_worker;
 
 -- T4, T7: the owner submits its artifact (revision, test command, its own result).
 CREATE FUNCTION baton.submit_task(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
-RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
+RETURNS baton.fenced_result LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   r baton.fenced_result;
 BEGIN
@@ -78,10 +81,12 @@ BEGIN
     jsonb_build_object('revision', p_artifact->>'revision'));
   RETURN r;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.submit_task TO baton_worker;
 
 -- T4: the owner gives the task back after its agent failed; retry makes it ready, else failed.
 CREATE FUNCTION baton.fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
-RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
+RETURNS baton.fenced_result LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
     RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
@@ -94,10 +99,12 @@ BEGIN
     p_owner, p_claim_version, NULL, p_reason);
   RETURN baton.accepted_write(p_task_id);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.fail_attempt TO baton_worker;
 
 -- T4: a note; one tied to a claim (p_claim_version not null) is fenced like any owner write.
 CREATE FUNCTION baton.add_task_note(p_task_id text, p_author text, p_claim_version bigint, p_body text)
-RETURNS baton.fenced_result LANGUAGE plpgsql AS $$
+RETURNS baton.fenced_result LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
@@ -108,3 +115,4 @@ BEGIN
   INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (p_task_id, p_author, p_claim_version, p_body);
   RETURN baton.accepted_write(p_task_id);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.add_task_note TO baton_worker, baton_client;

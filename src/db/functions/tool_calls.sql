@@ -69,7 +69,8 @@ $$;
 -- X1: writes the ledger row for (task, step) before anything is sent, or loads the existing one.
 -- The same key with another tool or other parameters is refused (BT040) and nothing changes.
 CREATE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text)
-RETURNS baton.tool_call_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.tool_call_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
@@ -100,13 +101,15 @@ BEGIN
     jsonb_build_object('params_hash', p_params_hash));
   RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.tool_call_begin TO baton_worker;
 
 -- X1, X2: marks the call sent, committed before the request leaves. Allowed from 'pending' (never
 -- sent), 'reconciled_absent' (the tool said the effect did not happen), a retryable 'failed', and
 -- 'unknown' only as a replay (p_replay) to a tool that dedupes by key. Anything 'sent' or
 -- 'unknown' must be reconciled first: that refusal is the database's guard against a blind retry.
 CREATE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean)
-RETURNS baton.tool_call_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.tool_call_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
@@ -140,12 +143,14 @@ BEGIN
     jsonb_build_object('from', v_from, 'replay', v_from = 'unknown'));
   RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.tool_call_send TO baton_worker;
 
 -- X1: records what the tool answered to this claim's own send: 'succeeded', 'failed' (the tool
 -- refused; p_retryable when it refused before acting) or 'unknown' (timeout, reset, 5xx).
 CREATE FUNCTION baton.tool_call_record(p_task_id text, p_owner text, p_claim_version bigint, p_step text,
   p_status text, p_result jsonb, p_error text, p_retryable boolean)
-RETURNS baton.tool_call_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.tool_call_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
@@ -172,13 +177,15 @@ BEGIN
     p_owner, p_claim_version, left(p_error, 2000), jsonb_build_object('retryable', c.retryable));
   RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.tool_call_record TO baton_worker;
 
 -- X2: records what the tool's lookup said about a call left 'sent' or 'unknown' (by this claim or
 -- an earlier one): 'found' (it happened: reconciled_succeeded with the result), 'absent' (it did
 -- not: reconciled_absent, may be sent again) or 'unknown' (the tool could not tell: stays unknown).
 CREATE FUNCTION baton.tool_call_reconcile(p_task_id text, p_owner text, p_claim_version bigint, p_step text,
   p_finding text, p_result jsonb, p_reason text)
-RETURNS baton.tool_call_outcome LANGUAGE plpgsql AS $$
+RETURNS baton.tool_call_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
@@ -209,3 +216,4 @@ BEGIN
     p_owner, p_claim_version, left(p_reason, 2000), v_details);
   RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
 END $$;
+GRANT EXECUTE ON FUNCTION baton.tool_call_reconcile TO baton_worker;

@@ -3,7 +3,8 @@
 
 -- T7: a verifier that is not the agent takes the submitted (or stale) artifact for checking.
 CREATE FUNCTION baton.start_verification(p_task_id text, p_verifier text)
-RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb) LANGUAGE plpgsql AS $$
+RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
 BEGIN
@@ -22,6 +23,7 @@ BEGIN
     jsonb_build_object('revision', t.artifact->>'revision'));
   RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.start_verification TO baton_worker;
 
 -- T7, T8: records a verification of the exact artifact; if it passed, the task is verified,
 -- dependents whose dependencies are all verified become ready with those revisions pinned, and
@@ -29,7 +31,8 @@ END $$;
 CREATE FUNCTION baton.record_verification(
   p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text,
   p_exit_code integer, p_output_digest text, p_output_tail text
-) RETURNS TABLE (status text, released text[], staled text[]) LANGUAGE plpgsql AS $$
+) RETURNS TABLE (status text, released text[], staled text[]) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
   v_passed boolean := p_exit_code = 0;
@@ -87,3 +90,4 @@ BEGIN
   END LOOP;
   RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
 END $$;
+GRANT EXECUTE ON FUNCTION baton.record_verification TO baton_worker;

@@ -1,4 +1,5 @@
 import type { Queryable } from '../queryable.js';
+import { callStore } from '../storeCall.js';
 
 export interface HealthCheckRow {
   id: number;
@@ -9,12 +10,9 @@ export interface HealthCheckRow {
 
 /** Records one health check; a retried activity finds its earlier row instead of adding one. */
 export async function insertHealthCheck(db: Queryable, workflowId: string, message: string): Promise<HealthCheckRow> {
-  const { rows } = await db.query<{ id: number; workflow_id: string; message: string; recorded_at: Date }>(
-    `INSERT INTO baton.health_checks (workflow_id, message) VALUES ($1, $2)
-     ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
-     RETURNING id, workflow_id, message, recorded_at`,
-    [workflowId, message],
-  );
-  const row = rows[0]!;
-  return { id: row.id, workflowId: row.workflow_id, message: row.message, recordedAt: row.recorded_at.toISOString() };
+  const [row] = await callStore<{ id: number; workflow_id: string; message: string; recorded_at: Date }>(db, 'record_health_check', [
+    workflowId,
+    message,
+  ]);
+  return { id: row!.id, workflowId: row!.workflow_id, message: row!.message, recordedAt: row!.recorded_at.toISOString() };
 }

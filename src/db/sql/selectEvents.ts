@@ -1,5 +1,6 @@
 import type { TaskEvent } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
+import { callStore } from '../storeCall.js';
 
 export type SubjectKind = 'task' | 'object' | 'graph';
 
@@ -13,13 +14,7 @@ export async function selectEvents(
   subjectId: string,
   options: { includeGraphTasks?: boolean; afterId?: number } = {},
 ): Promise<TaskEvent[]> {
-  const { rows } = await db.query(
-    `SELECT id, subject_id, subject_seq, kind, actor, at, fence, reason, details FROM baton.events
-      WHERE id > $3 AND ((subject_kind = $1 AND subject_id = $2)
-         OR ($4 AND subject_kind = 'task' AND subject_id LIKE replace(replace($2, '%', '\\%'), '_', '\\_') || '/%'))
-      ORDER BY id`,
-    [subjectKind, subjectId, options.afterId ?? 0, options.includeGraphTasks ?? false],
-  );
+  const rows = await callStore(db, 'read_events', [subjectKind, subjectId, options.afterId ?? 0, options.includeGraphTasks ?? false]);
   return rows.map((r) => ({
     id: r.id,
     subjectId: r.subject_id,

@@ -1,11 +1,8 @@
-import { mapDatabaseErrors, NotFoundError } from '../../errors.js';
 import type { Queryable } from '../queryable.js';
+import { callStore } from '../storeCall.js';
 
-/** Where a graph's tasks run and are verified: its repository and base; never loads the whole spec. */
-export function selectGraphSource(db: Queryable, graphId: string): Promise<{ repo?: string; base: string }> {
-  return mapDatabaseErrors(async () => {
-    const { rows } = await db.query<{ repo: string | null; base: string }>('SELECT repo, base FROM baton.graphs WHERE id = $1', [graphId]);
-    if (!rows[0]) throw new NotFoundError(`graph ${graphId} does not exist`);
-    return { ...(rows[0].repo === null ? {} : { repo: rows[0].repo }), base: rows[0].base };
-  });
+/** Where a graph's runs work (repo, base), without loading its spec; NotFoundError when it does not exist. */
+export async function selectGraphSource(db: Queryable, graphId: string): Promise<{ repo?: string; base: string }> {
+  const [row] = await callStore<{ repo: string | null; base: string }>(db, 'read_graph_source', [graphId]);
+  return { ...(row!.repo === null ? {} : { repo: row!.repo }), base: row!.base };
 }

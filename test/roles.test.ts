@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../src/db/roles.js';
+import { claimNextTask } from '../src/db/sql/claimNextTask.js';
+import { recordVerification } from '../src/db/sql/recordVerification.js';
+import { selectEvents } from '../src/db/sql/selectEvents.js';
+import { selectTask } from '../src/db/sql/selectTasks.js';
+import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
+import { startVerification } from '../src/db/sql/startVerification.js';
+import { submitTask } from '../src/db/sql/submitTask.js';
+import { InsufficientPrivilegeError, mapDatabaseErrors } from '../src/errors.js';
+import { createObject } from '../src/objects/objectStore.js';
+import { insertGraph } from '../src/testkit/graphs.js';
+import { createTestDatabase, useTestDatabase } from './helpers/db.js';
+import { artifact, insertTask, LEASE_MS } from './helpers/tasks.js';
+
+const db = useTestDatabase();
+
+/** A login of its own in one group role, as a component would have. */
+const logins = new Map<GroupRole, pg.Pool>();
+const created: string[] = [];
+
+beforeAll(async () => {
+  for (const group of Object.keys(GROUP_ROLES) as GroupRole[]) {
+    const name = `${group}_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}' IN ROLE ${group}`);
+    created.push(name);
+    const url = new URL(db.url);
+    [url.username, url.password] = [name, password];
+    logins.set(group, createPool(url.toString(), { max: 2 }));
+  }
+});
+
+afterAll(async () => {
+  await Promise.all([...logins.values()].map((p) => p.end()));
+  for (const name of created) await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
+});
+
+const as = (group: GroupRole) => logins.get(group)!;
+
+/** The rows a refused call must leave alone: the task and its record. */
+const state = async (taskId: string) => ({
+  task: (await db.pool.query('SELECT * FROM baton.tasks WHERE id = $1', [taskId])).rows,
+  events: (await db.pool.query("SELECT * FROM baton.events WHERE subject_kind = 'task' AND subject_id = $1 ORDER BY id", [taskId])).rows,
+});
+
+async function refused(call: () => Promise<unknown>): Promise<void> {
+  await expect(mapDatabaseErrors(call)).rejects.toBeInstanceOf(InsufficientPrivilegeError);
+}
+
+describe('least-privilege roles (S1)', () => {
+  it('tells a migrator that may not set up roles exactly what an administrator must run, and works once that is done', async () => {
+    const scratch = await createTestDatabase({ migrate: false });
+    const name = `migrator_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`);
+    const url = new URL(scratch.url);
+    [url.username, url.password] = [name, password];
+    const migrator = createPool(url.toString(), { max: 1 });
+    try {
+      const error = (await migrate(migrator).catch((e: unknown) => e)) as RolesMissingError;
+      expect(error).toBeInstanceOf(RolesMissingError);
+      expect(error.missing).toEqual([`${name} is not a member of baton_owner`, `baton_owner may not create in database ${scratch.name}`]);
+      expect((await scratch.pool.query("SELECT 1 FROM pg_namespace WHERE nspname = 'baton'")).rowCount).toBe(0);
+      // The administrator (here the test's own login) runs what the error printed.
+      for (const statement of error.statements) await scratch.pool.query(statement);
+      expect((await migrate(migrator)).definitionsApplied).toBe(true);
+      const { rows } = await scratch.pool.query("SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'baton'");
+      expect(rows).toEqual([{ owner: 'baton_owner' }]);
+    } finally {
+      await migrator.end();
+      await scratch.drop();
+      await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
+    }
+  });
+
+  it('lets a worker claim, run and verify, and nothing it does not need', async () => {
+    const graphId = await insertGraph(db.pool, { t: [] });
+    const worker = as('baton_worker');
+    const claim = (await claimNextTask(worker, 'worker-a', LEASE_MS, graphId))!;
+    const fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
+    await submitTask(worker, fence, artifact('rev-1'));
+    const started = await startVerification(worker, claim.taskId, 'worker-a/verifier');
+    await recordVerification(worker, {
+      taskId: claim.taskId, verifier: 'worker-a/verifier', claimVersion: started.claimVersion, revision: 'rev-1',
+      command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
+    });
+    expect((await selectTask(worker, claim.taskId)).status).toBe('verified');
+
+    const before = await state(claim.taskId);
+    await refused(() => insertGraph(worker, { x: [] }));
+    await refused(() => worker.query("UPDATE baton.tasks SET status = 'ready' WHERE id = $1", [claim.taskId]));
+    await refused(() => worker.query('SELECT * FROM baton.tasks'));
+    await refused(() => worker.query('DELETE FROM baton.events'));
+    await refused(() => worker.query('ALTER TABLE baton.events DISABLE TRIGGER events_append_only'));
+    await refused(() => worker.query('DROP FUNCTION baton.check_task_change() CASCADE'));
+    await refused(() => worker.query("SELECT baton.append_event('task', $1, 'verified', 'forger')", [claim.taskId]));
+    await refused(() => worker.query('CREATE TABLE baton.mine (id int)'));
+    expect(await state(claim.taskId)).toEqual(before);
+  });
+
+  it('lets a client submit, rerun and read, but never claim, run or verify', async () => {
+    const client = as('baton_client');
+    const graphId = await insertGraph(client, { t: [] });
+    const taskId = `${graphId}/t`;
+    expect((await selectTask(client, taskId)).status).toBe('ready');
+    const before = await state(taskId);
+    await refused(() => claimNextTask(client, 'client-as-owner', LEASE_MS, graphId));
+    await refused(() => startVerification(client, taskId, 'forged-verifier'));
+    await refused(() =>
+      recordVerification(client, {
+        taskId, verifier: 'forged-verifier', claimVersion: 0, revision: 'x', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
+      }),
+    );
+    await refused(() => client.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [taskId]));
+    expect(await state(taskId)).toEqual(before);
+    await setTaskStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'cancelled', reason: 'not needed' });
+    expect((await selectTask(client, taskId)).status).toBe('cancelled');
+  });
+
+  it('lets a reader read and nothing else', async () => {
+    const reader = as('baton_reader');
+    const task = await insertTask(db.pool, { status: 'running', owner: 'someone' });
+    expect((await selectTask(reader, task.id)).owner).toBe('someone');
+    expect((await selectEvents(reader, 'task', task.id)).map((e) => e.kind)).toEqual(['created', 'claimed']);
+    const before = await state(task.id);
+    await refused(() => insertGraph(reader, { x: [] }));
+    await refused(() => setTaskStatus(reader, { taskId: task.id, actor: 'reader', to: 'cancelled', kind: 'cancelled', reason: 'x' }));
+    await refused(() => claimNextTask(reader, 'reader', LEASE_MS));
+    await refused(() => createObject(reader, 'reader', { key: 'plans/reader.md' }));
+    await refused(() => reader.query('SELECT * FROM baton.events'));
+    expect(await state(task.id)).toEqual(before);
+  });
+
+  it('gives the agent service nothing yet, and no group any table privilege', async () => {
+    const agent = as('baton_agent');
+    const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent-1' });
+    await refused(() => selectTask(agent, task.id));
+    await refused(() => startVerification(agent, task.id, 'agent-2'));
+    await refused(() => createObject(agent, 'agent-1', { key: 'plans/agent.md' }));
+    const { rows } = await db.pool.query(
+      `SELECT c.relname, r.rolname FROM pg_class c CROSS JOIN pg_roles r
+        WHERE c.relnamespace = 'baton'::regnamespace AND c.relkind IN ('r', 'v', 'S') AND r.rolname = ANY($1)
+          AND (has_table_privilege(r.oid, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+               OR (c.relkind = 'S' AND has_sequence_privilege(r.oid, c.oid, 'USAGE, SELECT, UPDATE')))`,
+      [Object.keys(GROUP_ROLES)],
+    );
+    expect(rows).toEqual([]);
+  });
+});
