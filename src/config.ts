@@ -19,6 +19,8 @@ export const DEV_TEMPORAL_PORT_DEFAULT = 7233;
 export const DEV_TEMPORAL_UI_PORT_DEFAULT = 8233;
 /** Database baton creates in the embedded Postgres. */
 export const DEV_DATABASE_NAME = 'baton';
+/** Folder in the baton home for generated secrets (mode 0700; each file 0600, its owner's only). */
+export const CREDENTIALS_DIR_NAME = 'credentials';
 /** How long to wait for a server to become ready; 2-core machines need far more than the SDK's 5 s. */
 export const SERVER_READY_TIMEOUT_MS_DEFAULT = 60_000;
 

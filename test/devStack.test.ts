@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -38,12 +38,18 @@ describe('baton dev: the zero-setup local stack', () => {
 
     const first = await startDev(env);
     expect(first.dev.output()).toMatch(/Temporal UI: http:\/\/127\.0\.0\.1:\d+/);
+    // The database password was generated at first start and lives in a file of this OS user only.
+    const secretFile = path.join(home, 'credentials', 'postgres-superuser');
+    expect(((await stat(secretFile)).mode & 0o777).toString(8)).toBe('600');
+    const password = (await readFile(secretFile, 'utf8')).trim();
+    expect(decodeURIComponent(new URL(first.databaseUrl).password)).toBe(password);
     const check = await runCli(['check'], { ...env, DATABASE_URL: first.databaseUrl, TEMPORAL_ADDRESS: first.temporalAddress });
     expect(check.code, check.output).toBe(0);
     const row = JSON.parse(check.stdout) as { id: number; workflowId: string };
     await stopDev(first.dev);
 
     const second = await startDev(env);
+    expect(decodeURIComponent(new URL(second.databaseUrl).password)).toBe(password);
     const connection = await Connection.connect({ address: second.temporalAddress });
     try {
       const description = await new Client({ connection }).workflow.getHandle(row.workflowId).describe();

@@ -6,16 +6,13 @@ import { userInfo } from 'node:os';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
-import { DATABASE_URL_ENV, DEV_DATABASE_NAME, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
+import { DATABASE_URL_ENV, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
-import { startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
+import { devDatabaseUrl, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
 import { pingPostgres } from '../dev/embeddedPostgres.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
-
-/** The database `baton dev` serves, for commands run in another shell without DATABASE_URL. */
-export const DEV_DATABASE_URL = `postgresql://postgres:baton@127.0.0.1:${DEV_POSTGRES_PORT_DEFAULT}/${DEV_DATABASE_NAME}`;
 
 /**
  * Who the caller is when a command does not say: read by `submit` and `rerun` (else the OS user)
@@ -174,15 +171,23 @@ export async function withCliContext<T>(log: Log, options: CliContextOptions, fn
   }
 }
 
-/** DATABASE_URL, else `baton dev`'s database; explains how to get one when neither answers. */
+/**
+ * DATABASE_URL, else the database of a `baton dev` running on its default port, with the password
+ * it generated (read from its secret file in the baton home); explains how to get one when
+ * neither answers. Never prints a password.
+ */
 async function reachDatabase(databaseUrl: string | undefined): Promise<string> {
+  const fix = `Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`;
+  const url =
+    databaseUrl ??
+    (await devDatabaseUrl().catch((error: Error) => {
+      throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's database password is out of reach: ${error.message}`);
+    }));
   try {
-    await pingPostgres(databaseUrl ?? DEV_DATABASE_URL);
+    await pingPostgres(url);
   } catch (error) {
-    throw new Error(
-      `cannot reach Postgres at ${databaseUrl ? DATABASE_URL_ENV : `${DEV_DATABASE_URL} (baton dev's default)`}: ` +
-        `${(error as Error).message}. Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`,
-    );
+    const where = databaseUrl ? DATABASE_URL_ENV : `baton dev's database (127.0.0.1:${DEV_POSTGRES_PORT_DEFAULT})`;
+    throw new Error(`cannot reach Postgres at ${where}: ${(error as Error).message}. ${fix}`);
   }
-  return databaseUrl ?? DEV_DATABASE_URL;
+  return url;
 }

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   batonHome,
+  DATABASE_URL_ENV,
   DEV_DATABASE_NAME,
   DEV_POSTGRES_PORT_DEFAULT,
   DEV_TEMPORAL_PORT_DEFAULT,
@@ -10,7 +11,8 @@ import {
 import { ensureDatabase, withDatabase } from '../db/pool.js';
 import { silentLog, type Log } from '../log.js';
 import { temporalSettings, type TemporalSettings } from '../temporal/connection.js';
-import { pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
+import { embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
+import { readSecretFile } from './secretFile.js';
 import { resolveTemporalCli, type TemporalCli } from './temporalCli.js';
 import { startTemporalDevServer } from './temporalDevServer.js';
 
@@ -35,11 +37,13 @@ export interface DevStackOptions {
 }
 
 export interface DevStack {
-  /** Connection string of baton's database. */
+  /** Connection string of baton's database (for the embedded one, with its generated password). */
   databaseUrl: string;
   postgresVersion: string;
   /** Whether Postgres is the embedded one started here. */
   embeddedPostgres: boolean;
+  /** The file holding the embedded Postgres superuser's password; set when it was started here. */
+  postgresSecretFile?: string;
   /** Connection settings for the Temporal server in use (env and `temporal.toml` for an external one). */
   temporal: TemporalSettings;
   temporalUiUrl?: string;
@@ -49,10 +53,31 @@ export interface DevStack {
   stop(): Promise<void>;
 }
 
+/** The data folder of the embedded Postgres of the stack in `home`. */
+export function devPostgresDataDir(home: string): string {
+  return path.join(home, 'postgres');
+}
+
+/**
+ * The database a running `baton dev` serves, for commands started in another shell without
+ * DATABASE_URL: its port, and the superuser password from its secret file in `home`.
+ * @param home (Default: `batonHome()`, `./.baton`)
+ * @param port (Default: 54329, `baton dev`'s)
+ * @throws SecretFileUnreadableError naming the file and the OS user who may read it.
+ */
+export async function devDatabaseUrl(home: string = batonHome(), port: number = DEV_POSTGRES_PORT_DEFAULT): Promise<string> {
+  const secret = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(home)), {
+    missing: `start 'npx baton dev' (it writes the file at first start), or set ${DATABASE_URL_ENV}`,
+    unreadable: `set ${DATABASE_URL_ENV}`,
+  });
+  return embeddedPostgresUrl(port, secret, DEV_DATABASE_NAME);
+}
+
 /**
  * Starts what baton needs on one machine and is not given: an embedded Postgres with its data in
- * `home/postgres`, and the Temporal dev server with its UI and its state in `home/temporal.sqlite`.
- * A second start reuses both, so earlier workflows and tasks are still there.
+ * `home/postgres` (its superuser password generated into `home/credentials/postgres-superuser`),
+ * and the Temporal dev server with its UI and its state in `home/temporal.sqlite`. A second start
+ * reuses both, so earlier workflows and tasks are still there.
  */
 export async function startDevStack(options: DevStackOptions = {}): Promise<DevStack> {
   const log = options.log ?? silentLog;
@@ -65,13 +90,15 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
 
   try {
     let databaseUrl = options.databaseUrl;
+    let postgresSecretFile: string | undefined;
     if (!databaseUrl) {
       const postgres = await startEmbeddedPostgres({
-        dataDir: path.join(home, 'postgres'),
+        dataDir: devPostgresDataDir(home),
         port: port(options.postgresPort, DEV_POSTGRES_PORT_DEFAULT),
         log,
       });
       stops.push(() => postgres.stop());
+      postgresSecretFile = postgres.secretFile;
       await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
       databaseUrl = withDatabase(postgres.url, DEV_DATABASE_NAME);
     }
@@ -104,6 +131,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       databaseUrl,
       postgresVersion,
       embeddedPostgres: !options.databaseUrl,
+      postgresSecretFile,
       temporal: temporalSettings({ address: temporalAddress, namespace }),
       temporalUiUrl,
       temporalCli,

