@@ -21,6 +21,16 @@ export { createCommandRunner } from './runners/commandRunner.js';
 export { createCommandVerifier } from './runners/commandVerifier.js';
 export { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
 export { AgentFailedError, type Runner, type RunContext, type Verifier, type VerifyContext } from './runners/types.js';
+export {
+  agentIsolationFromEnv,
+  agentIsolationStatus,
+  describeAgentIsolation,
+  resolveAgentIsolation,
+  type AgentIsolation,
+  type AgentIsolationOptions,
+  type AgentIsolationStatus,
+} from './runners/agentIsolation.js';
+export { AgentIsolationUnavailableError } from './runners/isolationErrors.js';
 export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
 export { graphWorkflowId, taskWorkflowId, dependenciesReleasedSignal, graphProgressQuery } from '../workflows/definitions.js';
 export { createHttpTool, type HttpToolOptions } from './tools/httpTool.js';

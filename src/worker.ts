@@ -7,6 +7,8 @@ import { createActivities, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
 import { workflowsPath } from './dev/workflowBundle.js';
 import type { Queryable } from './db/queryable.js';
+import { stderrLog, type Log } from './log.js';
+import { agentIsolationFromEnv, describeAgentIsolation, isolationWarning, resolveAgentIsolation, type AgentIsolationOptions } from './runners/agentIsolation.js';
 import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
 import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
@@ -55,6 +57,16 @@ export interface BatonWorkerOptions {
    * (Default: the HTTP tools of `$BATON_HTTP_TOOLS`, else none)
    */
   tools?: Record<string, ToolAdapter>;
+  /**
+   * How command agents and verification commands are isolated from the worker and each other
+   * (docs/isolation.md). Something asked for that this host cannot do stops the worker from
+   * starting; with no isolation at all it starts with a loud warning.
+   * (Default: `BATON_AGENT_USER`, `BATON_AGENT_SANDBOX`, `BATON_AGENT_NETWORK`, `BATON_AGENT_UIDS`,
+   * `BATON_AGENT_ROOT`, else per-run users when the worker runs as root, bubblewrap otherwise if it works)
+   */
+  agentIsolation?: AgentIsolationOptions;
+  /** Where the worker's start-up warnings go. (Default: stderr) */
+  log?: Log;
   /** Prebuilt workflow bundle (tests bundle once); otherwise `workflowsPath` is bundled. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
@@ -86,9 +98,12 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
   const identity = options.identity ?? defaultWorkerIdentity();
   const workDir = options.workDir ?? path.join(batonHome(), 'work');
-  const commandRunner = createCommandRunner({ workDir });
+  const isolation = await resolveAgentIsolation(options.agentIsolation ?? agentIsolationFromEnv());
+  const warning = isolationWarning(await describeAgentIsolation(isolation));
+  if (warning) (options.log ?? stderrLog)(warning);
+  const commandRunner = createCommandRunner({ workDir, isolation });
   const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
-  const commandVerifier = createCommandVerifier({ workDir });
+  const commandVerifier = createCommandVerifier({ workDir, isolation });
   const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
   const activities = {
     ...createActivities({

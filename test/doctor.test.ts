@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createPool } from '../src/db/pool.js';
 import { checkDatabase } from '../src/doctor/databaseChecks.js';
+import { cleanEnv, runCli } from './helpers/cli.js';
 import { useTestDatabase } from './helpers/db.js';
 
 const db = useTestDatabase();
@@ -14,7 +15,7 @@ async function loginAs(group: string) {
   const url = new URL(db.url);
   [url.username, url.password] = [name, password];
   const pool = createPool(url.toString(), { max: 1, applicationName: 'baton worker' });
-  return { pool, close: async () => (await pool.end(), await db.pool.query(`DROP ROLE ${name}`)) };
+  return { pool, url: url.toString(), close: async () => (await pool.end(), await db.pool.query(`DROP ROLE ${name}`)) };
 }
 
 /** The findings, less what the test's own admin session (a member of baton_owner) causes. */
@@ -60,6 +61,33 @@ describe('baton doctor: the database', () => {
       }
     } finally {
       await worker.close();
+      await owner.close();
+      await db.pool.query('REVOKE SELECT ON baton.tasks FROM baton_reader');
+      await db.pool.query('REVOKE EXECUTE ON FUNCTION baton.append_event FROM PUBLIC');
+      await db.pool.query('ALTER FUNCTION baton.claim_task(text, text, integer) SET search_path = pg_catalog, baton, pg_temp');
+    }
+  });
+});
+
+describe('baton doctor: the command', () => {
+  const doctor = async (login: { url: string }, env: Record<string, string>) => {
+    const result = await runCli(['doctor', '--json'], cleanEnv({ DATABASE_URL: login.url, TEMPORAL_ADDRESS: '127.0.0.1:7233', ...env }));
+    return { code: result.code, findings: notAboutAdmin(JSON.parse(result.stdout || '[]') as { check: string; message: string }[]) };
+  };
+
+  it('exits 0 with no findings for a worker login whose agents are isolated with no network', async () => {
+    const worker = await db.login('baton_worker');
+    const result = await doctor(worker, { BATON_AGENT_NETWORK: 'none' });
+    expect(result.findings.filter((f) => f.check !== 'authentication_unknown')).toEqual([]);
+  });
+
+  it('exits 1 and names each finding: an owner login, agents on the host network with Temporal open to them', async () => {
+    const owner = await loginAs('baton_owner');
+    try {
+      const result = await doctor(owner, { BATON_AGENT_NETWORK: 'host' });
+      expect(result.code).toBe(1);
+      expect(result.findings.map((f) => f.check)).toEqual(expect.arrayContaining(['privileged_login', 'temporal_open']));
+    } finally {
       await owner.close();
     }
   });

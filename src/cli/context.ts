@@ -6,11 +6,13 @@ import { userInfo } from 'node:os';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
-import { DATABASE_URL_ENV, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
+import { batonHome, DATABASE_URL_ENV, DEV_DATABASE_NAME, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
-import { devDatabaseUrl, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
-import { pingPostgres } from '../dev/embeddedPostgres.js';
+import { RolesMissingError } from '../db/roles.js';
+import { devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
+import { startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
+import { embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
 
@@ -59,11 +61,20 @@ export interface CliContextOptions {
   poolSize?: number;
   /** Postgres `application_name`, shown in `pg_stat_activity`. (Default: `baton`) */
   applicationName?: string;
+  /**
+   * Which of the embedded stack's logins the command uses once the superuser has migrated: the
+   * worker's (a member of baton_worker) or the client's (baton_client). A DATABASE_URL is used as
+   * given; 'admin' keeps the login that migrated (the drill's harness). (Default: 'client')
+   */
+  login?: DevComponent | 'admin';
 }
 
 export interface CliContext {
   pool: pg.Pool;
+  /** The login this command uses (the component's, on the embedded stack). */
   databaseUrl: string;
+  /** On the embedded stack: every component's login, for the processes a command starts. */
+  componentUrls?: Record<DevComponent, string>;
   temporalSettings: TemporalSettings;
   /** The stack started (or reached) for a context opened with `start`. */
   stack?: DevStack;
@@ -99,18 +110,21 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
   const stack = options.start
     ? await startDevStack({ databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, log, ...options.start })
     : undefined;
-  const databaseUrl = stack?.databaseUrl ?? (await reachDatabase(env.databaseUrl));
-  const pool = createPool(databaseUrl, {
-    max: options.poolSize ?? (stack ? undefined : CLI_POOL_SIZE_DEFAULT),
-    applicationName: options.applicationName,
-  });
+  const poolOptions = { max: options.poolSize ?? (stack ? undefined : CLI_POOL_SIZE_DEFAULT), applicationName: options.applicationName };
+  let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(env.databaseUrl, options.login === 'admin' || !options.login ? 'client' : options.login));
+  let pool = createPool(databaseUrl, poolOptions);
   let migration: MigrateResult | undefined;
+  let componentUrls: Record<DevComponent, string> | undefined;
   try {
-    if (options.migrate) {
-      migration = await migrate(pool);
-      if (migration.applied.length) log(`Applied migrations: ${migration.applied.map((m) => `${m.id}_${m.name}`).join(', ')}`);
-    } else {
-      await requireMigrated(pool);
+    migration = options.migrate ? await migrateIfAllowed(pool, log) : (await requireMigrated(pool), undefined);
+    if (stack?.embeddedPostgres) {
+      componentUrls = await ensureDevLogins(pool, databaseUrl, options.start?.home ?? batonHome());
+      if (options.login !== 'admin') {
+        // The superuser's work is done: the command goes on as its component's login.
+        await pool.end();
+        databaseUrl = componentUrls[options.login ?? 'client'];
+        pool = createPool(databaseUrl, poolOptions);
+      }
     }
   } catch (error) {
     await pool.end();
@@ -126,6 +140,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
   return {
     pool,
     databaseUrl,
+    componentUrls,
     temporalSettings: settings,
     stack,
     migration,
@@ -172,16 +187,31 @@ export async function withCliContext<T>(log: Log, options: CliContextOptions, fn
 }
 
 /**
- * DATABASE_URL, else the database of a `baton dev` running on its default port, with the password
- * it generated (read from its secret file in the baton home); explains how to get one when
- * neither answers. Never prints a password.
+ * Migrates when this login may; a component's own login (a worker given its DATABASE_URL) may
+ * not, and then the schema must already be current: `baton migrate` is run by an administrator.
  */
-async function reachDatabase(databaseUrl: string | undefined): Promise<string> {
+async function migrateIfAllowed(pool: pg.Pool, log: Log): Promise<MigrateResult | undefined> {
+  try {
+    const migration = await migrate(pool);
+    if (migration.applied.length) log(`Applied migrations: ${migration.applied.map((m) => `${m.id}_${m.name}`).join(', ')}`);
+    return migration;
+  } catch (error) {
+    if (!(error instanceof RolesMissingError)) throw error;
+    await requireMigrated(pool).catch(() => {
+      throw error;
+    });
+    log('This login may not migrate (it is not the schema owner); the schema is current.');
+    return undefined;
+  }
+}
+
+/** DATABASE_URL, else `component`'s login on `baton dev`'s database; explains how to get one when neither answers. */
+async function reachDatabase(databaseUrl: string | undefined, component: DevComponent): Promise<string> {
   const fix = `Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`;
   const url =
     databaseUrl ??
-    (await devDatabaseUrl().catch((error: Error) => {
-      throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's database password is out of reach: ${error.message}`);
+    (await devLoginUrl(embeddedPostgresUrl(DEV_POSTGRES_PORT_DEFAULT, '', DEV_DATABASE_NAME), batonHome(), component).catch((error: Error) => {
+      throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's ${component} login is out of reach: ${error.message}`);
     }));
   try {
     await pingPostgres(url);

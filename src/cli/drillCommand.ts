@@ -53,9 +53,11 @@ export function registerDrillCommand(program: Command, log: Log): void {
       const open = await openStack(
         log,
         external ? {} : { home: path.join(batonHome(), 'drill'), postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
+        // The drill plays every part (client, worker, the owner's test-only moves): it keeps the migrating login.
+        'admin',
       );
       const workerEnv = {
-        DATABASE_URL: open.stack.databaseUrl,
+        DATABASE_URL: open.componentUrls?.worker ?? open.databaseUrl,
         TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
         TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
       };

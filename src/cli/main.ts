@@ -1,13 +1,15 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
 import { roleStatements } from '../db/roles.js';
 import { resolveTemporalCli } from '../dev/temporalCli.js';
 import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
+import { agentIsolationFromEnv, type AgentIsolationOptions } from '../runners/agentIsolation.js';
 import { createBatonWorker } from '../worker.js';
 import { runDemo } from '../demo/runDemo.js';
 import { openCliContext, withCliContext } from './context.js';
+import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { noMigrateOption, parsePort, taskQueueOption } from './options.js';
@@ -32,6 +34,20 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+// Flags of the commands that run a worker, for agent isolation (docs/isolation.md); each overrides its BATON_AGENT_* variable.
+const agentUserFlag = () =>
+  new Option('--agent-user <user>', "who command agents run as: a fresh uid per run (needs root) or the worker's user (default: per-run as root)").choices(['per-run', 'worker']);
+const agentSandboxFlag = () =>
+  new Option('--agent-sandbox <sandbox>', 'run command agents in a bubblewrap sandbox (default: with --agent-network none, or when not root and bubblewrap works)').choices(['bubblewrap', 'none']);
+const agentNetworkFlag = () =>
+  new Option('--agent-network <network>', 'none: command agents get no network but the baton tool endpoint (needs bubblewrap) (default: host)').choices(['host', 'none']);
+type AgentIsolationFlags = { agentUser?: AgentIsolationOptions['user']; agentSandbox?: AgentIsolationOptions['sandbox']; agentNetwork?: AgentIsolationOptions['network'] };
+
+function agentIsolationOf(opts: AgentIsolationFlags): AgentIsolationOptions {
+  const options = agentIsolationFromEnv();
+  return { ...options, user: opts.agentUser ?? options.user, sandbox: opts.agentSandbox ?? options.sandbox, network: opts.agentNetwork ?? options.network };
+}
+
 const program = new Command()
   .name('baton')
   .description(
@@ -51,18 +67,23 @@ program
   .option('--ui-port <port>', 'Temporal Web UI port', parsePort)
   .option('--no-worker', 'do not run a baton worker in this process')
   .addOption(noMigrateOption())
-  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean }) => {
+  .addOption(agentUserFlag())
+  .addOption(agentSandboxFlag())
+  .addOption(agentNetworkFlag())
+  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags) => {
     const open = await openCliContext(log, {
       start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
       migrate: opts.migrate,
+      login: 'worker',
     });
     describeStack(open.stack, log);
     const worker = opts.worker
-      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool })
+      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool, agentIsolation: agentIsolationOf(opts) })
       : undefined;
     log('');
     log('In another shell:');
-    log(`  export ${DATABASE_URL_ENV}='${open.stack.databaseUrl}'`);
+    // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
+    log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? open.stack.databaseUrl}'`);
     log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
     log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
     const running = worker?.run();
@@ -98,7 +119,7 @@ program
   .description('run the health-check workflow through Temporal into Postgres and read the row back')
   .addOption(noMigrateOption())
   .action(async (opts: { migrate: boolean }) => {
-    await withCliContext(log, { start: {}, migrate: opts.migrate }, async (open) => {
+    await withCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' }, async (open) => {
       const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
       process.stdout.write(`${JSON.stringify(row)}\n`);
     });
@@ -131,8 +152,11 @@ program
   .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
   .option('--workflow-bundle <file>', 'prebuilt workflow bundle (default: bundle the workflows at start)')
   .addOption(noMigrateOption())
-  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean }) => {
-    const open = await openCliContext(log, { start: {}, migrate: opts.migrate });
+  .addOption(agentUserFlag())
+  .addOption(agentSandboxFlag())
+  .addOption(agentNetworkFlag())
+  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean } & AgentIsolationFlags) => {
+    const open = await openCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' });
     const worker = await createBatonWorker({
       connection: await open.workerConnection(),
       namespace: open.temporalSettings.namespace,
@@ -140,6 +164,7 @@ program
       db: open.pool,
       workDir: opts.workDir,
       workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
+      agentIsolation: agentIsolationOf(opts),
     });
     describeStack(open.stack, log);
     log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
@@ -157,6 +182,7 @@ registerTaskCommands(program, log);
 registerDrillCommand(program, log);
 registerObjectCommands(program, log);
 registerToolCommands(program, log);
+registerDoctorCommand(program, log);
 
 program
   .command('temporal-cli')

@@ -1,6 +1,6 @@
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
-import { openCliContext, type StackContext } from './context.js';
+import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
 
 /** A running (or reached) stack with an up-to-date schema; what the demo and scripts/ work on. */
 export type OpenStack = StackContext;
@@ -10,13 +10,20 @@ export type OpenStack = StackContext;
  * default for whichever is unset, and brings the schema up to date: the context of the commands
  * that run baton (`dev`, `worker`, `demo`, `check`, `drill`) with migrations on.
  */
-export function openStack(log: Log, options: DevStackOptions = {}): Promise<OpenStack> {
-  return openCliContext(log, { start: options, migrate: true });
+export function openStack(log: Log, options: DevStackOptions = {}, login: CliContextOptions['login'] = 'client'): Promise<OpenStack> {
+  return openCliContext(log, { start: options, migrate: true, login });
+}
+
+/** `url` with its password left out, for printing. */
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.toString();
 }
 
 /** Prints where everything runs, with the variables another shell needs to reach it. */
 export function describeStack(stack: DevStack, log: Log): void {
-  log(`Postgres ${stack.postgresVersion}${stack.embeddedPostgres ? ' (embedded)' : ''}: ${stack.databaseUrl}`);
+  log(`Postgres ${stack.postgresVersion}${stack.embeddedPostgres ? ' (embedded)' : ''}: ${withoutPassword(stack.databaseUrl)}`);
   const version = stack.temporalServerVersion ? ` ${stack.temporalServerVersion}` : '';
   log(`Temporal${version}: ${stack.temporal.connectionOptions.address} (namespace ${stack.temporal.namespace})`);
   if (stack.temporalUiUrl) log(`Temporal UI: ${stack.temporalUiUrl}`);

@@ -4,7 +4,7 @@ import { readEnv } from '../config.js';
 import { errorResponseOf } from '../errors.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
-import { TOOL_TOKEN_ENV, TOOL_URL_ENV } from '../tools/agentEndpoint.js';
+import { TOOL_SOCKET_ENV, TOOL_TOKEN_ENV, TOOL_URL_ENV } from '../tools/agentEndpoint.js';
 import { httpRequest, type HttpRequestError } from '../tools/httpRequest.js';
 import { withCliContext } from './context.js';
 import { jsonOption } from './options.js';
@@ -55,12 +55,13 @@ export function registerToolCommands(program: Command, log: Log): void {
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: JSON.stringify({ tool: toolName, step, params }),
           timeoutMs: CALL_TIMEOUT_MS,
+          socketPath: readEnv(TOOL_SOCKET_ENV),
         });
       } catch (error) {
         const code = (error as HttpRequestError).code;
         log(`baton tool call: no answer from the runner (${code}): ${(error as Error).message}`);
-        // Refused: the call never reached the gateway. Anything else: it may have been made.
-        process.exitCode = errorResponseOf(code === 'ECONNREFUSED' ? undefined : 'tool_outcome_unknown').exitCode;
+        // Refused (or no socket): the call never reached the gateway. Anything else: it may have been made.
+        process.exitCode = errorResponseOf(code === 'ECONNREFUSED' || code === 'ENOENT' ? undefined : 'tool_outcome_unknown').exitCode;
         return;
       }
       let body: { error?: { name: string; code?: string; message: string } };

@@ -229,15 +229,17 @@ export class DatabaseNotMigratedError extends BatonError {
 
 /**
  * Refuses a database that lacks a migration or a definition file this baton ships, changing
- * nothing: it only reads the catalog, `baton.migrations` and `baton.definitions`. Whether applied
+ * nothing: it only reads the catalog and `baton.read_schema_state()`. Whether applied
  * migrations were edited is `migrate`'s business.
  */
 export async function requireMigrated(db: Queryable): Promise<void> {
   const [migrations, definitions] = [await loadMigrations(), await loadDefinitions()];
-  const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('baton.definitions') IS NOT NULL AS present");
+  // Read through a function: a component's login may read no table (SPEC S1).
+  const { rows } = await db.query<{ present: boolean }>("SELECT to_regprocedure('baton.read_schema_state()') IS NOT NULL AS present");
   if (!rows[0]?.present) throw new DatabaseNotMigratedError(migrations.map(label), false);
-  const applied = new Set((await db.query<{ id: number }>('SELECT id FROM baton.migrations')).rows.map((r) => r.id));
-  const recorded = new Map((await db.query<{ file: string; checksum: string }>('SELECT file, checksum FROM baton.definitions')).rows.map((r) => [r.file, r.checksum]));
+  const state = (await db.query<{ kind: string; name: string; checksum: string }>('SELECT * FROM baton.read_schema_state()')).rows;
+  const applied = new Set(state.filter((r) => r.kind === 'migration').map((r) => Number(r.name)));
+  const recorded = new Map(state.filter((r) => r.kind === 'definition').map((r) => [r.name, r.checksum]));
   const missing = [
     ...migrations.filter((m) => !applied.has(m.id)).map(label),
     ...definitions.filter((d) => recorded.get(d.file) !== checksum(d.sql)).map((d) => `functions/${d.file}`),

@@ -1361,6 +1361,18 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.read_schema_state()
+ RETURNS TABLE(kind text, name text, checksum text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT 'migration', id::text, migrations.checksum FROM baton.migrations
+  UNION ALL
+  SELECT 'definition', file, definitions.checksum FROM baton.definitions
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.read_task(p_task_id text)
  RETURNS SETOF baton.task_view
  LANGUAGE plpgsql
@@ -2043,13 +2055,15 @@ function baton.read_health_checks(integer): {<owner>=X/baton_owner,baton_worker=
 
 function baton.read_object_events(text,integer,integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
+function baton.read_schema_state(): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
+
 function baton.read_task(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.read_tool_calls(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.ready_or_blocked(text): {<owner>=X/baton_owner}
 
-function baton.record_health_check(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.record_health_check(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.record_verification(text,text,bigint,text,text,integer,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
 

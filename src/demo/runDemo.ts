@@ -47,10 +47,12 @@ export interface DemoOutcome {
  * its answer while the demo SIGKILLs the worker that made the call: the next owner reconciles the
  * call through the code host's lookup and gets the same PR, so it is opened once.
  */
-/** Where the demo runs: a stack that is up, and a pool on its migrated database. */
+/** Where the demo runs: a stack that is up, a client's pool on its migrated database, and the workers' login. */
 export interface DemoStack {
   stack: DevStack;
   pool: Queryable;
+  /** The logins of the embedded stack's components; the demo's workers use the worker's. (Default: the stack's URL) */
+  componentUrls?: { worker: string };
 }
 
 export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
@@ -66,7 +68,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     fleet = await startWorkerFleet({
       name: 'demo',
       env: {
-        DATABASE_URL: open.stack.databaseUrl,
+        DATABASE_URL: open.componentUrls?.worker ?? open.stack.databaseUrl,
         TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
         TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
         [HTTP_TOOLS_ENV]: JSON.stringify({

@@ -2,7 +2,6 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   batonHome,
-  DATABASE_URL_ENV,
   DEV_DATABASE_NAME,
   DEV_POSTGRES_PORT_DEFAULT,
   DEV_TEMPORAL_PORT_DEFAULT,
@@ -11,8 +10,7 @@ import {
 import { ensureDatabase, withDatabase } from '../db/pool.js';
 import { silentLog, type Log } from '../log.js';
 import { temporalSettings, type TemporalSettings } from '../temporal/connection.js';
-import { embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
-import { readSecretFile } from './secretFile.js';
+import { pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
 import { resolveTemporalCli, type TemporalCli } from './temporalCli.js';
 import { startTemporalDevServer } from './temporalDevServer.js';
 
@@ -56,21 +54,6 @@ export interface DevStack {
 /** The data folder of the embedded Postgres of the stack in `home`. */
 export function devPostgresDataDir(home: string): string {
   return path.join(home, 'postgres');
-}
-
-/**
- * The database a running `baton dev` serves, for commands started in another shell without
- * DATABASE_URL: its port, and the superuser password from its secret file in `home`.
- * @param home (Default: `batonHome()`, `./.baton`)
- * @param port (Default: 54329, `baton dev`'s)
- * @throws SecretFileUnreadableError naming the file and the OS user who may read it.
- */
-export async function devDatabaseUrl(home: string = batonHome(), port: number = DEV_POSTGRES_PORT_DEFAULT): Promise<string> {
-  const secret = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(home)), {
-    missing: `start 'npx baton dev' (it writes the file at first start), or set ${DATABASE_URL_ENV}`,
-    unreadable: `set ${DATABASE_URL_ENV}`,
-  });
-  return embeddedPostgresUrl(port, secret, DEV_DATABASE_NAME);
 }
 
 /**

@@ -7,7 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import type { Log } from '../log.js';
-import { scramSha256Verifier } from './scramVerifier.js';
+import { scramSha256Verifier } from '../db/scramVerifier.js';
 import { generateSecret, readSecretFile, writeSecretFile } from './secretFile.js';
 import { waitFor } from './waitFor.js';
 

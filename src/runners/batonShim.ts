@@ -3,17 +3,19 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+/** The `baton` command of this installation. */
+export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
 const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
 /**
- * Writes `<workDir>/bin/baton`, a script that runs this very installation of baton with this
- * Node, and returns its folder for the agent's PATH: an agent can then run `baton tool call ...`
- * with no install of its own and no version drift from its worker.
+ * Writes `<dir>/bin/baton` (`dir`: the work folder, or an isolated run's own folder), a script
+ * that runs this very installation of baton with this Node, and returns its folder for the
+ * agent's PATH: an agent can then run `baton tool call ...` with no install of its own and no
+ * version drift from its worker.
  */
-export async function ensureBatonShim(workDir: string): Promise<string> {
-  const dir = path.join(workDir, 'bin');
+export async function ensureBatonShim(parent: string): Promise<string> {
+  const dir = path.join(parent, 'bin');
   await mkdir(dir, { recursive: true });
   const target = path.join(dir, 'baton');
   // Unique per call: two runs starting in the same millisecond must not share a temporary file.

@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
 import { startToolEndpoint, type ToolEndpoint } from '../tools/agentEndpoint.js';
-import { ensureBatonShim } from './batonShim.js';
-import { addWorktree, git, removeWorktree } from './git.js';
+import { openRunCheckout, protectWorkerFiles, type AgentCheckout } from './agentCheckout.js';
+import type { AgentIsolation } from './agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
@@ -12,40 +12,43 @@ import { AgentFailedError, type RunContext, type Runner } from './types.js';
 export const COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000;
 
 export interface CommandRunnerOptions {
-  /** Folder for per-task worktrees and logs. */
+  /** Folder for per-task worktrees (unisolated agents) and logs. */
   workDir: string;
   /** (Default: 1s) */
   heartbeatIntervalMs?: number;
+  /**
+   * How agents are kept from the worker and each other, as resolved by `resolveAgentIsolation`
+   * (docs/isolation.md). (Default: none: agents run as the worker's user, in worktrees)
+   */
+  isolation?: AgentIsolation;
 }
 
 /**
- * T10: starts the task's agent command in a per-task git worktree (on a branch from the graph's
+ * T10: starts the task's agent command in a per-task checkout (on a branch from the graph's
  * base with the pinned upstream revisions merged in), streams its output to the task's log,
  * heartbeats with progress, kills it on cancellation, and turns its commit into the artifact.
  * When the worker has tools, the agent gets a local endpoint bound to its claim (BATON_TOOL_URL,
  * BATON_TOOL_TOKEN) and `baton` on its PATH for `baton tool call`; never database credentials.
+ * Isolated (S2), the agent runs under a uid of its own and/or in a sandbox, in a private clone,
+ * and reaches the endpoint through a Unix socket in its folder (BATON_TOOL_SOCKET).
  */
 export function createCommandRunner(options: CommandRunnerOptions): Runner {
+  const workDirReady = protectWorkerFiles(options.workDir, options.isolation);
+  workDirReady.catch(() => undefined); // reported by the first run that awaits it
   return {
     async run(ctx: RunContext): Promise<Artifact> {
       const { claim } = ctx;
       const command = claim.spec.run.command;
       if (!command) throw new AgentFailedError(claim.taskId, 'the command runner needs run.command');
       if (!ctx.repo) throw new AgentFailedError(claim.taskId, 'the graph names no repo for the command runner');
-      const dir = path.join(options.workDir, 'worktrees', claim.graphId, `${claim.key}-v${claim.claimVersion}`);
+      await workDirReady;
       const logFile = path.join(options.workDir, 'logs', claim.graphId, `${claim.key}.log`);
       await mkdir(path.dirname(logFile), { recursive: true });
       const log = (line: string) => appendFile(logFile, `[v${claim.claimVersion}] ${line}\n`);
 
-      await addWorktree(ctx.repo, dir, `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`, ctx.base);
+      const checkout = await openRunCheckout({ isolation: options.isolation, workDir: options.workDir, repo: ctx.repo, base: ctx.base, claim });
       try {
-        for (const [key, revision] of Object.entries(claim.upstreamRevisions).sort()) {
-          await git(dir, ['merge', '--no-edit', '-m', `baton: merge verified ${key} at ${revision}`, revision]).catch((error: Error) => {
-            throw new AgentFailedError(claim.taskId, `merging upstream ${key} at ${revision} failed: ${error.message}`);
-          });
-        }
-        const baseRevision = await git(dir, ['rev-parse', 'HEAD']);
-        const tools = ctx.callTool ? await agentToolAccess(ctx.callTool, options.workDir) : undefined;
+        const tools = ctx.callTool ? await agentToolAccess(ctx.callTool, checkout) : undefined;
         let lastLine = '';
         let lines = 0;
         let pid: number | undefined;
@@ -53,7 +56,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         const agentAbort = new AbortController();
         const onCancel = () => agentAbort.abort(ctx.signal.reason);
         ctx.signal.addEventListener('abort', onCancel, { once: true });
-        if (ctx.signal.aborted) onCancel(); // cancelled while the worktree was being set up
+        if (ctx.signal.aborted) onCancel(); // cancelled while the checkout was being set up
         const timer = setInterval(() => {
           beat().catch((error: unknown) => {
             // A refused heartbeat means the claim is gone: stop the agent at once.
@@ -62,19 +65,22 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         }, options.heartbeatIntervalMs ?? COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT);
         try {
           const outcome = await runShell(command, {
-            cwd: dir,
+            cwd: checkout.dir,
             signal: agentAbort.signal,
-            env: childEnv({
-              BATON_TASK_ID: claim.taskId,
-              BATON_TASK_KEY: claim.key,
-              BATON_CLAIM: `${claim.taskId}@${claim.claimVersion}`,
-              BATON_CLAIM_VERSION: String(claim.claimVersion),
-              BATON_UPSTREAM_REVISIONS: JSON.stringify(claim.upstreamRevisions),
-              ...tools?.env,
-            }),
+            confinement: checkout.confinement,
+            env: checkout.env(
+              childEnv({
+                BATON_TASK_ID: claim.taskId,
+                BATON_TASK_KEY: claim.key,
+                BATON_CLAIM: `${claim.taskId}@${claim.claimVersion}`,
+                BATON_CLAIM_VERSION: String(claim.claimVersion),
+                BATON_UPSTREAM_REVISIONS: JSON.stringify(claim.upstreamRevisions),
+                ...tools?.env,
+              }),
+            ),
             onStart: (p) => {
               pid = p;
-              void log(`agent started: pid ${p}: ${command}`);
+              void log(`agent started: pid ${p}${checkout.user ? ` uid ${checkout.user.uid}` : ''}: ${command}`);
               void beat().catch(() => undefined);
             },
             onLine: (line) => {
@@ -89,12 +95,14 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           if (outcome.exitCode !== 0) {
             throw new AgentFailedError(claim.taskId, `agent exited ${outcome.exitCode}: ${outcome.outputTail.trim().split('\n').slice(-3).join(' | ')}`);
           }
-          const revision = await git(dir, ['rev-parse', 'HEAD']);
-          if (revision === baseRevision) throw new AgentFailedError(claim.taskId, 'agent exited 0 but committed nothing');
+          const revision = await checkout.commit().catch((error: Error) => {
+            throw new AgentFailedError(claim.taskId, `could not take the agent's commit: ${error.message}`);
+          });
+          if (revision === undefined) throw new AgentFailedError(claim.taskId, 'agent exited 0 but committed nothing');
           await log(`agent finished: commit ${revision}`);
           return {
             revision,
-            baseRevision,
+            baseRevision: checkout.baseRevision,
             testCommand: claim.spec.verify.command ?? claim.spec.verify.function ?? '',
             agentResult: { exitCode: outcome.exitCode, outputDigest: outcome.outputDigest },
           };
@@ -104,16 +112,14 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           await tools?.endpoint.close();
         }
       } finally {
-        // The branch keeps the commit reachable; the worktree itself is scratch space.
-        await removeWorktree(ctx.repo, dir);
+        await checkout.close();
       }
     },
   };
 }
 
 /** The endpoint for this run's tool calls, and the agent environment that reaches it. */
-async function agentToolAccess(callTool: NonNullable<RunContext['callTool']>, workDir: string): Promise<{ endpoint: ToolEndpoint; env: Record<string, string> }> {
-  const shimDir = await ensureBatonShim(workDir);
-  const endpoint = await startToolEndpoint(callTool);
-  return { endpoint, env: { ...endpoint.env, PATH: `${shimDir}${path.delimiter}${process.env.PATH ?? ''}` } };
+async function agentToolAccess(callTool: NonNullable<RunContext['callTool']>, checkout: AgentCheckout): Promise<{ endpoint: ToolEndpoint; env: Record<string, string> }> {
+  const endpoint = await startToolEndpoint(callTool, { socketPath: checkout.socketPath, owner: checkout.user });
+  return { endpoint, env: { ...endpoint.env, PATH: `${checkout.shimDir}${path.delimiter}${process.env.PATH ?? ''}` } };
 }

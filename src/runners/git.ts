@@ -1,10 +1,14 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { run } from '../dev/run.js';
+import { runConfined, type Confinement } from './processes.js';
 
 // Merge commits made by baton itself need an identity; agents commit with their own.
 const GIT_IDENTITY = ['-c', 'user.name=baton', '-c', 'user.email=baton@localhost'];
+/** How long git may take, run as an agent, to hand over the agent's commits. (Default: 10 min) */
+const COLLECT_TIMEOUT_MS = 600_000;
 
+/** git in a folder baton trusts: the shared repository, or a clone it made and has not handed over. */
 export function git(repo: string, args: string[]): Promise<string> {
   return run('git', ['-C', repo, ...GIT_IDENTITY, ...args]).then((r) => r.stdout.trim());
 }
@@ -27,4 +31,54 @@ export async function removeWorktree(repo: string, dir: string): Promise<void> {
   await git(repo, ['worktree', 'remove', '--force', dir]).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
   await git(repo, ['worktree', 'prune']).catch(() => undefined);
+}
+
+/**
+ * A clone of `repo` at `dir` with `revision` checked out, on `branch` or detached. An isolated
+ * agent gets a clone rather than a worktree: a worktree's `.git` points into the shared
+ * repository, which the agent would need to write (objects, refs), and so could rewrite every
+ * other task's branch. A local clone hard-links the repository's objects, so it costs about what
+ * a worktree's checkout costs (docs/isolation.md).
+ */
+export async function cloneAt(repo: string, dir: string, revision: string, branch?: string): Promise<void> {
+  await git(path.dirname(dir), ['clone', '--quiet', '--no-checkout', '--', repo, dir]);
+  await git(dir, ['checkout', '--quiet', ...(branch ? ['-B', branch] : ['--detach']), revision]);
+}
+
+/**
+ * Brings an isolated agent's commit into `repo` as `branch` and returns its revision, or undefined
+ * when HEAD adds nothing to `known`. The worker never runs git itself in the agent's clone (its
+ * config and hooks are the agent's: `core.fsmonitor` alone would run the agent's code as the
+ * worker, which is why `safe.directory` is no answer): git runs confined as the agent to write a
+ * bundle of what HEAD adds to `known` into a file of the worker's, and the repository fetches
+ * from that file with every object checked (`transfer.fsckObjects`).
+ */
+export async function fetchAgentCommit(options: {
+  repo: string;
+  checkout: string;
+  confinement: Confinement;
+  env: NodeJS.ProcessEnv;
+  branch: string;
+  /** Revisions the repository has (the base and the merged upstream revisions). */
+  known: string[];
+  /** Where the bundle is written: a folder only the worker can reach. */
+  bundleFile: string;
+}): Promise<string | undefined> {
+  const { checkout, confinement } = options;
+  const env = { ...options.env, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' };
+  const asAgent = (args: string[], stdout?: number) => runConfined(confinement, ['git', '-C', checkout, ...args], { cwd: checkout, env, timeoutMs: COLLECT_TIMEOUT_MS, stdout });
+  const head = (await asAgent(['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+  if (options.known.includes(head)) return undefined;
+  const file = await open(options.bundleFile, 'w', 0o600);
+  try {
+    await asAgent(['bundle', 'create', '--quiet', '-', 'HEAD', ...options.known.map((r) => `^${r}`)], file.fd);
+  } finally {
+    await file.close();
+  }
+  try {
+    await git(options.repo, ['-c', 'transfer.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', options.bundleFile, `+HEAD:refs/heads/${options.branch}`]);
+  } finally {
+    await rm(options.bundleFile, { force: true });
+  }
+  return git(options.repo, ['rev-parse', '--verify', `refs/heads/${options.branch}^{commit}`]);
 }

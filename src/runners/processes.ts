@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
+import { killAgentProcesses } from '../tasks/isolateOwner.js';
 
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
 export const OUTPUT_TAIL_BYTES = 4_096;
@@ -14,6 +17,14 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+/** How an isolated command is started: under its own uid and gid, inside a sandbox, or both. */
+export interface Confinement {
+  /** Program and arguments put before `sh -c <command>`: bubblewrap's, or `setpriv --no-new-privs`. (Default: none) */
+  prefix?: string[];
+  /** The per-run user the command runs as. (Default: the worker's) */
+  user?: { uid: number; gid: number };
+}
+
 export interface ProcessOutcome {
   exitCode: number;
   outputDigest: string;
@@ -22,14 +33,25 @@ export interface ProcessOutcome {
 
 /**
  * Runs `sh -c command` in its own process group, streaming output lines to `onLine`. On `signal`
- * the whole group is killed, so nothing the command started outlives it.
+ * the whole group is killed, so nothing the command started outlives it; under a per-run user,
+ * every process of that uid is killed as well, on cancellation and as soon as the command exits
+ * (a background process it left would otherwise hold its output open).
  */
 export function runShell(
   command: string,
-  options: { cwd: string; env: NodeJS.ProcessEnv; signal: AbortSignal; onLine?: (line: string) => void; onStart?: (pid: number) => void },
+  options: {
+    cwd: string;
+    env: NodeJS.ProcessEnv;
+    signal: AbortSignal;
+    onLine?: (line: string) => void;
+    onStart?: (pid: number) => void;
+    confinement?: Confinement;
+  },
 ): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', command], { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [file, ...args] = [...(options.confinement?.prefix ?? []), 'sh', '-c', command];
+    const user = options.confinement?.user;
+    const child = spawn(file!, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...user });
     const hash = createHash('sha256');
     let tail = '';
     let partial = '';
@@ -43,29 +65,63 @@ export function runShell(
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    const kill = () => {
-      if (child.pid) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-    };
+    const kill = () => void killAgentProcesses({ pgid: child.pid, user });
     if (options.signal.aborted) kill();
     options.signal.addEventListener('abort', kill, { once: true });
     if (child.pid) options.onStart?.(child.pid);
     child.once('error', reject);
+    // Settled only once the uid is empty: what runs next as that uid (git, collecting the commit) must not meet this kill.
+    let leftoversKilled = Promise.resolve();
+    if (user) child.once('exit', () => (leftoversKilled = killAgentProcesses({ user })));
     child.once('close', (code, sig) => {
       options.signal.removeEventListener('abort', kill);
       if (partial) options.onLine?.(partial);
-      // Only a process our kill ended counts as cancelled: one that had already exited on its own
-      // (even if not yet reaped when cancellation came) keeps its result.
-      if (options.signal.aborted && sig === 'SIGKILL') {
-        reject(options.signal.reason instanceof Error ? options.signal.reason : new Error('cancelled'));
-        return;
-      }
-      resolve({ exitCode: code ?? 128 + (sig === 'SIGKILL' ? 9 : 15), outputDigest: `sha256:${hash.digest('hex')}`, outputTail: tail });
+      void leftoversKilled.then(() => {
+        // Only a process our kill ended counts as cancelled: one that had already exited on its own
+        // (even if not yet reaped when cancellation came) keeps its result.
+        if (options.signal.aborted && sig === 'SIGKILL') {
+          reject(options.signal.reason instanceof Error ? options.signal.reason : new Error('cancelled'));
+          return;
+        }
+        resolve({ exitCode: code ?? 128 + (sig === 'SIGKILL' ? 9 : 15), outputDigest: `sha256:${hash.digest('hex')}`, outputTail: tail });
+      });
     });
   });
+}
+
+/**
+ * Runs a program to completion the way an agent runs (same user, same sandbox), for what the
+ * worker must do in an agent's folder: there, config and hooks are the agent's, so they must not
+ * run with the worker's rights. Resolves with stdout (unless `stdout` is a file descriptor to
+ * write it to); rejects with the tail of stderr. Killed, with all it started, after `timeoutMs`.
+ */
+export function runConfined(
+  confinement: Confinement,
+  argv: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; stdout?: number },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const [file, ...args] = [...(confinement.prefix ?? []), ...argv];
+    const child = spawn(file!, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'], ...confinement.user });
+    const out: Buffer[] = [];
+    let err = '';
+    child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-OUTPUT_TAIL_BYTES)));
+    const timer = setTimeout(() => void killAgentProcesses({ pgid: child.pid, user: confinement.user }), options.timeoutMs);
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
+      else reject(new Error(`${argv.join(' ')} exited ${code ?? signal}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
+    });
+  });
+}
+
+/** The first executable `program` on PATH, or undefined. */
+export async function findProgram(program: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, program);
+    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+  }
+  return undefined;
 }

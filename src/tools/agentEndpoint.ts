@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmod, chown, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorResponse, InvalidInputError } from '../errors.js';
@@ -8,12 +9,28 @@ import type { ToolCallInput, ToolCallResult } from './types.js';
 export const TOOL_URL_ENV = 'BATON_TOOL_URL';
 /** Environment variable carrying the endpoint's per-run bearer token to the agent. */
 export const TOOL_TOKEN_ENV = 'BATON_TOOL_TOKEN';
+/** Environment variable naming the Unix socket the endpoint listens on, when it does (isolated agents). */
+export const TOOL_SOCKET_ENV = 'BATON_TOOL_SOCKET';
+/** The URL an agent uses with the socket: the host part is never resolved. */
+const SOCKET_URL = 'http://baton-tool-endpoint/call';
 /** Largest request body the endpoint reads. */
 const MAX_REQUEST_BYTES = 128 * 1024;
 
+export interface ToolEndpointOptions {
+  /**
+   * Listen on this Unix socket instead of a TCP port on 127.0.0.1: an isolated agent reaches it
+   * through its own folder (a sandbox with no network still can), and no other user can connect.
+   * (Default: TCP)
+   */
+  socketPath?: string;
+  /** The agent's user, who alone may connect to the socket (mode 0600). (Default: the worker's) */
+  owner?: { uid: number; gid: number };
+}
+
 export interface ToolEndpoint {
-  /** `http://127.0.0.1:<port>/call` */
+  /** `http://127.0.0.1:<port>/call`, or a fixed URL to use with `socketPath`. */
   url: string;
+  socketPath?: string;
   token: string;
   /** The variables that give an agent this endpoint, and nothing else. */
   env: Record<string, string>;
@@ -22,12 +39,15 @@ export interface ToolEndpoint {
 
 /**
  * S2, X1: a local endpoint through which one run's agent makes gateway calls. It listens on
- * 127.0.0.1 on a free port, accepts only the run's random bearer token, and binds every call to
- * the run's claim through `callTool`: the agent names a tool, a step and parameters, never a task,
- * an owner or a claim version, so it cannot act for another task, and a stale claim is refused
- * by the fence like any other owner write. `POST /call {tool, step, params}`.
+ * 127.0.0.1 on a free port (or on `socketPath`), accepts only the run's random bearer token, and
+ * binds every call to the run's claim through `callTool`: the agent names a tool, a step and
+ * parameters, never a task, an owner or a claim version, so it cannot act for another task, and
+ * a stale claim is refused by the fence like any other owner write. `POST /call {tool, step, params}`.
  */
-export async function startToolEndpoint(callTool: (call: ToolCallInput) => Promise<ToolCallResult>): Promise<ToolEndpoint> {
+export async function startToolEndpoint(
+  callTool: (call: ToolCallInput) => Promise<ToolCallResult>,
+  options: ToolEndpointOptions = {},
+): Promise<ToolEndpoint> {
   const token = randomBytes(32).toString('base64url');
   const expected = Buffer.from(`Bearer ${token}`);
   const server = http.createServer((req, res) => {
@@ -54,21 +74,30 @@ export async function startToolEndpoint(callTool: (call: ToolCallInput) => Promi
         reply(errorResponse(error).httpStatus, { error: { name: error.name, code, message: error.message } });
       });
   });
+  const { socketPath, owner } = options;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    if (socketPath) server.listen(socketPath, () => resolve());
+    else server.listen(0, '127.0.0.1', () => resolve());
   });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/call`;
+  if (socketPath) {
+    await chmod(socketPath, 0o600);
+    if (owner) await chown(socketPath, owner.uid, owner.gid);
+  }
+  const url = socketPath ? SOCKET_URL : `http://127.0.0.1:${(server.address() as AddressInfo).port}/call`;
   return {
     url,
     token,
-    env: { [TOOL_URL_ENV]: url, [TOOL_TOKEN_ENV]: token },
-    close: () =>
-      new Promise<void>((resolve) => {
+    ...(socketPath ? { socketPath } : {}),
+    env: { [TOOL_URL_ENV]: url, [TOOL_TOKEN_ENV]: token, ...(socketPath ? { [TOOL_SOCKET_ENV]: socketPath } : {}) },
+    close: async () => {
+      await new Promise<void>((resolve) => {
         // The run is over: a call still open (an agent left behind) is cut, not answered later.
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      if (socketPath) await rm(socketPath, { force: true });
+    },
   };
 }
 

@@ -22,7 +22,7 @@ export class HttpRequestError extends Error {
  */
 export function httpRequest(
   url: string,
-  options: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number },
+  options: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number; socketPath?: string },
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
@@ -30,6 +30,8 @@ export function httpRequest(
       method: options.method,
       headers: options.body === undefined ? options.headers : { ...options.headers, 'content-length': Buffer.byteLength(options.body) },
       agent: false,
+      // A Unix socket (an isolated agent's tool endpoint) replaces the URL's host and port.
+      ...(options.socketPath ? { socketPath: options.socketPath } : {}),
     });
     const timer = setTimeout(() => {
       request.destroy(new HttpRequestError('TIMEOUT', `no complete answer within ${options.timeoutMs} ms`));

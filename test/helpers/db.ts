@@ -1,13 +1,25 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
+import { asLogin, ensureComponentLogin } from '../../src/db/logins.js';
 import { migrate } from '../../src/db/migrate.js';
+import type { GroupRole } from '../../src/db/roles.js';
 
-export interface TestDatabase {
+/** A login of a component: a new LOGIN role in one group role, as a deployment gives each component. */
+export interface TestLogin {
   pool: pg.Pool;
   url: string;
   name: string;
+}
+
+export interface TestDatabase {
+  /** The test's own administrator (it migrated the schema, so it may touch tables directly). */
+  pool: pg.Pool;
+  url: string;
+  name: string;
+  /** A login in `group` on this database, made on first call per group and dropped with it. */
+  login(group: GroupRole): Promise<TestLogin>;
   drop(): Promise<void>;
 }
 
@@ -19,13 +31,33 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   const url = withDatabase(adminUrl, name);
   const pool = createPool(url);
   if (options.migrate !== false) await migrate(pool);
+  const logins = new Map<GroupRole, Promise<TestLogin>>();
+  const makeLogin = async (group: GroupRole): Promise<TestLogin> => {
+    const login = `${name.replace('baton_test_', 't_')}_${group.replace('baton_', '')}`;
+    const password = randomBytes(18).toString('base64url');
+    await ensureComponentLogin(pool, login, group, password);
+    const loginUrl = asLogin(url, login, password);
+    return { pool: createPool(loginUrl), url: loginUrl, name: login };
+  };
   return {
     pool,
     url,
     name,
+    login: (group) => {
+      if (!logins.has(group)) logins.set(group, makeLogin(group));
+      return logins.get(group)!;
+    },
     drop: async () => {
+      const made = await Promise.all(logins.values());
+      await Promise.all(made.map((l) => l.pool.end()));
       await pool.end();
       await dropDatabase(adminUrl, name);
+      // Roles belong to the server, not the database: drop them from the server's own database.
+      if (made.length) {
+        const server = createPool(adminUrl, { max: 1 });
+        for (const l of made) await server.query(`DROP ROLE IF EXISTS ${l.name}`);
+        await server.end();
+      }
     },
   };
 }
@@ -53,6 +85,7 @@ export function useTestDatabase(): TestDatabase {
     get name() {
       return current().name;
     },
+    login: (group) => current().login(group),
     drop: () => current().drop(),
   };
 }

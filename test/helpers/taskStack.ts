@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createBatonClient, type BatonClient } from '../../src/client.js';
 import type { BatonWorker, BatonWorkerOptions } from '../../src/worker.js';
-import { createTestDatabase, type TestDatabase } from './db.js';
+import { createTestDatabase, type TestDatabase, type TestLogin } from './db.js';
 import { connectTestTemporal, type TestTemporal } from './temporal.js';
 
 export interface TaskStack {
@@ -9,11 +9,11 @@ export interface TaskStack {
   db: TestDatabase;
   /** The run's Temporal server, with a task queue private to the file. */
   temporal: TestTemporal;
-  /** A baton client on that database and task queue. */
+  /** A baton client on that database and task queue, as a member of baton_client. */
   client: BatonClient;
-  /** The in-process baton worker on that task queue; only when `useTaskStack` was given `worker`. */
+  /** The in-process baton worker on that task queue, as a member of baton_worker; only when `useTaskStack` was given `worker`. */
   worker: BatonWorker;
-  /** DATABASE_URL, TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE of this stack, for worker processes. */
+  /** DATABASE_URL (the worker login), TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE of this stack, for worker processes. */
   workerEnv: Record<string, string>;
 }
 
@@ -37,12 +37,17 @@ export function useTaskStack(options: TaskStackOptions = {}): TaskStack {
   let worker: BatonWorker | undefined;
   let running: Promise<void> | undefined;
 
+  let workerLogin: TestLogin | undefined;
+
   beforeAll(async () => {
     db = await createTestDatabase();
     temporal = await connectTestTemporal();
-    client = createBatonClient({ db: db.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
+    // Each component on its own least-privilege login, as in a deployment (SPEC S1).
+    const clientLogin = await db.login('baton_client');
+    workerLogin = await db.login('baton_worker');
+    client = createBatonClient({ db: clientLogin.pool, temporal: temporal.client, taskQueue: temporal.taskQueue });
     if (options.worker) {
-      worker = await temporal.createWorker(db.pool, options.worker(db));
+      worker = await temporal.createWorker(workerLogin.pool, options.worker(db));
       running = worker.run();
     }
   });
@@ -72,7 +77,7 @@ export function useTaskStack(options: TaskStackOptions = {}): TaskStack {
       return ready(worker, options.worker ? 'the worker' : 'a worker (pass `worker` to useTaskStack)');
     },
     get workerEnv() {
-      const { url } = ready(db, 'the test database');
+      const { url } = ready(workerLogin, 'the worker login');
       const { address, namespace } = ready(temporal, 'the Temporal connection');
       return { DATABASE_URL: url, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace };
     },

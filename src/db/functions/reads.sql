@@ -91,7 +91,7 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
   RETURNING *
 $$;
-GRANT EXECUTE ON FUNCTION baton.record_health_check TO baton_worker;
+GRANT EXECUTE ON FUNCTION baton.record_health_check TO baton_worker, baton_client;
 
 -- A shared object's record after p_after_seq. Callers check view access first (object_show).
 CREATE FUNCTION baton.read_object_events(p_key text, p_after_seq integer, p_limit integer)
@@ -102,3 +102,13 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
    ORDER BY subject_seq LIMIT p_limit
 $$;
 GRANT EXECUTE ON FUNCTION baton.read_object_events TO baton_worker, baton_client;
+
+-- What this database has applied: every migration (by id) and definition file, with its checksum,
+-- so a component that may not migrate can tell whether the schema is current.
+CREATE FUNCTION baton.read_schema_state() RETURNS TABLE (kind text, name text, checksum text) LANGUAGE sql STABLE
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+  SELECT 'migration', id::text, migrations.checksum FROM baton.migrations
+  UNION ALL
+  SELECT 'definition', file, definitions.checksum FROM baton.definitions
+$$;
+GRANT EXECUTE ON FUNCTION baton.read_schema_state TO baton_worker, baton_client, baton_reader, baton_agent;

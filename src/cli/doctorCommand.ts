@@ -1,0 +1,29 @@
+import type { Command } from 'commander';
+import { runDoctor } from '../doctor/runDoctor.js';
+import type { Log } from '../log.js';
+import { agentIsolationFromEnv, agentIsolationStatus } from '../runners/agentIsolation.js';
+import { withCliContext } from './context.js';
+import { jsonOption } from './options.js';
+
+export function registerDoctorCommand(program: Command, log: Log): void {
+  program
+    .command('doctor')
+    .description(
+      "check the deployment's security posture (DATABASE_URL's login, grants, function definitions, authentication, agent " +
+        'isolation from BATON_AGENT_*, Temporal credentials); exits 1 when anything is found (docs/security.md)',
+    )
+    .addOption(jsonOption('the findings as one JSON array'))
+    .action(async (opts: { json?: boolean }) => {
+      await withCliContext(log, { migrate: false, applicationName: 'baton doctor' }, async (context) => {
+        const findings = await runDoctor({
+          db: context.pool,
+          temporal: context.temporalSettings,
+          isolation: await agentIsolationStatus(agentIsolationFromEnv()),
+        });
+        if (opts.json) process.stdout.write(`${JSON.stringify(findings)}\n`);
+        else if (!findings.length) process.stdout.write('no findings\n');
+        for (const f of opts.json ? [] : findings) process.stdout.write(`${f.check}: ${f.message}${f.fix ? `\n  fix: ${f.fix}` : ''}\n`);
+        if (findings.length) process.exitCode = 1;
+      });
+    });
+}

@@ -1,0 +1,31 @@
+// Logins of baton's components (SPEC S1): each is a LOGIN role that is a member of one group role
+// (src/db/roles.ts) and holds nothing of its own, so a leaked worker password can do what a worker
+// does and no more.
+import pg from 'pg';
+import { scramSha256Verifier } from './scramVerifier.js';
+import type { Queryable } from './queryable.js';
+import type { GroupRole } from './roles.js';
+
+// Two databases' migrators may create the same login at once: someone else's success.
+const DUPLICATE_ROLE = new Set(['42710', '23505']);
+
+/**
+ * Makes `login` a LOGIN role in `group` whose password is `password` (sent as a SCRAM verifier, so
+ * the password never reaches the server's statement text). Needs a login that may create roles.
+ */
+export async function ensureComponentLogin(admin: Queryable, login: string, group: GroupRole, password: string): Promise<void> {
+  const role = pg.escapeIdentifier(login);
+  await admin.query(`CREATE ROLE ${role} LOGIN`).catch((error: { code?: string }) => {
+    if (!DUPLICATE_ROLE.has(error.code ?? '')) throw error;
+  });
+  await admin.query(`ALTER ROLE ${role} LOGIN NOCREATEDB NOCREATEROLE PASSWORD ${pg.escapeLiteral(scramSha256Verifier(password))}`);
+  await admin.query(`GRANT ${group} TO ${role}`);
+}
+
+/** `url` with its login and password replaced. */
+export function asLogin(url: string, login: string, password: string): string {
+  const parsed = new URL(url);
+  parsed.username = encodeURIComponent(login);
+  parsed.password = encodeURIComponent(password);
+  return parsed.toString();
+}

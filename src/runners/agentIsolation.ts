@@ -1,0 +1,206 @@
+// S2, S4: how command agents and verification commands are kept apart from the worker and from
+// each other. docs/isolation.md says what each mode stops and what an agent can still do.
+import { stat } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
+import { readEnv } from '../config.js';
+import { InvalidInputError } from '../errors.js';
+import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseUidRange, type AgentUidRange } from './agentUids.js';
+import { BATON_BIN } from './batonShim.js';
+import { findBubblewrap, probeBubblewrap, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
+import { AgentIsolationUnavailableError } from './isolationErrors.js';
+import { findProgram } from './processes.js';
+
+export type { AgentNetwork } from './bubblewrap.js';
+/** `per-run`: a fresh unprivileged uid and gid for every run (needs a root worker); `worker`: the worker's own user. */
+export type AgentUser = 'per-run' | 'worker';
+/** `bubblewrap`: Linux namespaces (private /proc, only the run's folder writable); `none`: a plain process. */
+export type AgentSandbox = 'bubblewrap' | 'none';
+
+/** Environment variables read by `agentIsolationFromEnv` (and so by `baton worker` and `baton dev`). */
+export const AGENT_USER_ENV = 'BATON_AGENT_USER';
+export const AGENT_SANDBOX_ENV = 'BATON_AGENT_SANDBOX';
+export const AGENT_NETWORK_ENV = 'BATON_AGENT_NETWORK';
+/** `first-last`, inclusive. */
+export const AGENT_UIDS_ENV = 'BATON_AGENT_UIDS';
+export const AGENT_ROOT_ENV = 'BATON_AGENT_ROOT';
+
+export interface AgentIsolationOptions {
+  /** Who agents run as. (Default: `per-run` when the worker runs as root, else `worker`) */
+  user?: AgentUser;
+  /**
+   * Whether agents run in a bubblewrap sandbox. (Default: `bubblewrap` when `network` is `none`, or
+   * when agents run as the worker's user and bubblewrap works here; else `none`)
+   */
+  sandbox?: AgentSandbox;
+  /** `none`: no network but the baton tool endpoint (needs the sandbox). (Default: `host`) */
+  network?: AgentNetwork;
+  /** Where per-run uids are drawn from. (Default: 1,900,000,000-1,900,065,535) */
+  uids?: AgentUidRange;
+  /** Folder of the per-run clones, outside the baton home. (Default: `<tmpdir>/baton-agents-<worker uid>`) */
+  root?: string;
+}
+
+/** Isolation as resolved on this host: what every isolated run and verification gets. */
+export interface AgentIsolation {
+  user: AgentUser;
+  sandbox: AgentSandbox;
+  network: AgentNetwork;
+  uids: AgentUidRange;
+  root: string;
+  /** Set when `sandbox` is `bubblewrap`. */
+  bubblewrap?: Bubblewrap;
+  /** `setpriv`, when installed: per-run agents start with no_new_privs, so setuid programs gain them nothing. */
+  setpriv?: string;
+  /** False when agents run as the worker's user with no sandbox: nothing separates them from it. */
+  isolated: boolean;
+}
+
+/** What `baton doctor` reports about agent isolation on this host. */
+export interface AgentIsolationStatus {
+  isolated: boolean;
+  /** One line: how agents run here. */
+  summary: string;
+  workerIsRoot: boolean;
+  user?: AgentUser;
+  sandbox?: AgentSandbox;
+  network?: AgentNetwork;
+  /** The bubblewrap that was probed, if any. */
+  bubblewrap?: string;
+  /** Each way an agent is less isolated than asked or than this host allows; empty when none. */
+  findings: string[];
+}
+
+const workerIsRoot = () => process.geteuid?.() === 0;
+
+/** The isolation options of `BATON_AGENT_USER`, `_SANDBOX`, `_NETWORK`, `_UIDS` and `_ROOT`; unset ones are left to the defaults. */
+export function agentIsolationFromEnv(env: NodeJS.ProcessEnv = process.env): AgentIsolationOptions {
+  const oneOf = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
+    const value = readEnv(name, env);
+    if (value !== undefined && !allowed.includes(value as T)) throw new InvalidInputError(`${name}=${value}: expected one of ${allowed.join(', ')}`);
+    return value as T | undefined;
+  };
+  const uids = readEnv(AGENT_UIDS_ENV, env);
+  const root = readEnv(AGENT_ROOT_ENV, env);
+  return {
+    user: oneOf<AgentUser>(AGENT_USER_ENV, ['per-run', 'worker']),
+    sandbox: oneOf<AgentSandbox>(AGENT_SANDBOX_ENV, ['bubblewrap', 'none']),
+    network: oneOf<AgentNetwork>(AGENT_NETWORK_ENV, ['host', 'none']),
+    ...(uids ? { uids: parseUidRange(uids) } : {}),
+    ...(root ? { root: path.resolve(root) } : {}),
+  };
+}
+
+/**
+ * Resolves `options` on this host, probing bubblewrap by starting a sandbox as an agent would.
+ * Throws AgentIsolationUnavailableError when something asked for explicitly (per-run users, the
+ * sandbox, no network) cannot be had; isolation that is merely unavailable by default resolves
+ * with `isolated: false`, which the worker reports loudly.
+ */
+export async function resolveAgentIsolation(options: AgentIsolationOptions = {}): Promise<AgentIsolation> {
+  const root = workerIsRoot();
+  const user = options.user ?? (root ? 'per-run' : 'worker');
+  if (user === 'per-run' && !root) {
+    throw new AgentIsolationUnavailableError(`per-run agent users need a worker running as root (this one runs as uid ${process.geteuid?.()})`);
+  }
+  const network = options.network ?? 'host';
+  const uids = options.uids ?? { first: AGENT_UID_FIRST_DEFAULT, count: AGENT_UID_COUNT_DEFAULT };
+  const wantSandbox = options.sandbox === 'bubblewrap' || network === 'none' || (options.sandbox === undefined && user === 'worker');
+  let bubblewrap: Bubblewrap | undefined;
+  let missing = '';
+  if (wantSandbox && options.sandbox !== 'none') {
+    try {
+      const found = await findBubblewrap();
+      if (!found) throw new Error('bwrap is not on PATH (Debian: apt-get install bubblewrap)');
+      // Probed as an agent would run it: a per-run uid (leased, so no run's clean-up meets the probe).
+      const lease = user === 'per-run' ? await leaseAgentUid(uids) : undefined;
+      try {
+        bubblewrap = await probeBubblewrap(found, lease && { uid: lease.uid, gid: lease.gid });
+      } finally {
+        await lease?.release();
+      }
+    } catch (error) {
+      missing = (error as Error).message;
+    }
+  }
+  const sandbox = options.sandbox ?? (bubblewrap ? 'bubblewrap' : 'none');
+  if (network === 'none' && sandbox !== 'bubblewrap') throw new AgentIsolationUnavailableError(`network 'none' needs the bubblewrap sandbox${missing ? `: ${missing}` : ''}`);
+  if (sandbox === 'bubblewrap' && !bubblewrap) throw new AgentIsolationUnavailableError(`the bubblewrap sandbox does not work here: ${missing}`);
+  const setpriv = user === 'per-run' ? await findProgram('setpriv') : undefined;
+  return {
+    user,
+    sandbox,
+    network,
+    uids,
+    root: options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}`),
+    ...(bubblewrap ? { bubblewrap } : {}),
+    ...(setpriv ? { setpriv } : {}),
+    isolated: user === 'per-run' || sandbox === 'bubblewrap',
+  };
+}
+
+/**
+ * S5: whether command agents started by a worker with `options` would be isolated on this host,
+ * and if not, why. Never throws: what cannot be had is a finding. `baton doctor` reports it.
+ */
+export async function agentIsolationStatus(options: AgentIsolationOptions = agentIsolationFromEnv()): Promise<AgentIsolationStatus> {
+  try {
+    return await describeAgentIsolation(await resolveAgentIsolation(options));
+  } catch (error) {
+    const message = (error as Error).message;
+    return { workerIsRoot: workerIsRoot(), isolated: false, summary: message, findings: [message] };
+  }
+}
+
+/** The status of isolation already resolved (a worker's, at start). */
+export async function describeAgentIsolation(isolation: AgentIsolation): Promise<AgentIsolationStatus> {
+  const findings: string[] = [];
+  if (!isolation.isolated) {
+    findings.push(
+      `command agents run as the worker's own OS user (${userInfo().username}) with no sandbox: an agent can read the worker's ` +
+        'environment through /proc, the baton home, other runs\' worktrees and their tool tokens. Run the worker as root ' +
+        '(per-run agent users) or install bubblewrap (Debian: apt-get install bubblewrap).',
+    );
+  } else if (isolation.user === 'per-run') {
+    // Agents run baton's own CLI (`baton tool call`) with this Node: both must be readable by their uids.
+    for (const file of [process.execPath, BATON_BIN]) {
+      if (!(await readableByOthers(file))) findings.push(`${file} is not readable by other users: isolated agents cannot run \`baton tool call\``);
+    }
+  }
+  const uidRange = `${isolation.uids.first}-${isolation.uids.first + isolation.uids.count - 1}`;
+  return {
+    workerIsRoot: workerIsRoot(),
+    isolated: isolation.isolated,
+    user: isolation.user,
+    sandbox: isolation.sandbox,
+    network: isolation.network,
+    ...(isolation.bubblewrap ? { bubblewrap: isolation.bubblewrap.path } : {}),
+    summary: isolation.isolated
+      ? `agents run ${isolation.user === 'per-run' ? `as a per-run uid from ${uidRange}` : "as the worker's user"}, ` +
+        `${isolation.sandbox === 'bubblewrap' ? 'in a bubblewrap sandbox' : 'with no sandbox'}, ` +
+        `${isolation.network === 'none' ? 'with no network but the tool endpoint' : 'with host network'}, in clones under ${isolation.root}`
+      : 'agents are NOT isolated from the worker',
+    findings,
+  };
+}
+
+/** The loud start-up warning of a worker whose agents are not (fully) isolated; undefined when there is nothing to warn of. */
+export function isolationWarning(status: AgentIsolationStatus): string | undefined {
+  if (status.isolated && !status.findings.length) return undefined;
+  const bar = '!'.repeat(100);
+  return [bar, `!! WARNING: ${status.summary}.`, ...status.findings.map((f) => `!! ${f}`), bar].join('\n');
+}
+
+/** Whether a user other than the file's owner can open `file`: o+x on every parent, o+r on it. */
+async function readableByOthers(file: string): Promise<boolean> {
+  try {
+    const parts = path.resolve(file).split(path.sep);
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join(path.sep) || path.sep;
+      if (((await stat(dir)).mode & 0o001) === 0) return false;
+    }
+    return ((await stat(file)).mode & 0o004) !== 0;
+  } catch {
+    return false;
+  }
+}

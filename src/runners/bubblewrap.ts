@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { readEnv } from '../config.js';
+import { findProgram } from './processes.js';
+
+/** Environment variable naming the `bwrap` binary to use instead of the one on PATH. */
+export const BWRAP_PATH_ENV = 'BATON_BWRAP_PATH';
+/** How long the start-up probe of bubblewrap may take. (Default: 10s) */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** A bubblewrap that was seen to start a sandbox for a given user. */
+export interface Bubblewrap {
+  path: string;
+  /** `--disable-userns` (bubblewrap 0.8+): the agent cannot make user namespaces of its own. */
+  disableUserns: boolean;
+}
+
+export type AgentNetwork = 'host' | 'none';
+
+/**
+ * One folder of the sandbox's file system view: `hide` shows it empty and read-only, `scratch`
+ * empty and writable (private to the sandbox, gone with it), `expose` as it is but read-only
+ * (inside a hidden folder), `writable` as it is and writable.
+ */
+export type SandboxMount = { hide: string } | { scratch: string } | { expose: string } | { writable: string };
+
+/** Finds `bwrap` on PATH (or `$BATON_BWRAP_PATH`); undefined when there is none. */
+export function findBubblewrap(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  const configured = readEnv(BWRAP_PATH_ENV, env);
+  return configured ? Promise.resolve(configured) : findProgram('bwrap', env);
+}
+
+/**
+ * Starts `true` in the sandbox agents get (user, pid, ipc, uts and network namespaces) as `user`
+ * (the worker's own when omitted), which is the only reliable test: unprivileged user namespaces
+ * may be switched off by the kernel, a sysctl or an LSM. Throws with bubblewrap's own message.
+ */
+export async function probeBubblewrap(bwrap: string, user?: { uid: number; gid: number }): Promise<Bubblewrap> {
+  const help = await execText(bwrap, ['--help'], user).catch(() => '');
+  const found: Bubblewrap = { path: bwrap, disableUserns: help.includes('--disable-userns') };
+  await execText(bwrap, [...sandboxArgs(found, 'none'), '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true'], user);
+  return found;
+}
+
+/**
+ * The `bwrap ... --` prefix that runs a command with a private /proc (pid namespace: no other
+ * process is visible) and /dev, the file system read-only but for `mounts`, and with
+ * `network: 'none'` no network at all (an empty loopback of its own). The sandbox dies with the
+ * process that started it.
+ */
+export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[] }): string[] {
+  const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  const mounts = options.mounts.map((m) => ({ kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable', dir: path.resolve(Object.values(m)[0] as string) }));
+  const inside = (child: string, parent: string) => child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
+  const depth = (dir: string) => dir.split(path.sep).length;
+  // A folder inside an empty one is already out of sight; hiding it again would only leave its
+  // mount point to be listed. Exposed and writable folders are mounted wherever they are.
+  const needed = mounts.filter((m, i) => {
+    if (m.dir === path.sep || mounts.findIndex((o) => o.kind === m.kind && o.dir === m.dir) !== i) return false;
+    if (m.kind !== 'hide' && m.kind !== 'scratch') return true;
+    const enclosing = mounts.filter((o) => inside(m.dir, o.dir)).sort((a, b) => depth(b.dir) - depth(a.dir))[0];
+    return !enclosing || enclosing.kind === 'expose' || enclosing.kind === 'writable';
+  });
+  // Parents before children, so each folder ends up as asked whatever holds it.
+  const order = { hide: 0, scratch: 0, expose: 1, writable: 2 };
+  needed.sort((a, b) => depth(a.dir) - depth(b.dir) || order[a.kind] - order[b.kind]);
+  for (const { kind, dir } of needed) {
+    if (kind === 'hide' || kind === 'scratch') args.push('--tmpfs', dir);
+    else if (kind === 'expose') args.push('--ro-bind-try', dir, dir);
+    else args.push('--bind', dir, dir);
+  }
+  // Last, once every mount point inside them exists: hidden folders take no writes either.
+  for (const { kind, dir } of needed) if (kind === 'hide') args.push('--remount-ro', dir);
+  args.push('--chdir', options.cwd, '--');
+  return args;
+}
+
+function sandboxArgs(bwrap: Bubblewrap, network: AgentNetwork): string[] {
+  return [
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    ...(network === 'none' ? ['--unshare-net'] : []),
+    ...(bwrap.disableUserns ? ['--disable-userns'] : []),
+    // No controlling terminal to push input into (CVE-2017-5226), and nothing outlives the worker.
+    '--new-session',
+    '--die-with-parent',
+  ];
+}
+
+function execText(file: string, args: string[], user?: { uid: number; gid: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: PROBE_TIMEOUT_MS, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: '/', ...user }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${path.basename(file)} failed: ${String(stderr).trim() || error.message}`));
+      else resolve(`${stdout}${stderr}`);
+    });
+  });
+}

@@ -1,0 +1,129 @@
+// A worker-like process for the hostile-agent test: it runs a victim agent and, while the victim
+// works, the hostile agent (hostileAgent.sh), both through the real command runner, and prints
+// what the hostile agent reported as one JSON line. It runs as its own process so that its
+// initial environment (what /proc/<pid>/environ shows) holds the canary the test looks for.
+// Usage: node --import tsx hostileHarness.ts '<HarnessConfig JSON>'
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
+import { createCommandRunner } from '../../src/runners/commandRunner.js';
+import type { RunContext } from '../../src/runners/types.js';
+import type { Claim } from '../../src/tasks/types.js';
+import type { ToolCallInput, ToolCallResult } from '../../src/tools/types.js';
+
+export interface HarnessConfig {
+  /** Isolation as the worker would resolve it; `off` is the deliberately weakened set-up (agents as the worker's user, in worktrees). */
+  isolation: AgentIsolationOptions | 'off';
+  repo: string;
+  workDir: string;
+  /** The baton home, with `canary-secret` in it (also `BATON_HOME` of this process). */
+  home: string;
+  /** A folder of the worker's that no agent may write. */
+  outside: string;
+  graphId: string;
+}
+
+export interface HarnessReport {
+  attacks: Record<string, { outcome: 'succeeded' | 'blocked'; evidence: string }>;
+  victimTokenSha: string;
+  /** Tool calls the victim's endpoint received: the victim itself makes none. */
+  victimToolCalls: ToolCallInput[];
+  hostileRevision?: string;
+  hostileError?: string;
+  hostileUid?: number;
+  victimUid?: number;
+}
+
+const SCRIPT = fileURLToPath(new URL('./hostileAgent.sh', import.meta.url));
+/** The victim keeps working until the hostile agent is done; then it is cancelled. */
+const VICTIM_COMMAND = [
+  'echo "victim secret $BATON_TASK_ID" > victim-secret.txt',
+  'echo "VICTIM_DIR $PWD"',
+  'echo "UID $(id -u)"',
+  'echo "VICTIM_TOKEN_SHA $(printf %s "$BATON_TOOL_TOKEN" | sha256sum | cut -c1-64)"',
+  'while :; do sleep 0.2; done',
+].join('\n');
+
+const toolResult = (call: ToolCallInput): ToolCallResult => ({ key: call.step, tool: call.tool, step: call.step, status: 'succeeded', result: { ok: true }, attempts: 1, sentNow: 1, reconciled: false });
+
+function claimOf(graphId: string, key: string, command: string): Claim {
+  return {
+    taskId: `${graphId}/${key}`,
+    graphId,
+    key,
+    claimVersion: 1,
+    spec: { run: { command }, verify: { command: 'true' } },
+    upstreamRevisions: {},
+  } as unknown as Claim;
+}
+
+async function main(config: HarnessConfig): Promise<HarnessReport> {
+  const isolation = config.isolation === 'off' ? undefined : await resolveAgentIsolation(config.isolation);
+  const runner = createCommandRunner({ workDir: config.workDir, isolation });
+  const tcp = net.createServer((socket) => socket.end());
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+
+  const victimLines: string[] = [];
+  const victimToolCalls: ToolCallInput[] = [];
+  let victimPid: number | undefined;
+  const victimAbort = new AbortController();
+  const context = (claim: Claim, lines: string[], onPid: (pid: number) => void, signal: AbortSignal, calls?: ToolCallInput[]): RunContext => ({
+    claim,
+    repo: config.repo,
+    base: 'main',
+    signal,
+    log: (line) => lines.push(line),
+    heartbeat: async (progress) => {
+      if (typeof progress.pid === 'number') onPid(progress.pid);
+    },
+    callTool: async (call) => {
+      calls?.push(call);
+      return toolResult(call);
+    },
+  });
+  const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));
+  victimRun.catch(() => undefined);
+  const deadline = Date.now() + 60_000;
+  while (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) {
+    if (Date.now() > deadline) throw new Error(`the victim did not start: ${victimLines.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const victimDir = victimLines.find((l) => l.startsWith('VICTIM_DIR '))!.slice('VICTIM_DIR '.length);
+
+  const inputs = {
+    WORKER_PID: process.pid,
+    VICTIM_DIR: victimDir,
+    VICTIM_PID: victimPid,
+    VICTIM_BRANCH: `baton/${config.graphId}/victim/v1`,
+    BATON_HOME_DIR: config.home,
+    WORK_DIR: config.workDir,
+    REPO: config.repo,
+    OUTSIDE_DIR: config.outside,
+    TCP_PORT: (tcp.address() as net.AddressInfo).port,
+  };
+  const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
+  const hostileLines: string[] = [];
+  const report: HarnessReport = { attacks: {}, victimTokenSha: '', victimToolCalls };
+  try {
+    const artifact = await runner.run(context(claimOf(config.graphId, 'hostile', command), hostileLines, () => undefined, new AbortController().signal));
+    report.hostileRevision = artifact.revision;
+  } catch (error) {
+    report.hostileError = (error as Error).message;
+  }
+  victimAbort.abort(new Error('the test is over'));
+  await victimRun.catch(() => undefined);
+  tcp.close();
+  for (const line of hostileLines) {
+    const match = /^ATTACK (\S+) (succeeded|blocked) ?(.*)$/.exec(line);
+    if (match) report.attacks[match[1]!] = { outcome: match[2] as 'succeeded' | 'blocked', evidence: match[3]! };
+  }
+  report.victimTokenSha = victimLines.find((l) => l.startsWith('VICTIM_TOKEN_SHA '))?.slice('VICTIM_TOKEN_SHA '.length) ?? '';
+  const uidOf = (lines: string[]) => Number(lines.find((l) => l.startsWith('UID '))?.slice(4)) || undefined;
+  report.hostileUid = uidOf(hostileLines);
+  report.victimUid = uidOf(victimLines);
+  return report;
+}
+
+const report = await main(JSON.parse(process.argv[2]!) as HarnessConfig);
+process.stdout.write(`${JSON.stringify(report)}\n`);

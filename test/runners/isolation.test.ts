@@ -1,0 +1,284 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../src/runners/agentIsolation.js';
+import { findBubblewrap } from '../../src/runners/bubblewrap.js';
+import { createCommandRunner } from '../../src/runners/commandRunner.js';
+import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
+import { git } from '../../src/runners/git.js';
+import { AgentIsolationUnavailableError } from '../../src/runners/isolationErrors.js';
+import { AgentFailedError, type RunContext } from '../../src/runners/types.js';
+import { isolateOwner } from '../../src/tasks/isolateOwner.js';
+import { createBatonWorker } from '../../src/worker.js';
+import type { Claim } from '../../src/tasks/types.js';
+import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
+
+const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
+const root = process.geteuid?.() === 0;
+const bubblewrap = root && (await findBubblewrap()) !== undefined;
+/** What the worker holds that no agent may learn: in its environment, and in a file of the baton home. */
+const WORKER_CANARY = `worker-env-${randomUUID()}`;
+const FILE_CANARY = `baton-home-${randomUUID()}`;
+
+let scratch: string;
+let repo: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), 'baton-isolation-'));
+  await chmod(scratch, 0o755);
+  repo = await createScriptedRepo();
+  // A repository other users may read, as a project checkout usually is: what keeps agents from
+  // its branches must then be write permission, not a folder they cannot enter.
+  await chmod(repo, 0o755);
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+  await rm(repo, { recursive: true, force: true });
+});
+
+/** A fresh baton home (with the canary file, 0600, the worker's) and work folder, per run. */
+async function workerFolders(): Promise<{ home: string; workDir: string; outside: string }> {
+  const home = path.join(scratch, `home-${randomUUID().slice(0, 8)}`);
+  await mkdir(home, { mode: 0o755 });
+  await writeFile(path.join(home, 'canary-secret'), FILE_CANARY, { mode: 0o600 });
+  const outside = path.join(scratch, `outside-${randomUUID().slice(0, 8)}`);
+  await mkdir(outside, { mode: 0o755 });
+  return { home, workDir: path.join(home, 'work'), outside };
+}
+
+/** Runs the victim and the hostile agent in a worker-like process of their own (hostileHarness.ts). */
+async function attack(isolation: HarnessConfig['isolation']): Promise<HarnessReport & { wrote: string[] }> {
+  const folders = await workerFolders();
+  const config: HarnessConfig = { isolation, repo, ...folders, graphId: `iso-${randomUUID().slice(0, 8)}` };
+  const env = { ...process.env, BATON_HOME: folders.home, BATON_TEST_CANARY: WORKER_CANARY };
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), HARNESS, JSON.stringify(config)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  expect(code, stderr).toBe(0);
+  const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as HarnessReport;
+  // Whatever the agent believes it wrote, these are the files that exist outside its checkout.
+  const wrote: string[] = [];
+  for (const dir of [folders.home, folders.workDir, folders.outside, path.join(repo, '.git')]) {
+    if (await stat(path.join(dir, 'hostile-was-here')).then(() => true, () => false)) wrote.push(dir);
+  }
+  await rm(path.join(repo, '.git', 'hostile-was-here'), { force: true });
+  return { ...report, wrote };
+}
+
+const outcomes = (report: HarnessReport) => Object.fromEntries(Object.entries(report.attacks).map(([name, a]) => [name, a.outcome]));
+
+/** The attacks every isolated set-up must stop. */
+const ISOLATED_ATTACKS_BLOCKED = {
+  worker_environ: 'blocked',
+  any_environ: 'blocked',
+  baton_home_file: 'blocked',
+  baton_home_list: 'blocked',
+  work_dir_list: 'blocked',
+  victim_worktree: 'blocked',
+  victim_token: 'blocked',
+  victim_tool_call: 'blocked',
+  write_outside: 'blocked',
+  rewrite_branch: 'blocked',
+  signal_worker: 'blocked',
+};
+
+describe.skipIf(!root)('S4: a hostile command agent under per-run users (the default for a root worker)', () => {
+  it('cannot read the worker, the baton home or another run, nor write outside its checkout; its own work still lands', async () => {
+    const report = await attack({ sandbox: 'none' });
+    expect(outcomes(report)).toEqual({
+      ...ISOLATED_ATTACKS_BLOCKED,
+      // Documented: with the default host network an agent reaches local TCP services (it has no credential for them).
+      tcp_localhost: 'succeeded',
+      own_tool_call: 'succeeded',
+    });
+    expect(report.wrote).toEqual([]);
+    expect(report.victimToolCalls).toEqual([]);
+    expect(report.hostileError).toBeUndefined();
+    expect(await git(repo, ['show', `${report.hostileRevision}:hostile.txt`])).toBe('done');
+    expect(report.hostileUid).toBeGreaterThanOrEqual(1_000);
+    expect(report.victimUid).toBeGreaterThanOrEqual(1_000);
+    expect(report.hostileUid).not.toBe(report.victimUid);
+  });
+});
+
+describe.skipIf(!bubblewrap)('S4: a hostile command agent in the bubblewrap sandbox with --agent-network none', () => {
+  it('is stopped everywhere, local TCP included, and still reaches the tool endpoint through its socket', async () => {
+    const report = await attack({ network: 'none' });
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', own_tool_call: 'succeeded' });
+    expect(report.wrote).toEqual([]);
+    expect(report.victimToolCalls).toEqual([]);
+    expect(await git(repo, ['show', `${report.hostileRevision}:own-call.json`])).toContain('"own-step"');
+  });
+
+  it("keeps a worker's own user apart too (a non-root worker with bubblewrap)", async () => {
+    const report = await attack({ user: 'worker', sandbox: 'bubblewrap' });
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', own_tool_call: 'succeeded' });
+    expect(report.wrote).toEqual([]);
+  });
+});
+
+describe('the same hostile agent against a deliberately weakened set-up (isolation off)', () => {
+  it('gets through every door, which proves the test above can fail', async () => {
+    const report = await attack('off');
+    expect(outcomes(report)).toEqual(Object.fromEntries(Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded'])));
+    const evidence = (name: string) => report.attacks[name]!.evidence;
+    expect(evidence('worker_environ')).toBe(WORKER_CANARY);
+    expect(evidence('any_environ')).toBe('BATON_TEST_CANARY,BATON_TOOL_TOKEN,');
+    expect(evidence('baton_home_file')).toBe(FILE_CANARY);
+    expect(evidence('victim_token')).toBe(report.victimTokenSha);
+    expect(evidence('victim_worktree')).toMatch(/^victim secret iso-/);
+    expect(report.victimToolCalls).toEqual([{ tool: 'payments', step: 'stolen-step', params: null }]);
+    expect(report.wrote).toHaveLength(4);
+  });
+});
+
+// ----- cancellation, recovery and verification under per-run users (in this process) -----
+
+function claimFor(command: string): Claim {
+  const graphId = `iso-${randomUUID().slice(0, 8)}`;
+  return { taskId: `${graphId}/work`, graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+}
+
+/** Pids of every process running as `uid`, from /proc. */
+async function processesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
+    if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** An agent that leaves a background child and a process in a session of its own (setsid), then waits. */
+const LINGERING_AGENT = 'sleep 300 & setsid sleep 301 & echo READY; sleep 302';
+
+async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
+  const { workDir } = await workerFolders();
+  const runner = createCommandRunner({ workDir, isolation, heartbeatIntervalMs: 200 });
+  const claim = claimFor(LINGERING_AGENT);
+  let pid: number | undefined;
+  const lines: string[] = [];
+  const ctx: RunContext = { claim, repo, base: 'main', signal, log: (l) => lines.push(l), heartbeat: async (p) => void (pid = p.pid as number) };
+  const run = runner.run(ctx);
+  run.catch(() => undefined);
+  await waitFor('the agent to start', async () => {
+    if (!pid || !lines.includes('READY')) throw new Error('not yet');
+  }, { timeoutMs: 30_000, intervalMs: 50 });
+  const uid = Number(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
+  await waitFor('its three processes', async () => {
+    if ((await processesOf(uid)).length < 4) throw new Error('not yet');
+  }, { timeoutMs: 10_000, intervalMs: 50 });
+  return { run, pid: pid!, uid, claim };
+}
+
+describe.skipIf(!root)('stopping an isolated agent', () => {
+  let isolation: AgentIsolation;
+  beforeAll(async () => {
+    isolation = await resolveAgentIsolation({ sandbox: 'none' });
+  });
+
+  it('cancellation kills its whole process group and every process of its uid, the setsid escapee included', async () => {
+    const abort = new AbortController();
+    const { run, uid } = await startLingering(isolation, abort.signal);
+    expect(uid).not.toBe(0);
+    abort.abort(new Error('cancelled by the test'));
+    await expect(run).rejects.toThrow('cancelled by the test');
+    await waitFor('no process of the agent uid', async () => {
+      const left = await processesOf(uid);
+      if (left.length) throw new Error(`still running: ${left.join(', ')}`);
+    }, { timeoutMs: 10_000, intervalMs: 50 });
+  });
+
+  it("recovery (isolateOwner) kills a silent owner's agent running under another uid, and only for its claim", async () => {
+    const { run, pid, uid, claim } = await startLingering(isolation, new AbortController().signal);
+    expect(await isolateOwner(claim.taskId, 2, { pid, host: hostname() })).toMatch(/no longer runs this claim's agent/);
+    expect((await processesOf(uid)).length).toBeGreaterThanOrEqual(4);
+    expect(await isolateOwner(claim.taskId, 1, { pid, host: hostname() })).toBe(`killed agent process group ${pid} on ${hostname()} and every process of its uid ${uid}`);
+    await expect(run).rejects.toBeInstanceOf(AgentFailedError);
+    await waitFor('no process of the agent uid', async () => {
+      const left = await processesOf(uid);
+      if (left.length) throw new Error(`still running: ${left.join(', ')}`);
+    }, { timeoutMs: 10_000, intervalMs: 50 });
+  });
+
+  it("clears what a crashed worker's agent left (its processes, its folder) before its uid serves another run", async () => {
+    const uid = 1_950_000_000 + Math.floor(Math.random() * 1_000_000);
+    const agents = path.join(scratch, `agents-${randomUUID().slice(0, 8)}`);
+    const single = await resolveAgentIsolation({ sandbox: 'none', root: agents, uids: { first: uid, count: 1 } });
+    const leftover = path.join(agents, `${uid}-0123456789abcdef`);
+    await mkdir(leftover, { recursive: true, mode: 0o700 });
+    await writeFile(path.join(leftover, 'secret-of-the-last-run'), 'x');
+    const orphan = spawn('sleep', ['300'], { uid, gid: uid, cwd: '/', detached: true, stdio: 'ignore' });
+    orphan.unref();
+    expect(await processesOf(uid)).toEqual([orphan.pid]);
+    const { workDir } = await workerFolders();
+    const runner = createCommandRunner({ workDir, isolation: single });
+    const claim = claimFor('ls ..; echo ok > ok.txt && git add ok.txt && git -c user.name=a -c user.email=a@b commit -qm ok');
+    const lines: string[] = [];
+    const artifact = await runner.run({ claim, repo, base: 'main', signal: new AbortController().signal, log: (l) => lines.push(l), heartbeat: async () => {} });
+    expect(await git(repo, ['show', `${artifact.revision}:ok.txt`])).toBe('ok');
+    expect(lines.join('\n')).not.toContain('0123456789abcdef');
+    expect(await readdir(agents)).toEqual([]);
+    expect(await processesOf(uid)).toEqual([]);
+  });
+
+  it('the verify command runs isolated too: it cannot read the baton home, and its result is its own', async () => {
+    const { home, workDir } = await workerFolders();
+    const revision = await git(repo, ['rev-parse', 'main']);
+    const command = `cat ${JSON.stringify(path.join(home, 'canary-secret'))} && exit 7; id -u; test -f README.md`;
+    const verify = (v: ReturnType<typeof createCommandVerifier>) =>
+      v.verify({ taskId: 'g/t', repo, artifact: { revision, baseRevision: revision, testCommand: command, agentResult: { exitCode: 0, outputDigest: 'x' } }, verify: { command }, heartbeat: () => {}, signal: new AbortController().signal });
+    const isolated = await verify(createCommandVerifier({ workDir, isolation }));
+    expect(isolated.exitCode, isolated.outputTail).toBe(0);
+    expect(isolated.outputTail).toMatch(/canary-secret: Permission denied/);
+    expect(Number(isolated.outputTail.trim().split('\n').at(-1))).toBeGreaterThanOrEqual(1_000);
+    // Weakened (the worker's own user, a worktree): the same command reads the canary.
+    const weakened = await verify(createCommandVerifier({ workDir: `${workDir}-weak` }));
+    expect(weakened.exitCode).toBe(7);
+    expect(weakened.outputTail).toContain(FILE_CANARY);
+  });
+});
+
+describe('agentIsolationStatus (for baton doctor) and the start-up warning', () => {
+  it.skipIf(!root)('reports a root worker as isolated, with nothing to find', async () => {
+    const status = await agentIsolationStatus({});
+    expect(status).toMatchObject({ isolated: true, workerIsRoot: true, user: 'per-run', network: 'host', findings: [] });
+    expect(isolationWarning(status)).toBeUndefined();
+  });
+
+  it('reports agents that run as the worker with no sandbox as a finding, and the worker warns loudly', async () => {
+    const status = await agentIsolationStatus({ user: 'worker', sandbox: 'none' });
+    expect(status.isolated).toBe(false);
+    expect(status.findings).toEqual([expect.stringMatching(/can read the worker's environment/)]);
+    expect(isolationWarning(status)).toMatch(/WARNING: agents are NOT isolated from the worker/);
+    // The worker says so as it starts (here it then fails for want of a Temporal connection).
+    const lines: string[] = [];
+    const starting = createBatonWorker({
+      connection: undefined as never,
+      namespace: 'default',
+      db: undefined as never,
+      workflowBundle: { code: '' },
+      agentIsolation: { user: 'worker', sandbox: 'none' },
+      log: (l) => lines.push(l),
+    });
+    await expect(starting).rejects.toThrow();
+    expect(lines).toEqual([expect.stringMatching(/WARNING: agents are NOT isolated from the worker[\s\S]*can read the worker's environment/)]);
+  });
+
+  it('refuses what was asked for and cannot be had: no network without the sandbox', async () => {
+    await expect(resolveAgentIsolation({ network: 'none', sandbox: 'none' })).rejects.toBeInstanceOf(AgentIsolationUnavailableError);
+    const status = await agentIsolationStatus({ network: 'none', sandbox: 'none' });
+    expect(status).toMatchObject({ isolated: false, findings: [expect.stringMatching(/network 'none' needs the bubblewrap sandbox/)] });
+  });
+});
