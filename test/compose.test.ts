@@ -26,7 +26,13 @@ const dockerfileUrl = new URL('../Dockerfile', import.meta.url);
 const compose = YAML.parse(readFileSync(composeUrl, 'utf8')) as ComposeFile;
 const services = compose.services ?? {};
 
-const REQUIRED_SERVICES = ['postgres', 'temporal-admin-tools', 'temporal', 'temporal-ui', 'baton-worker'];
+const REQUIRED_SERVICES = ['postgres', 'temporal-admin-tools', 'temporal', 'temporal-ui', 'baton-migrate', 'baton-worker'];
+
+/** A required variable reference, as Compose writes it: `${NAME:?message}`. */
+const REQUIRED_VARIABLE = /^\$\{([A-Z_]+):\?[^}]*\}$/;
+
+/** `value` with each `${NAME...}` reference replaced by `<NAME>`, as if Compose had filled it in. */
+const interpolate = (value: string) => value.replace(/\$\{([A-Z_]+)[^}]*\}/g, (_, name: string) => `${name.toLowerCase()}-value`);
 
 /** expect() whose failure message names the service and what was checked. */
 function expectOf(service: string, what: string, actual: unknown) {
@@ -75,7 +81,7 @@ function hostPort(address: string): { host: string; port: string } {
 }
 
 describe('docker-compose.yml: the production topology', () => {
-  it('defines postgres, temporal-admin-tools, temporal, temporal-ui and baton-worker', () => {
+  it('defines postgres, temporal-admin-tools, temporal, temporal-ui, baton-migrate and baton-worker', () => {
     for (const name of REQUIRED_SERVICES) service(name);
   });
 
@@ -121,12 +127,36 @@ describe('docker-compose.yml: the production topology', () => {
   it('builds baton-worker from the Dockerfile and connects it to postgres and temporal:7233', () => {
     expectOf('baton-worker', 'has build', service('baton-worker').build).toBeTruthy();
     const worker = env('baton-worker');
-    const databaseUrl = worker.DATABASE_URL ?? '';
+    const databaseUrl = interpolate(worker.DATABASE_URL ?? '');
     expectOf('baton-worker', `DATABASE_URL '${databaseUrl}' is a postgresql:// URL`, databaseUrl).toMatch(/^postgres(ql)?:\/\//);
     expectOf('baton-worker', 'DATABASE_URL host', URL.canParse(databaseUrl) ? new URL(databaseUrl).hostname : databaseUrl).toBe(
       'postgres',
     );
     expectOf('baton-worker', 'TEMPORAL_ADDRESS', worker.TEMPORAL_ADDRESS).toBe('temporal:7233');
+  });
+
+  it('writes no password: each is a required variable from .env', () => {
+    for (const name of Object.keys(services)) {
+      for (const [key, value] of Object.entries(env(name))) {
+        if (/PASSWORD|PWD/.test(key)) expectOf(name, `${key} is \${VARIABLE:?...}, not a literal`, value).toMatch(REQUIRED_VARIABLE);
+        const url = /^postgres(ql)?:\/\/[^:@/]+:([^@]*)@/.exec(value);
+        if (url) expectOf(name, `the password in ${key} is \${VARIABLE:?...}, not a literal`, url[2]).toMatch(REQUIRED_VARIABLE);
+      }
+    }
+  });
+
+  it("runs workers on a least-privilege login that baton-migrate makes, never as the database's administrator", () => {
+    const admin = env('postgres').POSTGRES_USER;
+    const workerLogin = new URL(interpolate(env('baton-worker').DATABASE_URL ?? '')).username;
+    expectOf('baton-worker', 'DATABASE_URL login is not the administrator', workerLogin).not.toBe(admin);
+    expectOf('baton-worker', 'waits for baton-migrate to complete', dependsOn('baton-worker')['baton-migrate']).toBe('service_completed_successfully');
+    const script = JSON.stringify(service('baton-migrate').command ?? '');
+    expectOf('baton-migrate', 'migrates', script).toMatch(/bin\/baton\.js migrate\b/);
+    expectOf('baton-migrate', `creates the worker login ${workerLogin} in the worker role`, script).toContain(`login ${workerLogin} --role worker`);
+    expectOf('baton-migrate', 'connects as the administrator', new URL(interpolate(env('baton-migrate').DATABASE_URL ?? '')).username).toBe(admin);
+    expectOf('baton-migrate', "gives the login the worker's password", env('baton-migrate').BATON_LOGIN_PASSWORD).toBe(
+      /:(\$\{[^}]+\})@/.exec(env('baton-worker').DATABASE_URL ?? '')?.[1],
+    );
   });
 
   it('has a Dockerfile built FROM node 20', () => {

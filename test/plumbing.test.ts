@@ -10,7 +10,8 @@ const stack = useTaskStack();
 describe('plumbing: a workflow on the real Temporal server writes to real Postgres', () => {
   it('runs the health-check workflow whose activity inserts a row that the test reads back', async () => {
     const workflowId = uniqueWorkflowId('plumbing');
-    const worker = await stack.temporal.createWorker(stack.db.pool);
+    // On a worker's own login, as a deployment runs it (SPEC S1).
+    const worker = await stack.temporal.createWorker((await stack.db.login('baton_worker')).pool);
     const result = await worker.runUntil(
       stack.temporal.client.workflow.execute('healthCheckWorkflow', {
         taskQueue: stack.temporal.taskQueue,

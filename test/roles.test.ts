@@ -14,6 +14,7 @@ import { submitTask } from '../src/db/sql/submitTask.js';
 import { InsufficientPrivilegeError, mapDatabaseErrors } from '../src/errors.js';
 import { createObject } from '../src/objects/objectStore.js';
 import { insertGraph } from '../src/testkit/graphs.js';
+import { cleanEnv, runCli } from './helpers/cli.js';
 import { createTestDatabase, useTestDatabase } from './helpers/db.js';
 import { artifact, insertTask, LEASE_MS } from './helpers/tasks.js';
 
@@ -150,5 +151,29 @@ describe('least-privilege roles (S1)', () => {
       [Object.keys(GROUP_ROLES)],
     );
     expect(rows).toEqual([]);
+  });
+
+  it('baton login makes a component login in one group, with the password from the environment only', async () => {
+    const name = `reader_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    const withoutPassword = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url }));
+    expect(withoutPassword.code).toBe(1);
+    expect(withoutPassword.output).toMatch(/BATON_LOGIN_PASSWORD is not set/);
+    const made = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }));
+    expect(made.code, made.output).toBe(0);
+    expect(made.output).not.toContain(password);
+    const url = new URL(db.url);
+    [url.username, url.password] = [name, password];
+    const reader = createPool(url.toString(), { max: 1 });
+    try {
+      const task = await insertTask(db.pool, { status: 'ready' });
+      expect((await selectTask(reader, task.id)).status).toBe('ready');
+      await refused(() => claimNextTask(reader, name, LEASE_MS));
+      const { rows } = await db.pool.query('SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = $1', [name]);
+      expect(rows).toEqual([{ rolsuper: false, rolcreaterole: false, rolcreatedb: false }]);
+    } finally {
+      await reader.end();
+      await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { runDemo } from '../demo/runDemo.js';
 import { openCliContext, withCliContext } from './context.js';
 import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
+import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { noMigrateOption, parsePort, taskQueueOption } from './options.js';
 import { describeStack } from './stack.js';
@@ -183,6 +184,7 @@ registerDrillCommand(program, log);
 registerObjectCommands(program, log);
 registerToolCommands(program, log);
 registerDoctorCommand(program, log);
+registerLoginCommand(program, log);
 
 program
   .command('temporal-cli')
