@@ -132,7 +132,8 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
     sandbox,
     network,
     uids,
-    root: options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}`),
+    // One root per way of running: a worker-user root is 0700, a per-run root 0711, and one folder cannot be both.
+    root: options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}${user === 'per-run' ? '' : '-worker'}`),
     ...(bubblewrap ? { bubblewrap } : {}),
     ...(setpriv ? { setpriv } : {}),
     isolated: user === 'per-run' || sandbox === 'bubblewrap',

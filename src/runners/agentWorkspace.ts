@@ -212,5 +212,14 @@ async function sandboxMounts(isolation: AgentIsolation, dir: string, hide: strin
   const exposed = [PACKAGE_ROOT, path.dirname(path.dirname(process.execPath))]
     .map((p) => path.resolve(p))
     .filter((p) => [...hidden, ...scratch].some((h) => inside(p, h)));
-  return [...scratch.map((d) => ({ scratch: d })), ...hidden.map((d) => ({ hide: d })), ...exposed.map((d) => ({ expose: d })), { writable: dir }];
+  // baton's own state beside its code (the default home `.baton`, CI's database URL, the tests'
+  // stacks): hidden last, so showing baton's code again does not show it.
+  const state = await existing([path.join(PACKAGE_ROOT, '.baton')]);
+  return [
+    ...scratch.map((d) => ({ scratch: d })),
+    ...hidden.map((d) => ({ hide: d })),
+    ...exposed.map((d) => ({ expose: d })),
+    ...state.map((d) => ({ hide: d })),
+    { writable: dir },
+  ];
 }

