@@ -43,14 +43,14 @@ describe('T11: the Temporal server is killed mid-graph, its state on disk', () =
         connection: nativeConnection,
         namespace: 'default',
         taskQueue: 'restart-test',
-        db: db.pool,
+        db: (await db.login('baton_worker')).pool,
         identity: 'restart-worker',
         workflowBundle: { codePath: inject('workflowBundlePath') },
         agentFunctions: { slow: slowAgent(1_500) },
         verifierFunctions: { pass: async () => ({ exitCode: 0, outputDigest: 'd', outputTail: '' }) },
       });
       running = worker.run();
-      const client = createBatonClient({ db: db.pool, temporal: new Client({ connection }), taskQueue: 'restart-test' });
+      const client = createBatonClient({ db: (await db.login('baton_client')).pool, temporal: new Client({ connection }), taskQueue: 'restart-test' });
       await client.submitGraph(
         functionGraph(
           'restart',
