@@ -118,6 +118,10 @@ describe('least-privilege roles (S1)', () => {
       }),
     );
     await refused(() => client.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [taskId]));
+    // A status change may not dress itself up as a verification in the record.
+    await expect(setTaskStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'verified', reason: 'forged' })).rejects.toThrow(
+      /unknown status change kind verified/,
+    );
     expect(await state(taskId)).toEqual(before);
     await setTaskStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'cancelled', reason: 'not needed' });
     expect((await selectTask(client, taskId)).status).toBe('cancelled');
@@ -159,6 +163,11 @@ describe('least-privilege roles (S1)', () => {
     const withoutPassword = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url }));
     expect(withoutPassword.code).toBe(1);
     expect(withoutPassword.output).toMatch(/BATON_LOGIN_PASSWORD is not set/);
+    for (const [taken, why] of [['baton_owner', /one of baton's own roles/], [new URL(db.url).username, /is not a baton_reader login \(it is this login\)/]] as const) {
+      const refused = await runCli(['login', taken, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }));
+      expect(refused.code).toBe(1);
+      expect(refused.output).toMatch(why);
+    }
     const made = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }));
     expect(made.code, made.output).toBe(0);
     expect(made.output).not.toContain(password);

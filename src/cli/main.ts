@@ -14,7 +14,7 @@ import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { noMigrateOption, parsePort, taskQueueOption } from './options.js';
-import { describeStack } from './stack.js';
+import { describeStack, withoutPassword } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
 import { registerToolCommands } from './toolCommands.js';
 
@@ -78,13 +78,19 @@ program
       login: 'worker',
     });
     describeStack(open.stack, log);
+    // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
     const worker = opts.worker
-      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool, agentIsolation: agentIsolationOf(opts) })
+      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool, agentIsolation: agentIsolationOf(opts) }).catch(
+          async (error: unknown) => {
+            await open.close();
+            throw error;
+          },
+        )
       : undefined;
     log('');
     log('In another shell:');
     // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
-    log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? open.stack.databaseUrl}'`);
+    log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? withoutPassword(open.stack.databaseUrl)}'`);
     log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
     log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
     const running = worker?.run();
@@ -166,6 +172,9 @@ program
       workDir: opts.workDir,
       workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
       agentIsolation: agentIsolationOf(opts),
+    }).catch(async (error: unknown) => {
+      await open.close();
+      throw error;
     });
     describeStack(open.stack, log);
     log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);

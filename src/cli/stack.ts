@@ -15,7 +15,7 @@ export function openStack(log: Log, options: DevStackOptions = {}, login: CliCon
 }
 
 /** `url` with its password left out, for printing. */
-function withoutPassword(url: string): string {
+export function withoutPassword(url: string): string {
   const parsed = new URL(url);
   parsed.password = '';
   return parsed.toString();

@@ -201,7 +201,7 @@ async function dropDefinitions(client: Queryable): Promise<void> {
       FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
      WHERE c.relnamespace = 'baton'::regnamespace AND NOT t.tgisinternal
     UNION ALL
-    SELECT format('DROP VIEW IF EXISTS %s CASCADE', c.oid::regclass)
+    SELECT format('DROP VIEW IF EXISTS %s', c.oid::regclass)
       FROM pg_class c WHERE c.relnamespace = 'baton'::regnamespace AND c.relkind = 'v'
     UNION ALL
     SELECT format('DROP FUNCTION %s', p.oid::regprocedure)

@@ -23,6 +23,10 @@ BEGIN
     RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;
+  -- The event says what decided the move; it can never pass for a claim, a release or a verification.
+  IF p_kind IS NULL OR p_kind NOT IN ('rerun_requested', 'rerun_after_rejection', 'rerun_after_stale', 'cancelled', 'failed') THEN
+    RAISE EXCEPTION 'unknown status change kind %', p_kind USING ERRCODE = 'BT003';
+  END IF;
   UPDATE baton.tasks SET status = p_to,
          owner = CASE WHEN p_to = 'ready' THEN NULL ELSE owner END,
          lease_expires_at = NULL,
