@@ -11,15 +11,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBubblewrap } from '../../src/runners/bubblewrap.js';
 import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { insertTask } from '../helpers/tasks.js';
 import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
+import { requireIsolationHost } from './isolationHost.js';
 
 const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
-const root = process.geteuid?.() === 0;
-const bubblewrap = root && (await findBubblewrap()) !== undefined;
 
 const STORE_ATTACKS = ['store_login', 'store_forge_verification', 'store_disable_trigger', 'store_update_task', 'store_delete_events'] as const;
 
@@ -124,13 +122,15 @@ function expectNothingReached(scenario: Scenario) {
   expect(after).toEqual(before);
 }
 
-describe.skipIf(!root)('S1/S4: a hostile agent against the store, under per-run users (the default for a root worker)', () => {
+describe('S1/S4: a hostile agent against the store, under per-run users (the default for a root worker)', () => {
+  requireIsolationHost({ root: true });
   it('finds no credential that logs in to Postgres, not even the worker login the worker holds; the store is unchanged', async () => {
     expectNothingReached(await attackStore({ sandbox: 'none' }, workerLogin));
   });
 });
 
-describe.skipIf(!bubblewrap)('S1/S4: a hostile agent against the store, in the bubblewrap sandbox', () => {
+describe('S1/S4: a hostile agent against the store, in the bubblewrap sandbox', () => {
+  requireIsolationHost({ root: true, bubblewrap: true });
   it('with --agent-network none: nothing logs in; the store is unchanged', async () => {
     expectNothingReached(await attackStore({ network: 'none' }, workerLogin));
   });

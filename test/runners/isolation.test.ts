@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../src/runners/agentIsolation.js';
-import { findBubblewrap } from '../../src/runners/bubblewrap.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
 import { git } from '../../src/runners/git.js';
@@ -18,10 +17,9 @@ import { createBatonWorker } from '../../src/worker.js';
 import type { Claim } from '../../src/tasks/types.js';
 import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
+import { requireIsolationHost } from './isolationHost.js';
 
 const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
-const root = process.geteuid?.() === 0;
-const bubblewrap = root && (await findBubblewrap()) !== undefined;
 /** What the worker holds that no agent may learn: in its environment, and in a file of the baton home. */
 const WORKER_CANARY = `worker-env-${randomUUID()}`;
 const FILE_CANARY = `baton-home-${randomUUID()}`;
@@ -92,7 +90,8 @@ const ISOLATED_ATTACKS_BLOCKED = {
   signal_worker: 'blocked',
 };
 
-describe.skipIf(!root)('S4: a hostile command agent under per-run users (the default for a root worker)', () => {
+describe('S4: a hostile command agent under per-run users (the default for a root worker)', () => {
+  requireIsolationHost({ root: true });
   it('cannot read the worker, the baton home or another run, nor write outside its checkout; its own work still lands', async () => {
     const report = await attack({ sandbox: 'none' });
     expect(outcomes(report)).toEqual({
@@ -111,7 +110,8 @@ describe.skipIf(!root)('S4: a hostile command agent under per-run users (the def
   });
 });
 
-describe.skipIf(!bubblewrap)('S4: a hostile command agent in the bubblewrap sandbox with --agent-network none', () => {
+describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-network none', () => {
+  requireIsolationHost({ root: true, bubblewrap: true });
   it('is stopped everywhere, local TCP included, and still reaches the tool endpoint through its socket', async () => {
     const report = await attack({ network: 'none' });
     expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', own_tool_call: 'succeeded' });
@@ -182,7 +182,8 @@ async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
   return { run, pid: pid!, uid, claim };
 }
 
-describe.skipIf(!root)('stopping an isolated agent', () => {
+describe('stopping an isolated agent', () => {
+  requireIsolationHost({ root: true });
   let isolation: AgentIsolation;
   beforeAll(async () => {
     isolation = await resolveAgentIsolation({ sandbox: 'none' });
@@ -251,7 +252,8 @@ describe.skipIf(!root)('stopping an isolated agent', () => {
 });
 
 describe('agentIsolationStatus (for baton doctor) and the start-up warning', () => {
-  it.skipIf(!root)('reports a root worker as isolated, with nothing to find', async () => {
+  it('reports a root worker as isolated, with nothing to find', async () => {
+    expect(process.geteuid?.(), 'run the tests as root (as .ci/run does)').toBe(0);
     const status = await agentIsolationStatus({});
     expect(status).toMatchObject({ isolated: true, workerIsRoot: true, user: 'per-run', network: 'host', findings: [] });
     expect(isolationWarning(status)).toBeUndefined();
