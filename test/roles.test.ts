@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../src/db/roles.js';
@@ -20,28 +19,8 @@ import { artifact, insertTask, LEASE_MS } from './helpers/tasks.js';
 
 const db = useTestDatabase();
 
-/** A login of its own in one group role, as a component would have. */
-const logins = new Map<GroupRole, pg.Pool>();
-const created: string[] = [];
-
-beforeAll(async () => {
-  for (const group of Object.keys(GROUP_ROLES) as GroupRole[]) {
-    const name = `${group}_${randomBytes(4).toString('hex')}`;
-    const password = randomBytes(18).toString('base64url');
-    await db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}' IN ROLE ${group}`);
-    created.push(name);
-    const url = new URL(db.url);
-    [url.username, url.password] = [name, password];
-    logins.set(group, createPool(url.toString(), { max: 2 }));
-  }
-});
-
-afterAll(async () => {
-  await Promise.all([...logins.values()].map((p) => p.end()));
-  for (const name of created) await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
-});
-
-const as = (group: GroupRole) => logins.get(group)!;
+/** A login of its own in `group`, as a component would have (made once, dropped with the database). */
+const as = async (group: GroupRole) => (await db.login(group)).pool;
 
 /** The rows a refused call must leave alone: the task and its record. */
 const state = async (taskId: string) => ({
@@ -81,7 +60,7 @@ describe('least-privilege roles (S1)', () => {
 
   it('lets a worker claim, run and verify, and nothing it does not need', async () => {
     const graphId = await insertGraph(db.pool, { t: [] });
-    const worker = as('baton_worker');
+    const worker = await as('baton_worker');
     const claim = (await claimNextTask(worker, 'worker-a', LEASE_MS, graphId))!;
     const fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
     await submitTask(worker, fence, artifact('rev-1'));
@@ -105,7 +84,7 @@ describe('least-privilege roles (S1)', () => {
   });
 
   it('lets a client submit, rerun and read, but never claim, run or verify', async () => {
-    const client = as('baton_client');
+    const client = await as('baton_client');
     const graphId = await insertGraph(client, { t: [] });
     const taskId = `${graphId}/t`;
     expect((await selectTask(client, taskId)).status).toBe('ready');
@@ -128,7 +107,7 @@ describe('least-privilege roles (S1)', () => {
   });
 
   it('lets a reader read and nothing else', async () => {
-    const reader = as('baton_reader');
+    const reader = await as('baton_reader');
     const task = await insertTask(db.pool, { status: 'running', owner: 'someone' });
     expect((await selectTask(reader, task.id)).owner).toBe('someone');
     expect((await selectEvents(reader, 'task', task.id)).map((e) => e.kind)).toEqual(['created', 'claimed']);
@@ -142,7 +121,7 @@ describe('least-privilege roles (S1)', () => {
   });
 
   it('gives the agent service nothing yet, and no group any table privilege', async () => {
-    const agent = as('baton_agent');
+    const agent = await as('baton_agent');
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent-1' });
     await refused(() => selectTask(agent, task.id));
     await refused(() => startVerification(agent, task.id, 'agent-2'));

@@ -1937,172 +1937,172 @@ CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifi
 
 -- privileges
 
-function baton.accepted_write(text): {<owner>=X/baton_owner}
+function baton.accepted_write(text): {baton_owner=X/baton_owner}
 
-function baton.add_task_note(text,text,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.add_task_note(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.append_event(text,text,text,text,bigint,bigint,text,jsonb): {<owner>=X/baton_owner}
+function baton.append_event(text,text,text,text,bigint,bigint,text,jsonb): {baton_owner=X/baton_owner}
 
-function baton.check_lease(integer): {<owner>=X/baton_owner}
+function baton.check_lease(integer): {baton_owner=X/baton_owner}
 
-function baton.check_task_change(): {<owner>=X/baton_owner}
+function baton.check_task_change(): {baton_owner=X/baton_owner}
 
-function baton.check_task_release(): {<owner>=X/baton_owner}
+function baton.check_task_release(): {baton_owner=X/baton_owner}
 
-function baton.check_tool_call_change(): {<owner>=X/baton_owner}
+function baton.check_tool_call_change(): {baton_owner=X/baton_owner}
 
-function baton.claim_next_task(text,integer,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.claim_next_task(text,integer,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.claim_task(text,text,integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.claim_task(text,text,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.fail_attempt(text,text,bigint,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.fail_attempt(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.heartbeat_task(text,text,bigint,integer,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.heartbeat_task(text,text,bigint,integer,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.hold_fence(text,text,bigint): {<owner>=X/baton_owner}
+function baton.hold_fence(text,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.holds_claim(baton.tasks,text,bigint): {<owner>=X/baton_owner}
+function baton.holds_claim(baton.tasks,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.lock_task(text): {<owner>=X/baton_owner}
+function baton.lock_task(text): {baton_owner=X/baton_owner}
 
-function baton.object_accept(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_accept(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_accept_offer(baton.objects,baton.object_offers,text,text): {<owner>=X/baton_owner}
+function baton.object_accept_offer(baton.objects,baton.object_offers,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_access(baton.objects,text): {<owner>=X/baton_owner}
+function baton.object_access(baton.objects,text): {baton_owner=X/baton_owner}
 
-function baton.object_access_rank(text): {<owner>=X/baton_owner}
+function baton.object_access_rank(text): {baton_owner=X/baton_owner}
 
-function baton.object_approve(text,text,bigint,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_approve(text,text,bigint,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_check_actor(text,text): {<owner>=X/baton_owner}
+function baton.object_check_actor(text,text): {baton_owner=X/baton_owner}
 
-function baton.object_check_content(text,text): {<owner>=X/baton_owner}
+function baton.object_check_content(text,text): {baton_owner=X/baton_owner}
 
-function baton.object_check_view(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_check_view(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_create(text,text,integer,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_create(text,text,integer,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_decline(text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_decline(text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_expire_if_silent(baton.objects,text,text): {<owner>=X/baton_owner}
+function baton.object_expire_if_silent(baton.objects,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_grant(text,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_grant(text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_heartbeat(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_heartbeat(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_invalid(text): {<owner>=X/baton_owner}
+function baton.object_invalid(text): {baton_owner=X/baton_owner}
 
-function baton.object_is_silent(baton.objects,boolean): {<owner>=X/baton_owner}
+function baton.object_is_silent(baton.objects,boolean): {baton_owner=X/baton_owner}
 
-function baton.object_lock(text): {<owner>=X/baton_owner}
+function baton.object_lock(text): {baton_owner=X/baton_owner}
 
-function baton.object_may(baton.objects,text,text): {<owner>=X/baton_owner}
+function baton.object_may(baton.objects,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_move_role(baton.objects,text,text,text,text,jsonb): {<owner>=X/baton_owner}
+function baton.object_move_role(baton.objects,text,text,text,text,jsonb): {baton_owner=X/baton_owner}
 
-function baton.object_moved_reason(baton.objects,text,bigint): {<owner>=X/baton_owner}
+function baton.object_moved_reason(baton.objects,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.object_offer(text,text,bigint,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_offer(text,text,bigint,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_open_offer(text): {<owner>=X/baton_owner}
+function baton.object_open_offer(text): {baton_owner=X/baton_owner}
 
-function baton.object_outcome_of(baton.objects,boolean,text,text,boolean,bigint): {<owner>=X/baton_owner}
+function baton.object_outcome_of(baton.objects,boolean,text,text,boolean,bigint): {baton_owner=X/baton_owner}
 
-function baton.object_read(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_read(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_record_view(baton.objects,text): {<owner>=X/baton_owner}
+function baton.object_record_view(baton.objects,text): {baton_owner=X/baton_owner}
 
-function baton.object_refuse(baton.objects,text,text,text,text,text,jsonb): {<owner>=X/baton_owner}
+function baton.object_refuse(baton.objects,text,text,text,text,text,jsonb): {baton_owner=X/baton_owner}
 
-function baton.object_refuse_access(baton.objects,text,text,text): {<owner>=X/baton_owner}
+function baton.object_refuse_access(baton.objects,text,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_refuse_no_offer(baton.objects,text,text,text): {<owner>=X/baton_owner}
+function baton.object_refuse_no_offer(baton.objects,text,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_refuse_offer_open(baton.objects,text,text): {<owner>=X/baton_owner}
+function baton.object_refuse_offer_open(baton.objects,text,text): {baton_owner=X/baton_owner}
 
-function baton.object_refuse_unless_holder(baton.objects,text,bigint,text): {<owner>=X/baton_owner}
+function baton.object_refuse_unless_holder(baton.objects,text,bigint,text): {baton_owner=X/baton_owner}
 
-function baton.object_refuse_version(baton.objects,text,bigint,text): {<owner>=X/baton_owner}
+function baton.object_refuse_version(baton.objects,text,bigint,text): {baton_owner=X/baton_owner}
 
-function baton.object_release(text,text,bigint,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_release(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_show(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_show(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_silence_details(baton.objects,text): {<owner>=X/baton_owner}
+function baton.object_silence_details(baton.objects,text): {baton_owner=X/baton_owner}
 
-function baton.object_silence_reason(baton.objects): {<owner>=X/baton_owner}
+function baton.object_silence_reason(baton.objects): {baton_owner=X/baton_owner}
 
-function baton.object_suggest(text,text,bigint,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_suggest(text,text,bigint,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_sweep(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_sweep(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_take(text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_take(text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_touch(baton.objects): {<owner>=X/baton_owner}
+function baton.object_touch(baton.objects): {baton_owner=X/baton_owner}
 
-function baton.object_ts(timestamp with time zone): {<owner>=X/baton_owner}
+function baton.object_ts(timestamp with time zone): {baton_owner=X/baton_owner}
 
-function baton.object_withdraw(text,text,bigint): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_withdraw(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.object_write(text,text,bigint,bigint,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.object_write(text,text,bigint,bigint,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.read_events(text,text,bigint,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_events(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_graph(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_graph(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_graph_source(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_graph_source(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_graph_tasks(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_graph_tasks(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_health_checks(integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_health_checks(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_object_events(text,integer,integer): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.read_object_events(text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.read_schema_state(): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
+function baton.read_schema_state(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 
-function baton.read_task(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_task(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.read_tool_calls(text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.read_tool_calls(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.ready_or_blocked(text): {<owner>=X/baton_owner}
+function baton.ready_or_blocked(text): {baton_owner=X/baton_owner}
 
-function baton.record_health_check(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.record_health_check(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.record_verification(text,text,bigint,text,text,integer,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.record_verification(text,text,bigint,text,text,integer,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.refuse_event_change(): {<owner>=X/baton_owner}
+function baton.refuse_event_change(): {baton_owner=X/baton_owner}
 
-function baton.refuse_record_change(): {<owner>=X/baton_owner}
+function baton.refuse_record_change(): {baton_owner=X/baton_owner}
 
-function baton.refuse_stale_write(text,text,bigint,text): {<owner>=X/baton_owner}
+function baton.refuse_stale_write(text,text,bigint,text): {baton_owner=X/baton_owner}
 
-function baton.release_claim(text,bigint,text,text,text,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.release_claim(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.set_task_status(text,text,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.set_task_status(text,text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.start_verification(text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.start_verification(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.submit_graph(text,text,jsonb,jsonb): {<owner>=X/baton_owner,baton_client=X/baton_owner}
+function baton.submit_graph(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.submit_task(text,text,bigint,jsonb): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.submit_task(text,text,bigint,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.take_claim(text,text,integer): {<owner>=X/baton_owner}
+function baton.take_claim(text,text,integer): {baton_owner=X/baton_owner}
 
-function baton.task_view(baton.tasks): {<owner>=X/baton_owner}
+function baton.task_view(baton.tasks): {baton_owner=X/baton_owner}
 
-function baton.tool_call_begin(text,text,bigint,text,text,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_begin(text,text,bigint,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.tool_call_event(baton.tool_calls,text,text,bigint,text,jsonb): {<owner>=X/baton_owner}
+function baton.tool_call_event(baton.tool_calls,text,text,bigint,text,jsonb): {baton_owner=X/baton_owner}
 
-function baton.tool_call_fence(text,text,bigint,text): {<owner>=X/baton_owner}
+function baton.tool_call_fence(text,text,bigint,text): {baton_owner=X/baton_owner}
 
-function baton.tool_call_reconcile(text,text,bigint,text,text,jsonb,text): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_reconcile(text,text,bigint,text,text,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {<owner>=X/baton_owner}
+function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.tool_call_send(text,text,bigint,text,boolean): {<owner>=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_send(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-schema baton: {<owner>=UC/baton_owner,baton_worker=U/baton_owner,baton_client=U/baton_owner,baton_reader=U/baton_owner,baton_agent=U/baton_owner}
+schema baton: {baton_owner=UC/baton_owner,baton_worker=U/baton_owner,baton_client=U/baton_owner,baton_reader=U/baton_owner,baton_agent=U/baton_owner}

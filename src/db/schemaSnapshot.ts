@@ -84,16 +84,15 @@ SELECT format(E'CREATE VIEW %s AS\\n%s', c.oid::regclass, pg_get_viewdef(c.oid))
   FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'v'
  ORDER BY c.relname`;
 
-// Grants that differ from the owner's defaults; the owner itself is whoever migrated, so it is
-// printed as <owner> to keep the snapshot the same for every deployment.
+// Grants that differ from the defaults; the owner is baton_owner wherever baton migrated.
 const PRIVILEGES = `
-SELECT format('%s %s: %s', kind, name, replace(acl::text, quote_ident(owner) || '=', '<owner>=')) AS ddl FROM (
-  SELECT 'table' AS kind, c.oid::regclass::text AS name, c.relacl AS acl, pg_get_userbyid(c.relowner) AS owner
+SELECT format('%s %s: %s', kind, name, acl::text) AS ddl FROM (
+  SELECT 'table' AS kind, c.oid::regclass::text AS name, c.relacl AS acl
     FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relacl IS NOT NULL
   UNION ALL
-  SELECT 'function', p.oid::regprocedure::text, p.proacl, pg_get_userbyid(p.proowner)
+  SELECT 'function', p.oid::regprocedure::text, p.proacl
     FROM pg_proc p WHERE p.pronamespace = $1::regnamespace AND p.proacl IS NOT NULL
   UNION ALL
-  SELECT 'schema', n.nspname, n.nspacl, pg_get_userbyid(n.nspowner)
+  SELECT 'schema', n.nspname, n.nspacl
     FROM pg_namespace n WHERE n.oid = $1::regnamespace AND n.nspacl IS NOT NULL
 ) granted ORDER BY kind, name`;
