@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '../../src/dev/waitFor.js';
 import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import type { RunContext } from '../../src/runners/types.js';
@@ -100,11 +101,13 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   });
   const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));
   victimRun.catch(() => undefined);
-  const deadline = Date.now() + 60_000;
-  while (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) {
-    if (Date.now() > deadline) throw new Error(`the victim did not start: ${victimLines.join('\n')}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(
+    'the victim agent',
+    async () => {
+      if (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) throw new Error(`not started yet: ${victimLines.join('\n')}`);
+    },
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
   const victimDir = victimLines.find((l) => l.startsWith('VICTIM_DIR '))!.slice('VICTIM_DIR '.length);
 
   const inputs = {
