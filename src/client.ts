@@ -30,8 +30,9 @@ export function createBatonClient(options: BatonClientOptions) {
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
   return {
     /**
-     * Validates a graph (unknown dependency, cycle, duplicate key, size limits: InvalidInputError,
-     * nothing written), writes it atomically and starts its workflow.
+     * Validates a graph (unknown key, wrong type, unknown dependency, cycle, duplicate key, size
+     * limits: one InvalidGraphError listing every problem, nothing written), writes it atomically
+     * and starts its workflow.
      */
     async submitGraph(input: unknown, submittedBy: string, parseOptions?: Parameters<typeof parseGraphSpec>[1]): Promise<GraphSpec> {
       const graph = parseGraphSpec(input, parseOptions);

@@ -97,10 +97,26 @@ export class NotFoundError extends BatonError {
 
 /** Thrown when input fails validation at the boundary; nothing was written. */
 export class InvalidInputError extends BatonError {
-  override readonly name = 'InvalidInputError';
+  // Widened to string so a more specific kind of invalid input (InvalidGraphError) can name itself.
+  override readonly name: string = 'InvalidInputError';
   readonly code = 'invalid_input';
   constructor(readonly detail: string) {
     super(`invalid input: ${detail}`);
+  }
+}
+
+/**
+ * Thrown when a task graph fails validation; `problems` names every problem found, each with where
+ * it is (unknown keys, wrong types, unknown dependencies, a cycle ...). Nothing was written.
+ */
+export class InvalidGraphError extends InvalidInputError {
+  override readonly name = 'InvalidGraphError';
+  constructor(readonly problems: readonly string[]) {
+    super(problems.length === 1 ? problems[0]! : `the graph has ${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+
+  override get details(): Record<string, unknown> {
+    return { problems: this.problems };
   }
 }
 

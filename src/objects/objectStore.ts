@@ -13,14 +13,15 @@ import {
   checkActor,
   checkContent,
   checkCounter,
+  checkInput,
   checkKey,
   checkNote,
   checkSilenceTimeout,
 } from './validateObjectInput.js';
 
-/** The call as the store and its errors name it, validated at the boundary (S3). */
-function callOf(actor: string, operation: string, key: string) {
-  return { actor: checkActor(actor), operation, key: checkKey(key) };
+/** The call as the store and its errors name it, validated at the boundary (S3) before any other field is read. */
+function callOf(actor: string, operation: string, input: { key: string }) {
+  return { actor: checkActor(actor), operation, key: checkKey(checkInput(input).key) };
 }
 
 export interface CreateObjectInput {
@@ -36,8 +37,9 @@ export interface CreateObjectInput {
 
 /** Creates a shared object with no holder; throws ObjectExistsError if the key is taken. */
 export async function createObject(db: Queryable, actor: string, input: CreateObjectInput): Promise<ObjectState> {
+  const call = callOf(actor, 'create', input);
   const initial = input.content === undefined && input.contentRef === undefined ? [null, null] : checkContent(input);
-  const row = await callObjectFunction(db, 'object_create', callOf(actor, 'create', input.key), [
+  const row = await callObjectFunction(db, 'object_create', call, [
     checkSilenceTimeout(input.silenceTimeoutMs ?? SILENCE_TIMEOUT_MS_DEFAULT),
     checkAccess(input.defaultAccess ?? 'none'),
     ...initial,
@@ -51,7 +53,7 @@ export async function grantObjectAccess(
   actor: string,
   input: { key: string; grantee: string; access: ObjectAccess },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_grant', callOf(actor, 'grant', input.key), [
+  const row = await callObjectFunction(db, 'object_grant', callOf(actor, 'grant', input), [
     checkActor(input.grantee, 'grantee'),
     checkAccess(input.access),
   ]);
@@ -60,12 +62,12 @@ export async function grantObjectAccess(
 
 /** The object's state without its content; does not count as reading it. Needs view access. */
 export async function showObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
-  return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input.key)));
+  return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input)));
 }
 
 /** The content and its version; records that `actor` has read this version (O4). Needs view access. */
 export async function readObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectSnapshot> {
-  return toObjectSnapshot(await callObjectFunction(db, 'object_read', callOf(actor, 'read', input.key)));
+  return toObjectSnapshot(await callObjectFunction(db, 'object_read', callOf(actor, 'read', input)));
 }
 
 /**
@@ -73,7 +75,7 @@ export async function readObject(db: Queryable, actor: string, input: { key: str
  * why (taken, taken_over, reclaimed_after_silence). Taking what one already holds changes nothing.
  */
 export async function takeObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_take', callOf(actor, 'take', input.key), [checkNote(input.reason, 'reason')]);
+  const row = await callObjectFunction(db, 'object_take', callOf(actor, 'take', input), [checkNote(input.reason, 'reason')]);
   return toObjectState(row);
 }
 
@@ -90,7 +92,7 @@ export type WriteObjectInput = {
  * still at `version`; otherwise throws StaleWriteError or HandoffPendingError with the reason.
  */
 export async function writeObject(db: Queryable, actor: string, input: WriteObjectInput): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_write', callOf(actor, 'write', input.key), [
+  const row = await callObjectFunction(db, 'object_write', callOf(actor, 'write', input), [
     checkCounter(input.version, 'version'),
     checkCounter(input.token, 'token'),
     ...checkContent(input),
@@ -100,7 +102,7 @@ export async function writeObject(db: Queryable, actor: string, input: WriteObje
 
 /** Proves the holder is alive; refused (StaleWriteError) once the role has moved. */
 export async function heartbeatObject(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_heartbeat', callOf(actor, 'heartbeat', input.key), [checkCounter(input.token, 'token')]);
+  const row = await callObjectFunction(db, 'object_heartbeat', callOf(actor, 'heartbeat', input), [checkCounter(input.token, 'token')]);
   return toObjectState(row);
 }
 
@@ -110,7 +112,7 @@ export async function releaseObject(
   actor: string,
   input: { key: string; token: number; reason?: string },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_release', callOf(actor, 'release', input.key), [
+  const row = await callObjectFunction(db, 'object_release', callOf(actor, 'release', input), [
     checkCounter(input.token, 'token'),
     checkNote(input.reason, 'reason'),
   ]);
@@ -126,7 +128,7 @@ export async function offerObject(
   actor: string,
   input: { key: string; token: number; version: number; successor: string },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_offer', callOf(actor, 'offer', input.key), [
+  const row = await callObjectFunction(db, 'object_offer', callOf(actor, 'offer', input), [
     checkCounter(input.token, 'token'),
     checkCounter(input.version, 'version'),
     checkActor(input.successor, 'successor'),
@@ -136,19 +138,19 @@ export async function offerObject(
 
 /** The named successor accepts the open offer at `version` and becomes the holder with a new token. */
 export async function acceptObject(db: Queryable, actor: string, input: { key: string; version: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_accept', callOf(actor, 'accept', input.key), [checkCounter(input.version, 'version')]);
+  const row = await callObjectFunction(db, 'object_accept', callOf(actor, 'accept', input), [checkCounter(input.version, 'version')]);
   return toObjectState(row);
 }
 
 /** The named successor declines the open offer; the giver keeps the role and may write again. */
 export async function declineObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_decline', callOf(actor, 'decline', input.key), [checkNote(input.reason, 'reason')]);
+  const row = await callObjectFunction(db, 'object_decline', callOf(actor, 'decline', input), [checkNote(input.reason, 'reason')]);
   return toObjectState(row);
 }
 
 /** The giver withdraws its open offer and may write again. */
 export async function withdrawOffer(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_withdraw', callOf(actor, 'withdraw', input.key), [checkCounter(input.token, 'token')]);
+  const row = await callObjectFunction(db, 'object_withdraw', callOf(actor, 'withdraw', input), [checkCounter(input.token, 'token')]);
   return toObjectState(row);
 }
 
@@ -165,7 +167,7 @@ export async function suggestObjectChange(
   actor: string,
   input: SuggestInput,
 ): Promise<{ suggestionId: number; state: ObjectState }> {
-  const row = await callObjectFunction(db, 'object_suggest', callOf(actor, 'suggest', input.key), [
+  const row = await callObjectFunction(db, 'object_suggest', callOf(actor, 'suggest', input), [
     checkCounter(input.baseVersion, 'base version'),
     ...checkContent(input),
     checkNote(input.note, 'note'),
@@ -179,7 +181,7 @@ export async function approveSuggestion(
   actor: string,
   input: { key: string; token: number; suggestionId: number },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_approve', callOf(actor, 'approve', input.key), [
+  const row = await callObjectFunction(db, 'object_approve', callOf(actor, 'approve', input), [
     checkCounter(input.token, 'token'),
     checkCounter(input.suggestionId, 'suggestion id'),
   ]);
@@ -191,7 +193,7 @@ export async function approveSuggestion(
  * version `actor` last read is the current one.
  */
 export async function checkObjectView(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
-  return toObjectState(await callObjectFunction(db, 'object_check_view', callOf(actor, 'check_view', input.key)));
+  return toObjectState(await callObjectFunction(db, 'object_check_view', callOf(actor, 'check_view', input)));
 }
 
 /** Records the loss of the role for every holder silent past its timeout that nobody has touched since. */

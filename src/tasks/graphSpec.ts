@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidInputError } from '../errors.js';
+import { describeValue } from '../describeValue.js';
+import { InvalidGraphError, InvalidInputError } from '../errors.js';
+import { toJson } from '../json.js';
+import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 import type { TaskSpec } from './types.js';
 
 /** Most tasks one graph may hold. */
@@ -49,8 +52,58 @@ export interface GraphSpec {
 
 type Problems = string[];
 
+/** The keys of `T` as a list; the compiler checks that it names each of them and nothing else. */
+const keysOf = <T>(keys: Record<keyof T, true>): readonly string[] => Object.keys(keys);
+
+// The keys each level of a graph may have. Any other key is refused by name: a typo such as
+// `polcy:` must not pass silently and leave the defaults in force.
+const GRAPH_KEYS = keysOf<GraphSpec>({ id: true, repo: true, base: true, policy: true, tasks: true });
+const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true });
+const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, dependsOn: true, description: true, run: true, verify: true, payload: true });
+const STEP_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true });
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Input text as a problem quotes it: in single quotes, cut short, control characters escaped. */
+function quoted(text: string): string {
+  return `'${describeValue(text).slice(1, -1)}'`;
+}
+
+/** Edit distance (insertions, deletions, substitutions) between two strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The known key nearest to `key`, when it is near enough to be what was meant. */
+function nearestKey(key: string, known: readonly string[]): string | undefined {
+  const limit = Math.max(1, Math.floor(key.length / 3));
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    if (Math.abs(name.length - key.length) > limit) continue; // also spares a huge key the distance
+    const distance = editDistance(key.toLowerCase(), name.toLowerCase());
+    if (distance <= limit && (!best || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Names every key of `value` outside `known`, with the nearest known one; `path` prefixes nested keys (`run.`). */
+function checkKeys(value: Record<string, unknown>, known: readonly string[], problems: Problems, at?: string, path = ''): void {
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue;
+    const near = nearestKey(key, known);
+    const problem = `unknown key ${quoted(path + key)}${near ? ` (did you mean ${quoted(path + near)}?)` : ''}`;
+    problems.push(at ? `${at}: ${problem}` : problem);
+  }
 }
 
 function text(value: unknown, where: string, problems: Problems, options: { required?: boolean; max?: number } = {}): string | undefined {
@@ -60,6 +113,10 @@ function text(value: unknown, where: string, problems: Problems, options: { requ
   }
   if (typeof value !== 'string' || value.trim() === '') {
     problems.push(`${where} must be a non-empty string`);
+    return undefined;
+  }
+  if (!isStorableText(value)) {
+    problems.push(`${where} ${UNSTORABLE_TEXT}`);
     return undefined;
   }
   if (options.max && value.length > options.max) problems.push(`${where} is longer than ${options.max} characters`);
@@ -75,120 +132,157 @@ function boundedInt(value: unknown, where: string, fallback: number, [min, max]:
   return value;
 }
 
-/** A cycle among `tasks`, as the list of keys around it, or undefined. */
+/**
+ * A cycle among `tasks`, as the list of keys around it, or undefined. Depth-first without
+ * recursion: a chain as long as a graph may be must not overflow the stack.
+ */
 export function findCycle(tasks: ReadonlyArray<{ key: string; dependsOn: readonly string[] }>): string[] | undefined {
   const deps = new Map(tasks.map((t) => [t.key, t.dependsOn]));
   const state = new Map<string, 'visiting' | 'done'>();
-  const path: string[] = [];
-  const visit = (key: string): string[] | undefined => {
-    if (state.get(key) === 'done') return undefined;
-    if (state.get(key) === 'visiting') return [...path.slice(path.indexOf(key)), key];
-    state.set(key, 'visiting');
-    path.push(key);
-    for (const dep of deps.get(key) ?? []) {
-      const cycle = visit(dep);
-      if (cycle) return cycle;
-    }
-    path.pop();
-    state.set(key, 'done');
-    return undefined;
-  };
   for (const t of tasks) {
-    const cycle = visit(t.key);
-    if (cycle) return cycle;
+    if (state.has(t.key)) continue;
+    // The path being explored, each task with the index of its next dependency to look at.
+    const path = [{ key: t.key, next: 0 }];
+    state.set(t.key, 'visiting');
+    while (path.length) {
+      const top = path[path.length - 1]!;
+      const dep = deps.get(top.key)?.[top.next++];
+      if (dep === undefined) {
+        state.set(top.key, 'done');
+        path.pop();
+      } else if (state.get(dep) === 'visiting') {
+        const keys = path.map((p) => p.key);
+        return [...keys.slice(keys.indexOf(dep)), dep];
+      } else if (!state.has(dep)) {
+        state.set(dep, 'visiting');
+        path.push({ key: dep, next: 0 });
+      }
+    }
   }
   return undefined;
 }
 
-/**
- * Validates a graph as parsed from YAML or JSON, and fills in defaults. Every problem is reported
- * at once in one InvalidInputError; nothing is written by a caller that gets one.
- */
-export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: string) => string } = {}): GraphSpec {
-  const problems: Problems = [];
-  if (!isRecord(input)) throw new InvalidInputError('a graph must be a mapping with a `tasks` list');
-  const id = input.id === undefined ? `g-${randomUUID().slice(0, 8)}` : text(input.id, 'id', problems);
-  if (id && !KEY_PATTERN.test(id)) problems.push(`id '${id}' must match ${KEY_PATTERN} (lower case, digits, - and _)`);
-  const repo = text(input.repo, 'repo', problems);
-  const base = text(input.base, 'base', problems) ?? 'HEAD';
-  const policyInput = input.policy === undefined ? {} : input.policy;
-  if (!isRecord(policyInput)) problems.push('policy must be a mapping');
-  const p = isRecord(policyInput) ? policyInput : {};
+function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
+  const p = input === undefined ? {} : input;
+  if (!isRecord(p)) {
+    problems.push('policy must be a mapping');
+    return parsePolicy(undefined, problems);
+  }
+  checkKeys(p, POLICY_KEYS, problems, undefined, 'policy.');
   const onVerificationFailure = p.onVerificationFailure ?? 'rerun';
   if (onVerificationFailure !== 'rerun' && onVerificationFailure !== 'fail') {
-    problems.push(`policy.onVerificationFailure must be 'rerun' or 'fail', not ${JSON.stringify(onVerificationFailure)}`);
+    problems.push(`policy.onVerificationFailure must be 'rerun' or 'fail', not ${describeValue(onVerificationFailure)}`);
   }
-  const policy: GraphPolicy = {
+  return {
     maxAttempts: boundedInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
     onVerificationFailure: onVerificationFailure === 'fail' ? 'fail' : 'rerun',
     heartbeatTimeoutMs: boundedInt(p.heartbeatTimeoutMs, 'policy.heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
   };
+}
 
-  if (!Array.isArray(input.tasks) || input.tasks.length === 0) {
-    throw new InvalidInputError([...problems, 'tasks must be a non-empty list'].join('; '));
+/** A task's `run` or `verify`: a command line, or a mapping naming exactly one of command or function. */
+function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] {
+  const step = typeof input === 'string' ? { command: input } : input;
+  const exactlyOne = `${at}: ${name} must name exactly one of command or function${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
+  if (!isRecord(step)) {
+    problems.push(exactlyOne);
+    return {};
   }
-  if (input.tasks.length > MAX_TASKS_PER_GRAPH) {
-    throw new InvalidInputError(`a graph may hold at most ${MAX_TASKS_PER_GRAPH} tasks, this one has ${input.tasks.length}`);
+  checkKeys(step, STEP_KEYS, problems, at, `${name}.`);
+  if ((step.command === undefined) === (step.function === undefined)) problems.push(exactlyOne);
+  const command = text(step.command, `${at}: ${name}.command`, problems, { max: 10_000 });
+  const fn = text(step.function, `${at}: ${name}.function`, problems);
+  return { ...(command === undefined ? {} : { command }), ...(fn === undefined ? {} : { function: fn }) };
+}
+
+function parseTask(raw: unknown, where: string, problems: Problems): GraphTaskSpec | undefined {
+  if (!isRecord(raw)) {
+    problems.push(`${where} must be a mapping`);
+    return undefined;
+  }
+  const key = text(raw.key, `${where}.key`, problems, { required: true });
+  const at = key === undefined ? where : `task ${quoted(key)}`;
+  checkKeys(raw, TASK_KEYS, problems, at);
+  if (key !== undefined && !KEY_PATTERN.test(key)) problems.push(`${at}: key must match ${KEY_PATTERN}`);
+  let dependsOn = raw.dependsOn ?? [];
+  if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
+    problems.push(`${at}: dependsOn must be a list of task keys`);
+    dependsOn = [];
+  }
+  const deps = dependsOn as string[];
+  if (deps.length > MAX_DEPENDENCIES_PER_TASK) problems.push(`${at}: more than ${MAX_DEPENDENCIES_PER_TASK} dependencies`);
+  if (new Set(deps).size !== deps.length) problems.push(`${at}: dependsOn names a task twice`);
+  if (key !== undefined && deps.includes(key)) problems.push(`${at}: depends on itself`);
+  const spec: TaskSpec = {
+    description: text(raw.description, `${at}: description`, problems, { max: 2_000 }) ?? key ?? '',
+    run: parseStep(raw.run, 'run', at, problems),
+    verify: parseStep(raw.verify, 'verify', at, problems),
+  };
+  if (raw.payload !== undefined) {
+    try {
+      spec.payload = toJson(raw.payload, 'payload');
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      problems.push(`${at}: ${error.detail}`);
+    }
+  }
+  let storable = true;
+  const serialised = JSON.stringify(spec, (name: string, value: unknown) => {
+    storable &&= isStorableText(name) && (typeof value !== 'string' || isStorableText(value));
+    return value;
+  });
+  if (!storable) problems.push(`${at}: payload ${UNSTORABLE_TEXT}`);
+  if (Buffer.byteLength(serialised) > MAX_TASK_SPEC_BYTES) problems.push(`${at}: spec is larger than ${MAX_TASK_SPEC_BYTES} bytes`);
+  return key === undefined ? undefined : { key, spec, dependsOn: deps };
+}
+
+function parseTasks(input: unknown, problems: Problems): GraphTaskSpec[] {
+  if (!Array.isArray(input) || input.length === 0) {
+    problems.push('tasks must be a non-empty list');
+    return [];
+  }
+  if (input.length > MAX_TASKS_PER_GRAPH) {
+    problems.push(`a graph may hold at most ${MAX_TASKS_PER_GRAPH} tasks, this one has ${input.length}`);
+    return [];
   }
   const tasks: GraphTaskSpec[] = [];
   const seen = new Set<string>();
-  input.tasks.forEach((raw: unknown, index: number) => {
-    const where = `tasks[${index}]`;
-    if (!isRecord(raw)) {
-      problems.push(`${where} must be a mapping`);
-      return;
-    }
-    const key = text(raw.key, `${where}.key`, problems, { required: true });
-    if (!key) return;
-    const at = `task '${key}'`;
-    if (!KEY_PATTERN.test(key)) problems.push(`${at}: key must match ${KEY_PATTERN}`);
-    if (seen.has(key)) problems.push(`${at}: duplicate key`);
-    seen.add(key);
-    const run = typeof raw.run === 'string' ? { command: raw.run } : raw.run;
-    const verify = typeof raw.verify === 'string' ? { command: raw.verify } : raw.verify;
-    if (!isRecord(run) || (run.command === undefined) === (run.function === undefined)) {
-      problems.push(`${at}: run must name exactly one of command or function`);
-    }
-    if (!isRecord(verify) || (verify.command === undefined) === (verify.function === undefined)) {
-      problems.push(`${at}: verify must name exactly one of command or function (an artifact is released only after verification)`);
-    }
-    const dependsOn = raw.dependsOn ?? [];
-    if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
-      problems.push(`${at}: dependsOn must be a list of task keys`);
-      return;
-    }
-    if (dependsOn.length > MAX_DEPENDENCIES_PER_TASK) problems.push(`${at}: more than ${MAX_DEPENDENCIES_PER_TASK} dependencies`);
-    if (new Set(dependsOn).size !== dependsOn.length) problems.push(`${at}: dependsOn names a task twice`);
-    if (dependsOn.includes(key)) problems.push(`${at}: depends on itself`);
-    const spec: TaskSpec = {
-      ...raw,
-      description: text(raw.description, `${at}: description`, problems, { max: 2_000 }) ?? key,
-      run: isRecord(run)
-        ? { command: text(run.command, `${at}: run.command`, problems, { max: 10_000 }), function: text(run.function, `${at}: run.function`, problems) }
-        : {},
-      verify: isRecord(verify)
-        ? { command: text(verify.command, `${at}: verify.command`, problems, { max: 10_000 }), function: text(verify.function, `${at}: verify.function`, problems) }
-        : {},
-    };
-    delete spec.key;
-    delete spec.dependsOn;
-    if (spec.run.command === undefined) delete spec.run.command;
-    if (spec.run.function === undefined) delete spec.run.function;
-    if (spec.verify.command === undefined) delete spec.verify.command;
-    if (spec.verify.function === undefined) delete spec.verify.function;
-    if (Buffer.byteLength(JSON.stringify(spec)) > MAX_TASK_SPEC_BYTES) problems.push(`${at}: spec is larger than ${MAX_TASK_SPEC_BYTES} bytes`);
-    tasks.push({ key, spec, dependsOn: dependsOn as string[] });
+  input.forEach((raw: unknown, index: number) => {
+    const task = parseTask(raw, `tasks[${index}]`, problems);
+    if (!task) return;
+    if (seen.has(task.key)) problems.push(`task ${quoted(task.key)}: duplicate key`);
+    seen.add(task.key);
+    tasks.push(task);
   });
   for (const t of tasks) {
-    for (const dep of t.dependsOn) if (!seen.has(dep)) problems.push(`task '${t.key}': unknown dependency '${dep}'`);
+    for (const dep of t.dependsOn) if (!seen.has(dep)) problems.push(`task ${quoted(t.key)}: unknown dependency ${quoted(dep)}`);
   }
-  if (problems.length === 0) {
-    const cycle = findCycle(tasks);
-    if (cycle) problems.push(`dependency cycle: ${cycle.join(' -> ')}`);
+  // Self-dependencies are already named above; any other cycle is reported alongside every other problem.
+  const cycle = findCycle(tasks.map((t) => ({ key: t.key, dependsOn: t.dependsOn.filter((d) => d !== t.key) })));
+  if (cycle) problems.push(`dependency cycle: ${cycle.join(' -> ')}`);
+  return tasks;
+}
+
+/**
+ * Validates a graph as parsed from YAML or JSON, and fills in defaults. Unknown keys are refused
+ * by name. Every problem is reported at once in one InvalidGraphError; nothing is written by a
+ * caller that gets one.
+ */
+export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: string) => string } = {}): GraphSpec {
+  if (!isRecord(input)) throw new InvalidGraphError(['a graph must be a mapping with a `tasks` list']);
+  const problems: Problems = [];
+  checkKeys(input, GRAPH_KEYS, problems);
+  // An empty `id:` in YAML is null: generated, as when it is left out.
+  const id = input.id === undefined || input.id === null ? `g-${randomUUID().slice(0, 8)}` : text(input.id, 'id', problems);
+  if (id && !KEY_PATTERN.test(id)) problems.push(`id ${quoted(id)} must match ${KEY_PATTERN} (lower case, digits, - and _)`);
+  const repo = text(input.repo, 'repo', problems);
+  const base = text(input.base, 'base', problems) ?? 'HEAD';
+  const policy = parsePolicy(input.policy, problems);
+  const tasks = parseTasks(input.tasks, problems);
+  const runsCommands = tasks.some((t) => t.spec.run.command !== undefined || t.spec.verify.command !== undefined);
+  if (runsCommands && (input.repo === undefined || input.repo === null)) {
+    problems.push('repo is required when a task runs a command (the command runner works in a git worktree of it)');
   }
-  if (problems.length) throw new InvalidInputError(problems.join('; '));
-  if (tasks.some((t) => t.spec.run.command !== undefined || t.spec.verify.command !== undefined) && !repo) {
-    throw new InvalidInputError('repo is required when a task runs a command (the command runner works in a git worktree of it)');
-  }
+  if (problems.length) throw new InvalidGraphError(problems);
   return { id: id!, repo: repo && options.resolveRepo ? options.resolveRepo(repo) : repo, base, policy, tasks };
 }

@@ -1,3 +1,4 @@
+import type { Json } from '../json.js';
 import type { TaskStatus } from './states.js';
 
 /** What an agent is asked to do and how its work is checked. */
@@ -8,8 +9,8 @@ export interface TaskSpec {
   run: { command?: string; function?: string };
   /** How to verify the artifact: a shell command run in a clean checkout of its commit, or a registered function. */
   verify: { command?: string; function?: string };
-  /** Extra fields for runners; never used for identity or ownership. */
-  [extra: string]: unknown;
+  /** Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership. (Default: none) */
+  payload?: Json;
 }
 
 /** What a run produced (T7): the exact revision, the command to check it, and the agent's own result. */

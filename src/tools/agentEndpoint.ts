@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, chown, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { errorResponse, InvalidInputError } from '../errors.js';
 import type { ToolCallInput, ToolCallResult } from './types.js';
 
@@ -50,7 +51,8 @@ export async function startToolEndpoint(
 ): Promise<ToolEndpoint> {
   const token = randomBytes(32).toString('base64url');
   const expected = Buffer.from(`Bearer ${token}`);
-  const server = http.createServer((req, res) => {
+  // The host is never used (the socket URL's is made up), so a request without one is answered like any other.
+  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
     const reply = (status: number, body: unknown) => {
       if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
@@ -73,6 +75,19 @@ export async function startToolEndpoint(
         const code = typeof error.code === 'string' ? error.code : undefined;
         reply(errorResponse(error).httpStatus, { error: { name: error.name, code, message: error.message } });
       });
+  });
+  // Bytes Node cannot read as an HTTP request never reach the handler above; they are answered in
+  // JSON too (Node's own answer has no body), unless a response has already begun on the connection.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
+    if (!socket.writable || socket.bytesWritten) {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const body = JSON.stringify({ error: { name: 'BadRequest', message: `not an HTTP request the endpoint can read: ${error.message}` } });
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   const { socketPath, owner } = options;
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.js';
-import type { Json } from './types.js';
+import { toJson, type Json } from '../json.js';
 
 /** Largest parameters of one tool call, serialised, in bytes; large inputs belong in files or the tool. */
 export const MAX_TOOL_PARAMS_BYTES = 64 * 1024;
@@ -27,19 +27,4 @@ export function paramsHash(params: unknown): string {
     throw new InvalidInputError(`params are ${Buffer.byteLength(text)} bytes; at most ${MAX_TOOL_PARAMS_BYTES} (pass a reference instead)`);
   }
   return `sha256:${createHash('sha256').update(text).digest('hex')}`;
-}
-
-function toJson(value: unknown, where: string): Json {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new InvalidInputError(`${where} is not a finite number`);
-    return value;
-  }
-  if (Array.isArray(value)) return value.map((v, i) => toJson(v, `${where}[${i}]`));
-  if (typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    // As JSON.stringify does, a property set to undefined is left out.
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    return Object.fromEntries(entries.map(([k, v]) => [k, toJson(v, `${where}.${k}`)]));
-  }
-  throw new InvalidInputError(`${where} is not JSON (${typeof value})`);
 }

@@ -77,14 +77,26 @@ describe('baton submit, status and events', () => {
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {
     const before = await graphCount();
     const file = await graphFile('bad.yaml', {
+      polcy: { maxAttempts: 2 },
       tasks: [
         { key: 'a', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['b'] },
-        { key: 'b', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['a'] },
+        { key: 'b', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['a', 'ghost'] },
+        { key: 'c', run: { comand: 'make' }, verify: { function: 'v' }, dependsOn: 'a' },
       ],
     });
     const result = await runCli(['submit', file], env);
     expect(result.code).toBe(1);
-    expect(result.output).toMatch(/invalid input: dependency cycle: a -> b -> a/);
+    expect(result.output).toContain(
+      [
+        'baton: invalid input: the graph has 6 problems:',
+        "  - unknown key 'polcy' (did you mean 'policy'?)",
+        "  - task 'c': dependsOn must be a list of task keys",
+        "  - task 'c': unknown key 'run.comand' (did you mean 'run.command'?)",
+        "  - task 'c': run must name exactly one of command or function",
+        "  - task 'b': unknown dependency 'ghost'",
+        '  - dependency cycle: a -> b -> a',
+      ].join('\n'),
+    );
     const duplicate = await runCli(['submit', await graphFile('dup.yaml', { id: 'cli-graph', tasks: [{ key: 'x', run: { function: 'f' }, verify: { function: 'v' } }] })], env);
     expect(duplicate.output).toMatch(/graph cli-graph already exists/);
     expect(await graphCount()).toBe(before);

@@ -1,17 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../../src/errors.js';
+import { InvalidGraphError, InvalidInputError } from '../../src/errors.js';
 import { findCycle, MAX_TASKS_PER_GRAPH, parseGraphSpec } from '../../src/tasks/graphSpec.js';
 
 const task = (key: string, dependsOn: string[] = []) => ({ key, dependsOn, run: { function: 'f' }, verify: { function: 'v' } });
-const problems = (input: unknown) => {
+/** The refusal of `input`: an InvalidGraphError (so an InvalidInputError too). */
+const refusal = (input: unknown): InvalidGraphError => {
   try {
     parseGraphSpec(input);
   } catch (error) {
+    expect(error).toBeInstanceOf(InvalidGraphError);
     expect(error).toBeInstanceOf(InvalidInputError);
-    return (error as Error).message;
+    return error as InvalidGraphError;
   }
   throw new Error('expected the graph to be refused');
 };
+const problems = (input: unknown) => refusal(input).message;
 
 describe('graph validation (T8)', () => {
   it('fills in defaults for a valid graph', () => {
@@ -36,7 +39,7 @@ describe('graph validation (T8)', () => {
     const many = Array.from({ length: MAX_TASKS_PER_GRAPH + 1 }, (_, i) => task(`t${i}`));
     expect(problems({ tasks: many })).toMatch(/at most 10000 tasks/);
     expect(problems({ tasks: [{ ...task('long'), description: 'x'.repeat(2_001) }] })).toMatch(/longer than 2000 characters/);
-    expect(problems({ tasks: [{ ...task('big'), notes: 'x'.repeat(70_000) }] })).toMatch(/task 'big': spec is larger than 65536 bytes/);
+    expect(problems({ tasks: [{ ...task('big'), payload: 'x'.repeat(70_000) }] })).toMatch(/task 'big': spec is larger than 65536 bytes/);
   });
 
   it('requires a verification for every task and a repo for commands', () => {
@@ -47,11 +50,76 @@ describe('graph validation (T8)', () => {
   it('refuses bad keys, ids and policies with specific messages', () => {
     expect(problems({ id: 'Not Valid', tasks: [task('a')] })).toMatch(/id 'Not Valid' must match/);
     expect(problems({ tasks: [task('UPPER')] })).toMatch(/task 'UPPER': key must match/);
-    expect(problems({ policy: { maxAttempts: 0, onVerificationFailure: 'shrug' }, tasks: [task('a')] })).toMatch(
-      /policy.onVerificationFailure must be 'rerun' or 'fail'.*policy.maxAttempts must be an integer from 1 to 100|policy.maxAttempts must be an integer from 1 to 100.*onVerificationFailure/,
-    );
+    expect(refusal({ policy: { maxAttempts: 0, onVerificationFailure: 'shrug' }, tasks: [task('a')] }).problems).toEqual([
+      `policy.onVerificationFailure must be 'rerun' or 'fail', not "shrug"`,
+      'policy.maxAttempts must be an integer from 1 to 100',
+    ]);
     expect(problems({ policy: { heartbeatTimeoutMs: 2 ** 31 }, tasks: [task('a')] })).toMatch(/heartbeatTimeoutMs must be an integer from 1000 to 3600000/);
     expect(problems('tasks: []')).toMatch(/a graph must be a mapping/);
     expect(problems({ tasks: [] })).toMatch(/tasks must be a non-empty list/);
+  });
+
+  it('refuses an unknown key at every level, naming it, where it is and the key that was probably meant', () => {
+    const graph = {
+      polcy: { maxAttempts: 2 },
+      policy: { maxAttempt: 2 },
+      tasks: [
+        { ...task('build'), dependOn: ['a'] },
+        { key: 'lint', run: { comand: 'make lint' }, verify: { function: 'v', retries: 2 } },
+        { ...task('docs'), constructor: 'x' },
+      ],
+    };
+    // As YAML.parse does, JSON.parse makes `__proto__` an own key rather than the prototype.
+    const polluted = JSON.parse('{"tasks": [{"key": "a", "run": "x", "verify": "y"}], "repo": "r", "__proto__": {"base": "main"}}');
+    expect(refusal(graph).problems).toEqual([
+      "unknown key 'polcy' (did you mean 'policy'?)",
+      "unknown key 'policy.maxAttempt' (did you mean 'policy.maxAttempts'?)",
+      "task 'build': unknown key 'dependOn' (did you mean 'dependsOn'?)",
+      "task 'lint': unknown key 'run.comand' (did you mean 'run.command'?)",
+      "task 'lint': run must name exactly one of command or function",
+      "task 'lint': unknown key 'verify.retries'",
+      "task 'docs': unknown key 'constructor'",
+    ]);
+    expect(refusal(polluted).problems).toEqual(["unknown key '__proto__'"]);
+    expect(problems({ tasks: [{ key: 'a'.repeat(500), run: 'x', verify: 'y' }] })).toMatch(/task 'a{60}\.\.\.': key must match/);
+  });
+
+  it('reports every problem at once: a cycle, an unknown dependency, a wrong type and an unknown key together', () => {
+    const error = refusal({
+      id: 'sdk',
+      tasks: [task('a', ['c']), task('b', ['a', 'ghost']), { ...task('c', ['b']), description: 42 }, { ...task('d'), verfy: 'npm test' }],
+    });
+    expect(error.problems).toEqual([
+      "task 'c': description must be a non-empty string",
+      "task 'd': unknown key 'verfy' (did you mean 'verify'?)",
+      "task 'b': unknown dependency 'ghost'",
+      'dependency cycle: a -> c -> b -> a',
+    ]);
+    // One line per problem, as `baton submit` prints it.
+    expect(error.message).toBe(`invalid input: the graph has 4 problems:\n${error.problems.map((p) => `  - ${p}`).join('\n')}`);
+    expect(error.details).toEqual({ problems: error.problems });
+    expect(refusal({ tasks: [task('a')], repo: 5, polcy: {} }).problems).toEqual([
+      "unknown key 'polcy' (did you mean 'policy'?)",
+      'repo must be a non-empty string',
+    ]);
+    expect(problems({ tasks: [{ key: 'a', run: 'make' }] })).toMatch(/verify must name exactly one.*\n.*repo is required/);
+  });
+
+  it('keeps a JSON payload for the agent, and refuses one that Postgres could not store', () => {
+    const graph = parseGraphSpec({ id: null, tasks: [{ ...task('a'), payload: { mode: 'always', n: [1, 2] } }] });
+    expect(graph.id).toMatch(/^g-[0-9a-f]{8}$/);
+    expect(graph.tasks[0]!.spec).toEqual({ description: 'a', run: { function: 'f' }, verify: { function: 'v' }, payload: { mode: 'always', n: [1, 2] } });
+    expect(problems({ tasks: [{ ...task('a'), payload: { at: new Date() } }] })).toMatch(/task 'a': payload.at is not JSON/);
+    expect(problems({ tasks: [{ ...task('a'), payload: { ['a\0']: 1 } }] })).toMatch(/task 'a': payload contains a NUL character/);
+    expect(problems({ tasks: [{ ...task('a'), description: 'a\0' }] })).toMatch(/task 'a': description contains a NUL character/);
+    expect(problems({ tasks: [{ ...task('a'), run: { function: '\uD800' }, payload: ['\uDC00'] }] }).split('\n').slice(1)).toEqual([
+      "  - task 'a': run.function contains a NUL character or an unpaired surrogate, which Postgres cannot store",
+      "  - task 'a': payload contains a NUL character or an unpaired surrogate, which Postgres cannot store",
+    ]);
+    expect(parseGraphSpec({ tasks: [{ ...task('a'), payload: '\uD83D\uDE00' }] }).tasks[0]!.spec.payload).toBe('😀');
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(problems({ tasks: [{ ...task('a'), payload: deep }] })).toMatch(/task 'a': payload(\[0\])+ is nested more than 64 levels deep/);
+    expect(problems({ policy: { onVerificationFailure: 10n }, tasks: [task('a')] })).toMatch(/onVerificationFailure must be 'rerun' or 'fail', not 10n$/);
   });
 });
