@@ -1,6 +1,7 @@
 // What agent isolation costs per agent start (docs/isolation.md): the real command runner runs a
 // trivial agent (print a line, commit one file) unisolated (a worktree, the worker's user) and
-// isolated (a per-run uid in a private clone; then also in bubblewrap with no network),
+// isolated (a per-run uid in a private clone; then also in bubblewrap with no network, and in
+// bubblewrap on the outside network through slirp4netns, the default of a root worker),
 // interleaved in one process, and reports candidate / baseline ratios (../shared/BENCH.md).
 // Needs root (per-run users). Usage: npx tsx bench/isolation.ts [--pairs 9] [--files 1,5000] [--out dir]
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -55,7 +56,7 @@ function runnerFor(isolation: AgentIsolation | undefined, workDir: string, repo:
   const runner = createCommandRunner({ workDir, isolation, heartbeatIntervalMs: 60_000 });
   let n = 0;
   return async (): Promise<Start> => {
-    const graphId = `bench-${process.pid}-${isolation ? isolation.sandbox : 'plain'}`;
+    const graphId = `bench-${process.pid}-${isolation ? `${isolation.sandbox}-${isolation.network}` : 'plain'}`;
     const claim = { taskId: `${graphId}/t${n}`, graphId, key: `t${n}`, claimVersion: 1, spec: { run: { command: AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
     n++;
     const t0 = nowMs();
@@ -146,6 +147,10 @@ async function main(): Promise<void> {
     log(`bubblewrap unavailable, skipping its series: ${error.message}`);
     return undefined;
   });
+  const outside = await resolveAgentIsolation({ network: 'outside' }).catch((error: Error) => {
+    log(`the outside network is unavailable, skipping its series: ${error.message}`);
+    return undefined;
+  });
   const results: Series[] = [];
   for (const files of opts.files.split(',').map((f) => parsePositiveInt(f.trim()))) {
     const repo = await repoOf(files);
@@ -153,12 +158,13 @@ async function main(): Promise<void> {
     try {
       results.push(await series(files, 'per-run uid, private clone', perRun, repo, workDir));
       if (sandboxed) results.push(await series(files, 'per-run uid, clone, bubblewrap, no network', sandboxed, repo, workDir));
+      if (outside) results.push(await series(files, 'per-run uid, clone, bubblewrap, outside network (default)', outside, repo, workDir));
     } finally {
       await rm(repo, { recursive: true, force: true });
       await rm(workDir, { recursive: true, force: true });
     }
   }
-  const env = await environment([perRun, ...(sandboxed ? [sandboxed] : [])]);
+  const env = await environment([perRun, ...(sandboxed ? [sandboxed] : []), ...(outside ? [outside] : [])]);
   await mkdir(opts.out, { recursive: true });
   await writeFile(path.join(opts.out, 'isolation.json'), `${JSON.stringify({ environment: env, pairs: opts.pairs, results }, null, 2)}\n`);
   const md = markdown(results, env);

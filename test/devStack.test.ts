@@ -50,6 +50,11 @@ describe('baton dev: the zero-setup local stack', () => {
     const check = await runCli(['check'], { ...env, DATABASE_URL: first.databaseUrl, TEMPORAL_ADDRESS: first.temporalAddress });
     expect(check.code, check.output).toBe(0);
     const row = JSON.parse(check.stdout) as { id: number; workflowId: string };
+    // S5: the stack as it runs, seen by `baton doctor` from the shell it told: nothing to find
+    // (component logins, SCRAM only, agents isolated on the outside network, Temporal on 127.0.0.1).
+    const doctor = await runCli(['doctor', '--json'], { ...env, DATABASE_URL: first.databaseUrl, TEMPORAL_ADDRESS: first.temporalAddress });
+    expect(JSON.parse(doctor.stdout || 'null'), doctor.output).toEqual([]);
+    expect(doctor.code).toBe(0);
     await stopDev(first.dev);
 
     const second = await startDev(env);

@@ -81,6 +81,17 @@ describe('baton doctor: the command', () => {
     expect(result.findings.filter((f) => f.check !== 'authentication_unknown')).toEqual([]);
   });
 
+  it("finds nothing about Temporal on 127.0.0.1 under the default (outside) agent network, but names one agents can reach", async () => {
+    const worker = await db.login('baton_worker');
+    const local = await doctor(worker, {});
+    expect(local.findings.filter((f) => f.check !== 'authentication_unknown')).toEqual([]);
+    const remote = await doctor(worker, { TEMPORAL_ADDRESS: '192.0.2.10:7233' });
+    expect(remote.code).toBe(1);
+    expect(remote.findings).toEqual([
+      expect.objectContaining({ check: 'temporal_open', message: expect.stringContaining('command agents on the outside network can reach 192.0.2.10') }),
+    ]);
+  });
+
   it('exits 1 and names each finding: an owner login, agents on the host network with Temporal open to them', async () => {
     const owner = await loginAs('baton_owner');
     try {

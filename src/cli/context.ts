@@ -8,11 +8,13 @@ import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
 import { batonHome, DATABASE_URL_ENV, DEV_DATABASE_NAME, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
+import { asLogin } from '../db/logins.js';
 import { createPool } from '../db/pool.js';
 import { RolesMissingError } from '../db/roles.js';
-import { devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
-import { startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
-import { embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
+import { DEV_LOGINS, devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
+import { devPostgresDataDir, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
+import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
+import { readSecretFile } from '../dev/secretFile.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
 
@@ -203,6 +205,18 @@ async function migrateIfAllowed(pool: pg.Pool, log: Log): Promise<MigrateResult 
     log('This login may not migrate (it is not the schema owner); the schema is current.');
     return undefined;
   }
+}
+
+/**
+ * The superuser of `baton dev`'s database, when `databaseUrl` is one of its component logins and
+ * this OS user may read the superuser's secret in the baton home (the stack's own user); else
+ * undefined. For what only an administrator may look at.
+ */
+export async function devAdministratorUrl(databaseUrl: string): Promise<string | undefined> {
+  const login = decodeURIComponent(new URL(databaseUrl).username);
+  if (!Object.values(DEV_LOGINS).some((d) => d.login === login)) return undefined;
+  const password = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(batonHome()))).catch(() => undefined);
+  return password === undefined ? undefined : asLogin(databaseUrl, EMBEDDED_SUPERUSER, password);
 }
 
 /** DATABASE_URL, else `component`'s login on `baton dev`'s database; explains how to get one when neither answers. */

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
+import { createPool } from '../db/pool.js';
 import { runDoctor } from '../doctor/runDoctor.js';
 import type { Log } from '../log.js';
 import { agentIsolationFromEnv, agentIsolationStatus } from '../runners/agentIsolation.js';
-import { withCliContext } from './context.js';
+import { devAdministratorUrl, withCliContext } from './context.js';
 import { jsonOption } from './options.js';
 
 export function registerDoctorCommand(program: Command, log: Log): void {
@@ -10,16 +11,21 @@ export function registerDoctorCommand(program: Command, log: Log): void {
     .command('doctor')
     .description(
       "check the deployment's security posture (DATABASE_URL's login, grants, function definitions, authentication, agent " +
-        'isolation from BATON_AGENT_*, Temporal credentials); exits 1 when anything is found (docs/security.md)',
+        'isolation from BATON_AGENT_*, Temporal credentials; on `baton dev`\'s stack, its superuser reads the authentication rules); ' +
+        'exits 1 when anything is found (docs/security.md)',
     )
     .addOption(jsonOption('the findings as one JSON array'))
     .action(async (opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false, applicationName: 'baton doctor' }, async (context) => {
+        // On `baton dev`'s stack its superuser reads the authentication rules, which no component login may.
+        const adminUrl = await devAdministratorUrl(context.databaseUrl);
+        const administrator = adminUrl ? createPool(adminUrl, { max: 1, applicationName: 'baton doctor' }) : undefined;
         const findings = await runDoctor({
           db: context.pool,
+          administrator,
           temporal: context.temporalSettings,
           isolation: await agentIsolationStatus(agentIsolationFromEnv()),
-        });
+        }).finally(() => administrator?.end());
         if (opts.json) process.stdout.write(`${JSON.stringify(findings)}\n`);
         else if (!findings.length) process.stdout.write('no findings\n');
         for (const f of opts.json ? [] : findings) process.stdout.write(`${f.check}: ${f.message}${f.fix ? `\n  fix: ${f.fix}` : ''}\n`);

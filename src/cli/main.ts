@@ -39,9 +39,13 @@ function untilSignal(): Promise<NodeJS.Signals> {
 const agentUserFlag = () =>
   new Option('--agent-user <user>', "who command agents run as: a fresh uid per run (needs root) or the worker's user (default: per-run as root)").choices(['per-run', 'worker']);
 const agentSandboxFlag = () =>
-  new Option('--agent-sandbox <sandbox>', 'run command agents in a bubblewrap sandbox (default: with --agent-network none, or when not root and bubblewrap works)').choices(['bubblewrap', 'none']);
+  new Option('--agent-sandbox <sandbox>', 'run command agents in a bubblewrap sandbox (default: bubblewrap when it works here)').choices(['bubblewrap', 'none']);
 const agentNetworkFlag = () =>
-  new Option('--agent-network <network>', 'none: command agents get no network but the baton tool endpoint (needs bubblewrap) (default: host)').choices(['host', 'none']);
+  new Option(
+    '--agent-network <network>',
+    "outside: the internet but not the worker's 127.0.0.1 (root, bubblewrap, slirp4netns); none: only the baton tool endpoint (bubblewrap); " +
+      "host: the worker's network (default: outside where it works, else host)",
+  ).choices(['host', 'outside', 'none']);
 type AgentIsolationFlags = { agentUser?: AgentIsolationOptions['user']; agentSandbox?: AgentIsolationOptions['sandbox']; agentNetwork?: AgentIsolationOptions['network'] };
 
 function agentIsolationOf(opts: AgentIsolationFlags): AgentIsolationOptions {

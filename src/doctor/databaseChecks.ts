@@ -8,12 +8,12 @@ import type { Finding } from './types.js';
 const GROUPS = Object.keys(GROUP_ROLES);
 
 /** Every finding about the database `db` is connected to, as seen by its login. */
-export async function checkDatabase(db: Queryable): Promise<Finding[]> {
+export async function checkDatabase(db: Queryable, options: { administrator?: Queryable } = {}): Promise<Finding[]> {
   return [
     ...(await privilegedLogins(db)),
     ...(await tablePrivileges(db)),
     ...(await functionPrivileges(db)),
-    ...(await authentication(db)),
+    ...(await authentication(options.administrator ?? db)),
   ];
 }
 

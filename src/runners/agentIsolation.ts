@@ -7,7 +7,7 @@ import { readEnv } from '../config.js';
 import { InvalidInputError } from '../errors.js';
 import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseUidRange, type AgentUidRange } from './agentUids.js';
 import { BATON_BIN } from './batonShim.js';
-import { findBubblewrap, probeBubblewrap, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
+import { findBubblewrap, findSlirp4netns, probeBubblewrap, probeOutsideNetwork, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
 import { findProgram } from './processes.js';
 
@@ -29,11 +29,15 @@ export interface AgentIsolationOptions {
   /** Who agents run as. (Default: `per-run` when the worker runs as root, else `worker`) */
   user?: AgentUser;
   /**
-   * Whether agents run in a bubblewrap sandbox. (Default: `bubblewrap` when `network` is `none`, or
-   * when agents run as the worker's user and bubblewrap works here; else `none`)
+   * Whether agents run in a bubblewrap sandbox. (Default: `bubblewrap` when `network` is not
+   * `host`, or when bubblewrap works here; else `none`)
    */
   sandbox?: AgentSandbox;
-  /** `none`: no network but the baton tool endpoint (needs the sandbox). (Default: `host`) */
+  /**
+   * `outside`: a route out through slirp4netns, nothing on the worker's 127.0.0.1 (needs the
+   * sandbox, slirp4netns and a root worker); `none`: no network but the baton tool endpoint (needs
+   * the sandbox); `host`: the worker's network. (Default: `outside` where it works, else `host`)
+   */
   network?: AgentNetwork;
   /** Where per-run uids are drawn from. (Default: 1,900,000,000-1,900,065,535) */
   uids?: AgentUidRange;
@@ -50,6 +54,8 @@ export interface AgentIsolation {
   root: string;
   /** Set when `sandbox` is `bubblewrap`. */
   bubblewrap?: Bubblewrap;
+  /** Set when `network` is `outside`: what gives each sandbox its route out. */
+  slirp4netns?: string;
   /** `setpriv`, when installed: per-run agents start with no_new_privs, so setuid programs gain them nothing. */
   setpriv?: string;
   /** False when agents run as the worker's user with no sandbox: nothing separates them from it. */
@@ -85,7 +91,7 @@ export function agentIsolationFromEnv(env: NodeJS.ProcessEnv = process.env): Age
   return {
     user: oneOf<AgentUser>(AGENT_USER_ENV, ['per-run', 'worker']),
     sandbox: oneOf<AgentSandbox>(AGENT_SANDBOX_ENV, ['bubblewrap', 'none']),
-    network: oneOf<AgentNetwork>(AGENT_NETWORK_ENV, ['host', 'none']),
+    network: oneOf<AgentNetwork>(AGENT_NETWORK_ENV, ['host', 'outside', 'none']),
     ...(uids ? { uids: parseUidRange(uids) } : {}),
     ...(root ? { root: path.resolve(root) } : {}),
   };
@@ -103,29 +109,47 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
   if (user === 'per-run' && !root) {
     throw new AgentIsolationUnavailableError(`per-run agent users need a worker running as root (this one runs as uid ${process.geteuid?.()})`);
   }
-  const network = options.network ?? 'host';
+  if (options.network === 'outside' && !root) {
+    throw new AgentIsolationUnavailableError(`network 'outside' needs a worker running as root (slirp4netns must enter the sandbox's namespace); use 'none' or 'host'`);
+  }
   const uids = options.uids ?? { first: AGENT_UID_FIRST_DEFAULT, count: AGENT_UID_COUNT_DEFAULT };
-  const wantSandbox = options.sandbox === 'bubblewrap' || network === 'none' || (options.sandbox === undefined && user === 'worker');
+  // Probes run as an agent would: under a per-run uid (leased, so no run's clean-up meets the probe).
+  const asAgent = async <T>(probe: (agent?: { uid: number; gid: number }) => Promise<T>): Promise<T> => {
+    const lease = user === 'per-run' ? await leaseAgentUid(uids) : undefined;
+    try {
+      return await probe(lease && { uid: lease.uid, gid: lease.gid });
+    } finally {
+      await lease?.release();
+    }
+  };
   let bubblewrap: Bubblewrap | undefined;
   let missing = '';
-  if (wantSandbox && options.sandbox !== 'none') {
+  if (options.sandbox !== 'none') {
     try {
       const found = await findBubblewrap();
       if (!found) throw new Error('bwrap is not on PATH (Debian: apt-get install bubblewrap)');
-      // Probed as an agent would run it: a per-run uid (leased, so no run's clean-up meets the probe).
-      const lease = user === 'per-run' ? await leaseAgentUid(uids) : undefined;
-      try {
-        bubblewrap = await probeBubblewrap(found, lease && { uid: lease.uid, gid: lease.gid });
-      } finally {
-        await lease?.release();
-      }
+      bubblewrap = await asAgent((agent) => probeBubblewrap(found, agent));
     } catch (error) {
       missing = (error as Error).message;
     }
   }
   const sandbox = options.sandbox ?? (bubblewrap ? 'bubblewrap' : 'none');
-  if (network === 'none' && sandbox !== 'bubblewrap') throw new AgentIsolationUnavailableError(`network 'none' needs the bubblewrap sandbox${missing ? `: ${missing}` : ''}`);
   if (sandbox === 'bubblewrap' && !bubblewrap) throw new AgentIsolationUnavailableError(`the bubblewrap sandbox does not work here: ${missing}`);
+  if (options.network && options.network !== 'host' && !bubblewrap) {
+    throw new AgentIsolationUnavailableError(`network '${options.network}' needs the bubblewrap sandbox${missing ? `: ${missing}` : ''}`);
+  }
+  let slirp4netns: string | undefined;
+  if (bubblewrap && root && (options.network === 'outside' || options.network === undefined)) {
+    try {
+      const found = await findSlirp4netns();
+      if (!found) throw new Error('slirp4netns is not on PATH (Debian: apt-get install slirp4netns)');
+      await asAgent((agent) => probeOutsideNetwork(bubblewrap, found, agent));
+      slirp4netns = found;
+    } catch (error) {
+      if (options.network === 'outside') throw new AgentIsolationUnavailableError(`network 'outside' does not work here: ${(error as Error).message}`);
+    }
+  }
+  const network = options.network ?? (slirp4netns ? 'outside' : 'host');
   const setpriv = user === 'per-run' ? await findProgram('setpriv') : undefined;
   return {
     user,
@@ -135,6 +159,7 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
     // One root per way of running: a worker-user root is 0700, a per-run root 0711, and one folder cannot be both.
     root: options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}${user === 'per-run' ? '' : '-worker'}`),
     ...(bubblewrap ? { bubblewrap } : {}),
+    ...(slirp4netns ? { slirp4netns } : {}),
     ...(setpriv ? { setpriv } : {}),
     isolated: user === 'per-run' || sandbox === 'bubblewrap',
   };
@@ -179,11 +204,17 @@ export async function describeAgentIsolation(isolation: AgentIsolation): Promise
     summary: isolation.isolated
       ? `agents run ${isolation.user === 'per-run' ? `as a per-run uid from ${uidRange}` : "as the worker's user"}, ` +
         `${isolation.sandbox === 'bubblewrap' ? 'in a bubblewrap sandbox' : 'with no sandbox'}, ` +
-        `${isolation.network === 'none' ? 'with no network but the tool endpoint' : 'with host network'}, in clones under ${isolation.root}`
+        `${NETWORK_SUMMARY[isolation.network]}, in clones under ${isolation.root}`
       : 'agents are NOT isolated from the worker',
     findings,
   };
 }
+
+const NETWORK_SUMMARY: Record<AgentNetwork, string> = {
+  host: "with the worker's network",
+  outside: "with outside network only (not the worker's 127.0.0.1)",
+  none: 'with no network but the tool endpoint',
+};
 
 /** The loud start-up warning of a worker whose agents are not (fully) isolated; undefined when there is nothing to warn of. */
 export function isolationWarning(status: AgentIsolationStatus): string | undefined {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, copyFile, lchown, lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, lchown, lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,9 +7,10 @@ import { batonHome } from '../config.js';
 import { killAgentProcesses } from '../tasks/isolateOwner.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './agentUids.js';
-import { bubblewrapPrefix, type SandboxMount } from './bubblewrap.js';
+import { bubblewrapPrefix, type SandboxFile, type SandboxMount } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
 import type { Confinement } from './processes.js';
+import { SLIRP_NAMESERVER } from './sandboxNetwork.js';
 
 /** This installation of baton; sandboxed agents see it (read-only) so `baton tool call` works. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,10 +63,17 @@ export async function openAgentWorkspace(isolation: AgentIsolation, hide: string
     await mkdir(dir, { mode: 0o700 });
     await mkdir(home, { mode: 0o700 });
     await mkdir(tmp, { mode: 0o700 });
+    // The worker's resolver may be on its loopback, which an `outside` sandbox cannot reach: it asks slirp4netns's.
+    const files: SandboxFile[] = [];
+    if (isolation.network === 'outside') {
+      files.push({ source: path.join(dir, 'resolv.conf'), at: '/etc/resolv.conf' });
+      await writeFile(files[0]!.source, `nameserver ${SLIRP_NAMESERVER}\n`, { mode: 0o644 });
+    }
     const confinement: Confinement = {
       ...(user ? { user } : {}),
+      ...(isolation.slirp4netns ? { slirp4netns: isolation.slirp4netns } : {}),
       prefix: isolation.bubblewrap
-        ? bubblewrapPrefix(isolation.bubblewrap, { network: isolation.network, cwd: checkout, mounts: await sandboxMounts(isolation, dir, hide) })
+        ? bubblewrapPrefix(isolation.bubblewrap, { network: isolation.network, cwd: checkout, mounts: await sandboxMounts(isolation, dir, hide), files })
         : isolation.setpriv
           ? [isolation.setpriv, '--no-new-privs', '--']
           : [],

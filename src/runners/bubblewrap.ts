@@ -2,9 +2,12 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { readEnv } from '../config.js';
 import { findProgram } from './processes.js';
+import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD, spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
 /** Environment variable naming the `bwrap` binary to use instead of the one on PATH. */
 export const BWRAP_PATH_ENV = 'BATON_BWRAP_PATH';
+/** Environment variable naming the `slirp4netns` binary to use instead of the one on PATH. */
+export const SLIRP4NETNS_PATH_ENV = 'BATON_SLIRP4NETNS_PATH';
 /** How long the start-up probe of bubblewrap may take. (Default: 10s) */
 const PROBE_TIMEOUT_MS = 10_000;
 
@@ -15,7 +18,12 @@ export interface Bubblewrap {
   disableUserns: boolean;
 }
 
-export type AgentNetwork = 'host' | 'none';
+/**
+ * `host`: the worker's own network, its 127.0.0.1 included; `outside`: a network namespace of its
+ * own with a route out through slirp4netns and nothing of the worker's loopback; `none`: a
+ * namespace with nothing in it but its own loopback.
+ */
+export type AgentNetwork = 'host' | 'outside' | 'none';
 
 /**
  * One folder of the sandbox's file system view: `hide` shows it empty and read-only, `scratch`
@@ -24,10 +32,22 @@ export type AgentNetwork = 'host' | 'none';
  */
 export type SandboxMount = { hide: string } | { scratch: string } | { expose: string } | { writable: string };
 
+/** A file shown read-only in place of another (say, the resolver configuration of an `outside` sandbox). */
+export interface SandboxFile {
+  source: string;
+  at: string;
+}
+
 /** Finds `bwrap` on PATH (or `$BATON_BWRAP_PATH`); undefined when there is none. */
 export function findBubblewrap(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   const configured = readEnv(BWRAP_PATH_ENV, env);
   return configured ? Promise.resolve(configured) : findProgram('bwrap', env);
+}
+
+/** Finds `slirp4netns` on PATH (or `$BATON_SLIRP4NETNS_PATH`); undefined when there is none. */
+export function findSlirp4netns(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  const configured = readEnv(SLIRP4NETNS_PATH_ENV, env);
+  return configured ? Promise.resolve(configured) : findProgram('slirp4netns', env);
 }
 
 /**
@@ -38,17 +58,35 @@ export function findBubblewrap(env: NodeJS.ProcessEnv = process.env): Promise<st
 export async function probeBubblewrap(bwrap: string, user?: { uid: number; gid: number }): Promise<Bubblewrap> {
   const help = await execText(bwrap, ['--help'], user).catch(() => '');
   const found: Bubblewrap = { path: bwrap, disableUserns: help.includes('--disable-userns') };
-  await execText(bwrap, [...sandboxArgs(found, 'none'), '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true'], user);
+  await execText(bwrap, [...sandboxArgs(found, 'none'), ...PROBE_VIEW, 'true'], user);
   return found;
 }
+
+/** Starts `true` in an `outside` sandbox with slirp4netns attached, as an agent's would be. Throws with what failed. */
+export async function probeOutsideNetwork(bwrap: Bubblewrap, slirp4netns: string, user?: { uid: number; gid: number }): Promise<void> {
+  const argv = [bwrap.path, ...sandboxArgs(bwrap, 'outside'), ...PROBE_VIEW, ...outsideNetworkArgs(), 'true'];
+  const child = spawnWithOutsideNetwork(slirp4netns, argv, { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'pipe'] as ['ignore', 'ignore', 'pipe'], ...user });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap failed: ${stderr.trim() || `exit ${code}`}`))));
+  });
+}
+
+const PROBE_VIEW = ['--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev'];
+
+/** Where bubblewrap reports the sandbox's pid and waits for its network (sandboxNetwork.ts). */
+const outsideNetworkArgs = () => ['--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD)];
 
 /**
  * The `bwrap ... --` prefix that runs a command with a private /proc (pid namespace: no other
  * process is visible) and /dev, the file system read-only but for `mounts`, and with
- * `network: 'none'` no network at all (an empty loopback of its own). The sandbox dies with the
+ * `network: 'none'` no network at all (an empty loopback of its own), with `outside` a namespace
+ * of its own that waits for slirp4netns (spawnWithOutsideNetwork). The sandbox dies with the
  * process that started it.
  */
-export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[] }): string[] {
+export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[]; files?: SandboxFile[] }): string[] {
   const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   const mounts = options.mounts.map((m) => ({ kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable', dir: path.resolve(Object.values(m)[0] as string) }));
   const inside = (child: string, parent: string) => child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
@@ -69,8 +107,10 @@ export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNet
     else if (kind === 'expose') args.push('--ro-bind-try', dir, dir);
     else args.push('--bind', dir, dir);
   }
+  for (const file of options.files ?? []) args.push('--ro-bind', file.source, file.at);
   // Last, once every mount point inside them exists: hidden folders take no writes either.
   for (const { kind, dir } of needed) if (kind === 'hide') args.push('--remount-ro', dir);
+  if (options.network === 'outside') args.push(...outsideNetworkArgs());
   args.push('--chdir', options.cwd, '--');
   return args;
 }
@@ -82,7 +122,7 @@ function sandboxArgs(bwrap: Bubblewrap, network: AgentNetwork): string[] {
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
-    ...(network === 'none' ? ['--unshare-net'] : []),
+    ...(network === 'host' ? [] : ['--unshare-net']),
     ...(bwrap.disableUserns ? ['--disable-userns'] : []),
     // No controlling terminal to push input into (CVE-2017-5226), and nothing outlives the worker.
     '--new-session',

@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
 import { killAgentProcesses } from '../tasks/isolateOwner.js';
+import { spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
 export const OUTPUT_TAIL_BYTES = 4_096;
@@ -23,6 +24,16 @@ export interface Confinement {
   prefix?: string[];
   /** The per-run user the command runs as. (Default: the worker's) */
   user?: { uid: number; gid: number };
+  /** The slirp4netns that gives a sandbox made for the `outside` network its route out (sandboxNetwork.ts). */
+  slirp4netns?: string;
+}
+
+/** Starts `argv` as `confinement` says, in a process group of its own; stdin is closed. */
+function spawnConfined(confinement: Confinement | undefined, argv: string[], options: { cwd: string; env: NodeJS.ProcessEnv; stdout: 'pipe' | number }): ChildProcess {
+  const full = [...(confinement?.prefix ?? []), ...argv];
+  const spawnOptions = { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', options.stdout, 'pipe'] as ['ignore', 'pipe' | number, 'pipe'], ...confinement?.user };
+  if (confinement?.slirp4netns) return spawnWithOutsideNetwork(confinement.slirp4netns, full, spawnOptions);
+  return spawn(full[0]!, full.slice(1), spawnOptions);
 }
 
 export interface ProcessOutcome {
@@ -49,9 +60,8 @@ export function runShell(
   },
 ): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
-    const [file, ...args] = [...(options.confinement?.prefix ?? []), 'sh', '-c', command];
     const user = options.confinement?.user;
-    const child = spawn(file!, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...user });
+    const child = spawnConfined(options.confinement, ['sh', '-c', command], { cwd: options.cwd, env: options.env, stdout: 'pipe' });
     const hash = createHash('sha256');
     let tail = '';
     let partial = '';
@@ -63,8 +73,8 @@ export function runShell(
       partial = lines.pop() ?? '';
       for (const line of lines) options.onLine?.(line);
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
     const kill = () => void killAgentProcesses({ pgid: child.pid, user });
     if (options.signal.aborted) kill();
     options.signal.addEventListener('abort', kill, { once: true });
@@ -101,8 +111,7 @@ export function runConfined(
   options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; stdout?: number },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const [file, ...args] = [...(confinement.prefix ?? []), ...argv];
-    const child = spawn(file!, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'], ...confinement.user });
+    const child = spawnConfined(confinement, argv, { cwd: options.cwd, env: options.env, stdout: options.stdout ?? 'pipe' });
     const out: Buffer[] = [];
     let err = '';
     child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));

@@ -1,7 +1,7 @@
 # A hostile command agent (S4): it tries to reach what isolation must keep from it and reports
 # each attempt on one line, `ATTACK <name> <succeeded|blocked> [evidence]`. The harness prepends:
 # WORKER_PID, VICTIM_DIR, VICTIM_PID, VICTIM_BRANCH, BATON_HOME_DIR, WORK_DIR, REPO, OUTSIDE_DIR,
-# TCP_PORT, BATON_SRC, and for the store attacks (only when STORE_DB is set) STORE_HOST, STORE_PORT,
+# TCP_PORT, OUTSIDE_HOST, OUTSIDE_PORT, BATON_SRC, and for the store attacks (only when STORE_DB is set) STORE_HOST, STORE_PORT,
 # STORE_DB, STORE_TASK, STORE_CLAIM, STORE_REVISION: where the database is and which task to forge,
 # never a credential. POSIX sh (dash), no tools beyond coreutils, git, node and psql.
 report() { echo "ATTACK $1 $2 ${3:-}"; }
@@ -54,12 +54,14 @@ fi
 # Signalling the worker (kill -0 only asks whether it could).
 if kill -0 "$WORKER_PID" 2>/dev/null; then report signal_worker succeeded; else report signal_worker blocked; fi
 
-# A TCP service on 127.0.0.1 (say, Postgres) other than the tool endpoint.
-if node -e 'const s = require("net").connect(Number(process.argv[1]), "127.0.0.1"); s.on("connect", () => process.exit(0)); s.on("error", () => process.exit(1)); setTimeout(() => process.exit(1), 3000);' "$TCP_PORT" 2>/dev/null; then
-  report tcp_localhost succeeded "$TCP_PORT"
-else
-  report tcp_localhost blocked
-fi
+# A TCP service on the worker's 127.0.0.1 (say, Postgres or the Temporal dev server), other than
+# the tool endpoint: directly, and through 10.0.2.2, slirp4netns's name for the host's loopback.
+tcp() { node -e 'const s = require("net").connect(Number(process.argv[1]), process.argv[2]); s.on("connect", () => process.exit(0)); s.on("error", () => process.exit(1)); setTimeout(() => process.exit(1), 3000);' "$2" "$1" 2>/dev/null; }
+v=''
+for h in 127.0.0.1 10.0.2.2; do if tcp "$h" "$TCP_PORT"; then v="$v$h,"; fi; done
+if [ -n "$v" ]; then report tcp_localhost succeeded "$v"; else report tcp_localhost blocked; fi
+# What agents need from the network: a service elsewhere (here, one on the host's own outside address).
+if tcp "$OUTSIDE_HOST" "$OUTSIDE_PORT"; then report tcp_outside succeeded "$OUTSIDE_HOST"; else report tcp_outside blocked; fi
 
 # The store (Postgres): every credential it can find, from anywhere; with one that logs in, it
 # forges a verification, switches off the event log's append-only trigger and writes tables.

@@ -5,6 +5,7 @@
 // Usage: node --import tsx hostileHarness.ts '<HarnessConfig JSON>'
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
@@ -80,6 +81,11 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   const runner = createCommandRunner({ workDir: config.workDir, isolation });
   const tcp = net.createServer((socket) => socket.end());
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  // "Outside": a service on this host's own non-loopback address, as far out as a test can reach here.
+  const outsideHost = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  if (!outsideHost) throw new Error('this host has no non-loopback IPv4 address to stand for the outside network');
+  const outside = net.createServer((socket) => socket.end());
+  await new Promise<void>((resolve) => outside.listen(0, outsideHost, resolve));
 
   const victimLines: string[] = [];
   const victimToolCalls: ToolCallInput[] = [];
@@ -120,6 +126,8 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
     REPO: config.repo,
     OUTSIDE_DIR: config.outside,
     TCP_PORT: (tcp.address() as net.AddressInfo).port,
+    OUTSIDE_HOST: outsideHost,
+    OUTSIDE_PORT: (outside.address() as net.AddressInfo).port,
     BATON_SRC,
     ...(config.store && {
       STORE_HOST: config.store.host,
@@ -142,6 +150,7 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   victimAbort.abort(new Error('the test is over'));
   await victimRun.catch(() => undefined);
   tcp.close();
+  outside.close();
   for (const line of hostileLines) {
     const match = /^ATTACK (\S+) (succeeded|blocked) ?(.*)$/.exec(line);
     if (match) report.attacks[match[1]!] = { outcome: match[2] as 'succeeded' | 'blocked', evidence: match[3]! };

@@ -122,9 +122,16 @@ function expectNothingReached(scenario: Scenario) {
   expect(after).toEqual(before);
 }
 
-describe('S1/S4: a hostile agent against the store, under per-run users (the default for a root worker)', () => {
-  requireIsolationHost({ root: true });
+describe('S1/S4: a hostile agent against the store, under the defaults of a root worker (per-run user, bubblewrap, outside network)', () => {
+  requireIsolationHost({ root: true, bubblewrap: true, slirp4netns: true });
   it('finds no credential that logs in to Postgres, not even the worker login the worker holds; the store is unchanged', async () => {
+    expectNothingReached(await attackStore({}, workerLogin));
+  });
+});
+
+describe('S1/S4: a hostile agent against the store, under per-run users with no sandbox (it can reach Postgres)', () => {
+  requireIsolationHost({ root: true });
+  it('finds no credential that logs in; the store is unchanged', async () => {
     expectNothingReached(await attackStore({ sandbox: 'none' }, workerLogin));
   });
 });

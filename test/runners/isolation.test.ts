@@ -90,16 +90,11 @@ const ISOLATED_ATTACKS_BLOCKED = {
   signal_worker: 'blocked',
 };
 
-describe('S4: a hostile command agent under per-run users (the default for a root worker)', () => {
-  requireIsolationHost({ root: true });
-  it('cannot read the worker, the baton home or another run, nor write outside its checkout; its own work still lands', async () => {
-    const report = await attack({ sandbox: 'none' });
-    expect(outcomes(report)).toEqual({
-      ...ISOLATED_ATTACKS_BLOCKED,
-      // Documented: with the default host network an agent reaches local TCP services (it has no credential for them).
-      tcp_localhost: 'succeeded',
-      own_tool_call: 'succeeded',
-    });
+describe('S4: a hostile command agent under the defaults of a root worker (per-run user, bubblewrap, outside network)', () => {
+  requireIsolationHost({ root: true, bubblewrap: true, slirp4netns: true });
+  it("cannot read the worker, the baton home or another run, write outside its checkout or reach the worker's 127.0.0.1; it reaches the outside and its own work lands", async () => {
+    const report = await attack({});
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
     expect(report.hostileError).toBeUndefined();
@@ -110,19 +105,30 @@ describe('S4: a hostile command agent under per-run users (the default for a roo
   });
 });
 
+describe('S4: a hostile command agent under per-run users with no sandbox (--agent-sandbox none)', () => {
+  requireIsolationHost({ root: true });
+  it("is kept from the worker and other runs, but shares the worker's network, 127.0.0.1 included (documented)", async () => {
+    const report = await attack({ sandbox: 'none' });
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
+    expect(report.attacks.tcp_localhost!.evidence).toBe('127.0.0.1,');
+    expect(report.wrote).toEqual([]);
+    expect(report.victimToolCalls).toEqual([]);
+  });
+});
+
 describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-network none', () => {
   requireIsolationHost({ root: true, bubblewrap: true });
-  it('is stopped everywhere, local TCP included, and still reaches the tool endpoint through its socket', async () => {
+  it('is stopped everywhere, the outside included, and still reaches the tool endpoint through its socket', async () => {
     const report = await attack({ network: 'none' });
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', own_tool_call: 'succeeded' });
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'blocked', own_tool_call: 'succeeded' });
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
     expect(await git(repo, ['show', `${report.hostileRevision}:own-call.json`])).toContain('"own-step"');
   });
 
-  it("keeps a worker's own user apart too (a non-root worker with bubblewrap)", async () => {
-    const report = await attack({ user: 'worker', sandbox: 'bubblewrap' });
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', own_tool_call: 'succeeded' });
+  it("keeps a worker's own user apart too (bubblewrap, as a non-root worker gets it; the host network)", async () => {
+    const report = await attack({ user: 'worker', sandbox: 'bubblewrap', network: 'host' });
+    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
     expect(report.wrote).toEqual([]);
   });
 });
@@ -130,7 +136,7 @@ describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-net
 describe('the same hostile agent against a deliberately weakened set-up (isolation off)', () => {
   it('gets through every door, which proves the test above can fail', async () => {
     const report = await attack('off');
-    expect(outcomes(report)).toEqual(Object.fromEntries(Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded'])));
+    expect(outcomes(report)).toEqual(Object.fromEntries(Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, tcp_outside: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded'])));
     const evidence = (name: string) => report.attacks[name]!.evidence;
     expect(evidence('worker_environ')).toBe(WORKER_CANARY);
     expect(evidence('any_environ')).toBe('BATON_TEST_CANARY,BATON_TOOL_TOKEN,');
@@ -252,10 +258,11 @@ describe('stopping an isolated agent', () => {
 });
 
 describe('agentIsolationStatus (for baton doctor) and the start-up warning', () => {
-  it('reports a root worker as isolated, with nothing to find', async () => {
+  it('reports a root worker as isolated, with nothing to find: per-run users in the sandbox, on the outside network', async () => {
     expect(process.geteuid?.(), 'run the tests as root (as .ci/run does)').toBe(0);
     const status = await agentIsolationStatus({});
-    expect(status).toMatchObject({ isolated: true, workerIsRoot: true, user: 'per-run', network: 'host', findings: [] });
+    expect(status).toMatchObject({ isolated: true, workerIsRoot: true, user: 'per-run', sandbox: 'bubblewrap', network: 'outside', findings: [] });
+    expect(status.summary).toMatch(/outside network only \(not the worker's 127\.0\.0\.1\)/);
     expect(isolationWarning(status)).toBeUndefined();
   });
 
@@ -276,6 +283,18 @@ describe('agentIsolationStatus (for baton doctor) and the start-up warning', () 
     });
     await expect(starting).rejects.toThrow();
     expect(lines).toEqual([expect.stringMatching(/WARNING: agents are NOT isolated from the worker[\s\S]*can read the worker's environment/)]);
+  });
+
+  it("refuses the outside network where slirp4netns cannot be had, and falls back to the host's by default", async () => {
+    const saved = process.env.BATON_SLIRP4NETNS_PATH;
+    process.env.BATON_SLIRP4NETNS_PATH = '/nonexistent/slirp4netns';
+    try {
+      await expect(resolveAgentIsolation({ network: 'outside' })).rejects.toThrow(/network 'outside' does not work here/);
+      expect(await resolveAgentIsolation({})).toMatchObject({ sandbox: 'bubblewrap', network: 'host' });
+    } finally {
+      if (saved === undefined) delete process.env.BATON_SLIRP4NETNS_PATH;
+      else process.env.BATON_SLIRP4NETNS_PATH = saved;
+    }
   });
 
   it('refuses what was asked for and cannot be had: no network without the sandbox', async () => {
