@@ -2,8 +2,8 @@
 # each attempt on one line, `ATTACK <name> <succeeded|blocked> [evidence]`. The harness prepends:
 # WORKER_PID, VICTIM_DIR, VICTIM_PID, VICTIM_BRANCH, BATON_HOME_DIR, WORK_DIR, REPO, OUTSIDE_DIR,
 # TCP_PORT, OUTSIDE_HOST, OUTSIDE_PORT, BATON_SRC, and for the store attacks (only when STORE_DB is set) STORE_HOST, STORE_PORT,
-# STORE_DB, STORE_TASK, STORE_CLAIM, STORE_REVISION: where the database is and which task to forge,
-# never a credential. POSIX sh (dash), no tools beyond coreutils, git, node and psql.
+# STORE_DB, STORE_TASK, STORE_CLAIM, STORE_REVISION, STORE_OBJECT, STORE_ACTOR: where the database
+# is, which task to forge and which other agent's object to act on, never a credential. POSIX sh (dash), no tools beyond coreutils, git, node and psql.
 report() { echo "ATTACK $1 $2 ${3:-}"; }
 environ() { tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null; }
 echo "UID $(id -u)"
@@ -123,7 +123,7 @@ $candidates
 CANDIDATES
   if [ -z "$login" ]; then
     report store_login blocked "$tried candidates, none logged in"
-    for a in store_forge_verification store_disable_trigger store_update_task store_delete_events; do report "$a" blocked 'no login'; done
+    for a in store_forge_verification store_act_as_other store_disable_trigger store_update_task store_delete_events; do report "$a" blocked 'no login'; done
   else
     IFS="$tab" read -r h u p where <<LOGIN
 $login
@@ -133,6 +133,10 @@ LOGIN
     o2=$(sql "$h" "$u" "$p" "SELECT status FROM baton.record_verification('$STORE_TASK', 'forger', $STORE_CLAIM, '$STORE_REVISION', 'true', 0, 'x', '')")
     if [ "$o2" = 'verified ' ]; then r=succeeded; else r=blocked; fi
     report store_forge_verification "$r" "start: $o1; record: $o2"
+    # Acting as another agent: naming the object's holder to give itself write access.
+    o=$(sql "$h" "$u" "$p" "SELECT 'ok=' || (baton.object_grant('$STORE_OBJECT', '$STORE_ACTOR', 'hostile', 'write')).ok")
+    if [ "$o" = 'ok=true ' ]; then r=succeeded; else r=blocked; fi
+    report store_act_as_other "$r" "$o"
     # Each ends with a query, so that what it did is the evidence (the trigger's state, rows touched).
     for a in "store_disable_trigger|ALTER TABLE baton.events DISABLE TRIGGER events_append_only; SELECT 'tgenabled=' || tgenabled::text FROM pg_trigger WHERE tgname = 'events_append_only'" \
       "store_update_task|UPDATE baton.tasks SET status = 'verified' WHERE id = '$STORE_TASK' RETURNING 'updated ' || id" \

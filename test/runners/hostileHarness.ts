@@ -38,6 +38,9 @@ export interface StoreTarget {
   taskId: string;
   claimVersion: number;
   revision: string;
+  /** A shared object another agent holds, and that agent's name. */
+  object: string;
+  actor: string;
 }
 
 export interface HarnessReport {
@@ -136,6 +139,8 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
       STORE_TASK: config.store.taskId,
       STORE_CLAIM: config.store.claimVersion,
       STORE_REVISION: config.store.revision,
+      STORE_OBJECT: config.store.object,
+      STORE_ACTOR: config.store.actor,
     }),
   };
   const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;

@@ -19,7 +19,10 @@ import { requireIsolationHost } from './isolationHost.js';
 
 const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
 
-const STORE_ATTACKS = ['store_login', 'store_forge_verification', 'store_disable_trigger', 'store_update_task', 'store_delete_events'] as const;
+const STORE_ATTACKS = ['store_login', 'store_forge_verification', 'store_act_as_other', 'store_disable_trigger', 'store_update_task', 'store_delete_events'] as const;
+/** A shared object another agent created and holds: the hostile agent tries to act as that agent on it. */
+const VICTIM_OBJECT = 'shared-plan';
+const VICTIM_ACTOR = 'victim-agent';
 
 let scratch: string;
 let repo: string;
@@ -43,7 +46,17 @@ async function storeState(db: TestDatabase, taskId: string) {
   const count = await db.pool.query<{ count: string }>('SELECT count(*) FROM baton.events');
   const verifications = await db.pool.query('SELECT * FROM baton.verifications WHERE task_id = $1 ORDER BY id', [taskId]);
   const trigger = await db.pool.query<{ tgenabled: string }>("SELECT tgenabled FROM pg_trigger WHERE tgname = 'events_append_only'");
-  return { task: task.rows, events: events.rows, eventCount: Number(count.rows[0]!.count), verifications: verifications.rows, trigger: trigger.rows.map((r) => r.tgenabled) };
+  const object = await db.pool.query('SELECT * FROM baton.objects WHERE key = $1', [VICTIM_OBJECT]);
+  const permissions = await db.pool.query('SELECT * FROM baton.object_permissions ORDER BY 1, 2');
+  return {
+    task: task.rows,
+    events: events.rows,
+    eventCount: Number(count.rows[0]!.count),
+    verifications: verifications.rows,
+    trigger: trigger.rows.map((r) => r.tgenabled),
+    object: object.rows,
+    permissions: permissions.rows,
+  };
 }
 
 interface Scenario {
@@ -63,7 +76,10 @@ async function attackStore(isolation: HarnessConfig['isolation'], credential: (d
   const db = await createTestDatabase();
   try {
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent-1' });
+    await db.pool.query('SELECT baton.object_create($1, $2, 60000)', [VICTIM_OBJECT, VICTIM_ACTOR]);
+    await db.pool.query('SELECT baton.object_take($1, $2)', [VICTIM_OBJECT, VICTIM_ACTOR]);
     const before = await storeState(db, task.id);
+    expect(before.object[0]).toMatchObject({ holder: VICTIM_ACTOR });
     expect(before.task[0]).toMatchObject({ status: 'submitted' });
     expect(before.trigger).toEqual(['O']);
     const url = new URL(db.url);
@@ -89,6 +105,8 @@ async function attackStore(isolation: HarnessConfig['isolation'], credential: (d
         taskId: task.id,
         claimVersion: Number(before.task[0]!.claim_version),
         revision: (before.task[0]!.artifact as { revision: string }).revision,
+        object: VICTIM_OBJECT,
+        actor: VICTIM_ACTOR,
       },
     };
     // The worker's environment: the test's own, minus every Postgres credential, plus the one given.
@@ -155,6 +173,9 @@ describe('the hostile agent against the store of a deliberately weakened set-up 
     // The first credential it tried that logged in came from the worker's own environment.
     expect(attacks.store_login, JSON.stringify(attacks, null, 2)).toEqual({ outcome: 'succeeded', evidence: `${adminUser} from /proc/${harnessPid}/environ` });
     expect(attacks.store_forge_verification).toMatchObject({ outcome: 'succeeded', evidence: expect.stringContaining('record: verified') });
+    // Named as the object's holder, it gave itself write access: nothing but the name was asked for.
+    expect(attacks.store_act_as_other).toEqual({ outcome: 'succeeded', evidence: 'ok=true ' });
+    expect(after.permissions).toEqual(expect.arrayContaining([expect.objectContaining({ actor: 'hostile', access: 'write', granted_by: VICTIM_ACTOR })]));
     // The owner's member: it may also switch off the trigger and then rewrite and empty the log.
     expect(storeOutcomes(report)).toEqual(Object.fromEntries(STORE_ATTACKS.map((name) => [name, 'succeeded'])));
     expect(attacks.store_disable_trigger!.evidence).toBe('tgenabled=D ');
