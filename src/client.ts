@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { selectEvents } from './db/sql/selectEvents.js';
@@ -9,10 +9,20 @@ import { InvalidInputError } from './errors.js';
 import { selectGraphTasks, selectTask } from './db/sql/selectTasks.js';
 import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
+import type { TaskStatus } from './tasks/states.js';
 import type { TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
 import type { taskWorkflow } from '../workflows/taskWorkflow.js';
+
+/** Where a task may be cancelled from: it has not finished, and no verifier holds it. */
+const CANCELLABLE: readonly TaskStatus[] = ['blocked', 'ready', 'running', 'submitted'];
+
+/** What a cancellation did: the tasks it cancelled, and those it left as they were (finished, or being verified). */
+export interface CancelOutcome {
+  cancelled: string[];
+  left: { taskId: string; status: TaskStatus }[];
+}
 
 export interface BatonClientOptions {
   db: Queryable;
@@ -28,6 +38,29 @@ export interface BatonClientOptions {
 export function createBatonClient(options: BatonClientOptions) {
   const { db, temporal } = options;
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
+  /** Asks Temporal to cancel a workflow; one that never started or has ended needs nothing. */
+  const cancelWorkflow = async (workflowId: string) => {
+    await temporal.workflow
+      .getHandle(workflowId)
+      .cancel()
+      .catch((error: unknown) => {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      });
+  };
+  // Postgres first: from then on the owner's heartbeats and submit are refused, whatever Temporal does.
+  const cancelTasks = async (tasks: TaskRow[], actor: string, reason: string): Promise<CancelOutcome> => {
+    const outcome: CancelOutcome = { cancelled: [], left: [] };
+    for (const task of tasks) {
+      if (!CANCELLABLE.includes(task.status)) {
+        outcome.left.push({ taskId: task.id, status: task.status });
+        continue;
+      }
+      await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason });
+      outcome.cancelled.push(task.id);
+    }
+    for (const taskId of outcome.cancelled) await cancelWorkflow(taskWorkflowId(taskId));
+    return outcome;
+  };
   return {
     /**
      * Validates a graph (unknown key, wrong type, unknown dependency, cycle, duplicate key, size
@@ -73,6 +106,23 @@ export function createBatonClient(options: BatonClientOptions) {
         args: [{ taskId, dependsOn: [], policy: graph.policy }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
+    },
+
+    /**
+     * Cancels every unfinished task of a graph: records each as cancelled with `actor` and
+     * `reason` (an owner's late writes are then refused), then cancels the graph's workflow and
+     * theirs, so Temporal cancels their runs and each run kills its agent's process group (and,
+     * under a per-run uid, every process of that uid). A task being verified is left to finish.
+     */
+    async cancelGraph(graphId: string, actor: string, reason: string): Promise<CancelOutcome> {
+      const outcome = await cancelTasks(await selectGraphTasks(db, graphId), actor, reason);
+      await cancelWorkflow(graphWorkflowId(graphId));
+      return outcome;
+    },
+
+    /** Cancels one task as `cancelGraph` cancels each of a graph's; its dependents stay blocked. */
+    async cancelTask(taskId: string, actor: string, reason: string): Promise<CancelOutcome> {
+      return cancelTasks([await selectTask(db, taskId)], actor, reason);
     },
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */

@@ -88,6 +88,23 @@ export function registerTaskCommands(program: Command, log: Log): void {
     });
 
   program
+    .command('cancel')
+    .description(
+      'cancel a graph (every unfinished task) or one task (<graph>/<key>): each is recorded as cancelled with the reason, ' +
+        'its run is cancelled and its agent killed; a task being verified is left to finish',
+    )
+    .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
+    .requiredOption('--reason <text>', 'why, for the event log')
+    .action(async (id: string, opts: { reason: string }) => {
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: true });
+        const outcome = id.includes('/') ? await client.cancelTask(id, operatorActor(), opts.reason) : await client.cancelGraph(id, operatorActor(), opts.reason);
+        log(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
+        for (const t of outcome.left) log(`Left ${t.taskId} as it is (${t.status}).`);
+      });
+    });
+
+  program
     .command('status')
     .description('show the tasks of a graph, live until every task is verified, failed or blocked behind a failure')
     .argument('<graph>', 'graph id')
