@@ -107,8 +107,9 @@ if [ -n "${STORE_DB:-}" ]; then
   ' "$found" "$STORE_HOST")
   rm -f "$found"
   # psql as one login against the test's database (always that one: the name is never taken from a found URL).
+  # A generous connect timeout: on a loaded machine a slow login must not pass for a refused one.
   sql() {
-    PGHOST="$1" PGPORT="$STORE_PORT" PGDATABASE="$STORE_DB" PGUSER="$2" PGPASSWORD="$3" PGCONNECT_TIMEOUT=3 \
+    PGHOST="$1" PGPORT="$STORE_PORT" PGDATABASE="$STORE_DB" PGUSER="$2" PGPASSWORD="$3" PGCONNECT_TIMEOUT=15 \
       psql -w -X -q -At -v ON_ERROR_STOP=1 -c "$4" 2>&1 | tr '\n' ' ' | cut -c1-300
   }
   tab=$(printf '\t')
