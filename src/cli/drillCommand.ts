@@ -23,6 +23,7 @@ interface DrillOptions {
   json?: boolean;
   claimTrials: number;
   killTrials: number;
+  killLanes: number;
   trials: number;
   heartbeatTimeoutMs: number;
   toolCalls: number;
@@ -38,7 +39,8 @@ export function registerDrillCommand(program: Command, log: Log): void {
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
-    .option('--kill-trials <n>', 'D2: worker processes SIGKILLed after claiming', parsePositiveInt, 4)
+    .option('--kill-trials <n>', 'D2: owners silenced after claiming (SIGKILL right away, SIGKILL mid-run, SIGSTOP mid-run, in turn)', parsePositiveInt, 6)
+    .option('--kill-lanes <n>', 'D2: trials run at once, each lane with two worker processes of its own', parsePositiveInt, 3)
     .option('--trials <n>', 'D3 and D4: trials each', parsePositiveInt, 50)
     .option('--heartbeat-timeout-ms <ms>', 'D2 and D5: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
@@ -75,6 +77,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
             temporal,
             workerEnv,
             trials: opts.killTrials,
+            lanes: opts.killLanes,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
             log,
           }),

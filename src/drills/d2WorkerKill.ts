@@ -2,15 +2,15 @@ import { rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { createBatonClient } from '../client.js';
+import { createBatonClient, type BatonClient } from '../client.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
-import { withDeadline } from '../testkit/withDeadline.js';
-import { startWorkerFleet } from '../testkit/workerFleet.js';
+import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
+import type { WorkerProcess } from '../testkit/workerProcess.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /** Heartbeat timeout the drill runs with unless told otherwise. */
@@ -24,6 +24,8 @@ export interface WorkerKillDrillOptions {
   /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
   workerEnv: Record<string, string>;
   trials: number;
+  /** Trials run at once, each lane with a fleet of two worker processes of its own. (Default: 1) */
+  lanes?: number;
   /** (Default: 2s) */
   heartbeatTimeoutMs?: number;
   /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 60s) */
@@ -32,103 +34,174 @@ export interface WorkerKillDrillOptions {
 }
 
 /**
- * D2: real worker processes run a scripted agent in a git worktree; the claimant is SIGKILLed
- * (alternately right after its claim and mid-run). Passes when every task is recovered by another
- * worker and verified, with a bumped claim version and the reason recorded.
+ * How a trial silences the owner, in turn: SIGKILL as soon as its claim is visible, SIGKILL
+ * mid-run, or SIGSTOP mid-run (a frozen worker, resumed once its task is recovered: its late
+ * writes must all be refused).
+ */
+const SILENCES = ['killed after its claim', 'killed mid-run', 'frozen mid-run'] as const;
+type Silence = (typeof SILENCES)[number];
+
+/**
+ * D2: real worker processes run a scripted agent in a git worktree; the claimant is silenced
+ * (SILENCES, in turn). Passes when every task is recovered by another worker and verified, with a
+ * bumped claim version and the reason recorded, no silent owner's agent survives and no write of
+ * a resumed frozen owner lands. Recovery time is from the silencing to the next claim.
  */
 export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promise<DrillResult> {
   const log = options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
+  const lanes = Math.max(1, Math.min(options.lanes ?? 1, options.trials));
   const repo = await createScriptedRepo();
-  const fleet = await startWorkerFleet({ name: 'drill', env: options.workerEnv, size: 2 });
-  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
-  const violations: string[] = [];
-  const recoveryMs: number[] = [];
-  let recovered = 0;
-  let orphans = 0;
+  const tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, done: 0, violations: [] as string[], recoveryMs: [] as number[] };
+  const fleets: WorkerFleet[] = [];
   try {
-    for (let trial = 0; trial < options.trials; trial++) {
-      const deadline = Date.now() + trialDeadlineMs;
-      const killMidRun = trial % 2 === 1;
-      const graph = await client.submitGraph(
-        {
-          id: uniqueGraphId('d2'),
-          repo,
-          policy: { heartbeatTimeoutMs, maxAttempts: 3 },
-          tasks: [
-            {
-              key: 'work',
-              run: { command: `for i in $(seq 1 ${AGENT_STEPS}); do echo "step $i"; sleep 0.05; done; echo done > done.txt; ${commitAll('drill work')}` },
-              verify: { command: 'test -f done.txt' },
-            },
-          ],
-        },
-        'drill',
-      );
-      const taskId = `${graph.id}/work`;
-      try {
-        const claimed = await waitFor(
-          killMidRun ? 'the claimant to be mid-run' : 'the first claim',
-          async () => {
-            const task = await selectTask(options.pool, taskId);
-            if (task.status !== 'running' || (killMidRun && Number(task.progress?.lines ?? 0) < 3)) {
-              throw new Error(`task is ${task.status}`);
-            }
-            return task;
-          },
-          { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
-        );
-        const victim = fleet.ownerOf(claimed.owner);
-        const { rows } = await options.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-        await fleet.killAndReplace(victim);
-        log(`D2 trial ${trial + 1}/${options.trials}: killed ${victim.identity} ${killMidRun ? 'mid-run' : 'right after its claim'}`);
-
-        const outcome = await withDeadline(client.waitForGraph(graph.id), deadline);
-        const task = await selectTask(options.pool, taskId);
-        const events = await selectEvents(options.pool, 'task', taskId);
-        const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
-        const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
-        if (!outcome || task.status !== 'verified') {
-          violations.push(`${taskId}: lost (status ${task.status} after ${trialDeadlineMs} ms)`);
-          continue;
+    for (let lane = 0; lane < lanes; lane++) fleets.push(await startWorkerFleet({ name: `drill${lane}`, env: options.workerEnv, size: 2 }));
+    let next = 0;
+    await Promise.all(
+      fleets.map(async (fleet, lane) => {
+        const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
+        // Each lane takes the next trial, so the silences interleave across lanes.
+        for (let trial = next++; trial < options.trials; trial = next++) {
+          const silence = SILENCES[trial % SILENCES.length]!;
+          await runTrial({ ...options, client, fleet, repo, silence, heartbeatTimeoutMs, trialDeadlineMs }, tally);
+          tally.done++;
+          log(`D2 trial ${tally.done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
         }
-        if (!reclaim?.reason || task.claimVersion <= claimed.claimVersion || task.owner === claimed.owner || !nextClaim) {
-          violations.push(`${taskId}: verified without a recorded recovery (claim version ${task.claimVersion}, owner ${task.owner})`);
-          continue;
-        }
-        recovered++;
-        const agentPid = reclaim.details.agentPid;
-        if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && isAlive(agentPid)) {
-          orphans++;
-          violations.push(`${taskId}: the silent owner's agent (pid ${agentPid}) still runs after recovery`);
-        }
-        recoveryMs.push(new Date(nextClaim.at).getTime() - rows[0]!.now.getTime());
-      } catch (error) {
-        violations.push(`${taskId}: ${(error as Error).message}`);
-      }
-    }
+      }),
+    );
   } finally {
-    await fleet.stop();
+    await Promise.all(fleets.map((f) => f.stop()));
     await rm(repo, { recursive: true, force: true });
   }
-  recoveryMs.sort((a, b) => a - b);
+  const sorted = [...tally.recoveryMs].sort((a, b) => a - b);
+  const percentile = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 'n/a';
   return drillResult(
     'D2',
-    'SIGKILL the owner after it claims',
+    'SIGKILL or SIGSTOP the owner after it claims',
     {
       trials: options.trials,
-      recovered,
-      lost: options.trials - recovered,
-      orphanAgents: orphans,
-      recoveryMedianMs: recoveryMs[Math.floor(recoveryMs.length / 2)] ?? 'n/a',
-      recoveryMaxMs: recoveryMs.at(-1) ?? 'n/a',
+      lanes,
+      recovered: tally.recovered,
+      lost: options.trials - tally.recovered,
+      orphanAgents: tally.orphans,
+      lateWritesLanded: tally.lateWrites,
+      lateWritesRefused: tally.refusedLateWrites,
+      recoveryP50Ms: percentile(50),
+      recoveryP99Ms: percentile(99),
+      recoveryMaxMs: sorted.at(-1) ?? 'n/a',
       heartbeatTimeoutMs,
     },
-    violations,
+    tally.violations,
   );
 }
 
+interface Trial {
+  pool: pg.Pool;
+  client: BatonClient;
+  fleet: WorkerFleet;
+  repo: string;
+  silence: Silence;
+  heartbeatTimeoutMs: number;
+  trialDeadlineMs: number;
+}
+
+async function runTrial(
+  trial: Trial,
+  tally: { recovered: number; orphans: number; lateWrites: number; refusedLateWrites: number; violations: string[]; recoveryMs: number[] },
+): Promise<void> {
+  const { pool, client, fleet, silence } = trial;
+  const deadline = Date.now() + trial.trialDeadlineMs;
+  const midRun = silence !== 'killed after its claim';
+  const graph = await client.submitGraph(
+    {
+      id: uniqueGraphId('d2'),
+      repo: trial.repo,
+      policy: { heartbeatTimeoutMs: trial.heartbeatTimeoutMs, maxAttempts: 3 },
+      tasks: [
+        {
+          key: 'work',
+          run: { command: `for i in $(seq 1 ${AGENT_STEPS}); do echo "step $i"; sleep 0.05; done; echo done > done.txt; ${commitAll('drill work')}` },
+          verify: { command: 'test -f done.txt' },
+        },
+      ],
+    },
+    'drill',
+  );
+  const taskId = `${graph.id}/work`;
+  try {
+    const claimed = await waitFor(
+      midRun ? 'the claimant to be mid-run' : 'the first claim',
+      async () => {
+        const task = await selectTask(pool, taskId);
+        if (task.status !== 'running' || (midRun && Number(task.progress?.lines ?? 0) < 3)) throw new Error(`task is ${task.status}`);
+        return task;
+      },
+      { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
+    );
+    const victim = fleet.ownerOf(claimed.owner);
+    const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+    if (silence === 'frozen mid-run') victim.child.kill('SIGSTOP');
+    else await fleet.killAndReplace(victim);
+
+    // Postgres says when the task is done; the graph's workflow may finish later (a frozen
+    // worker's pending polls hold the tasks they were handed until those time out).
+    const task = await waitFor(
+      'the task to be recovered and verified',
+      async () => {
+        const current = await selectTask(pool, taskId);
+        if (current.status !== 'verified') throw new Error(`task is ${current.status}`);
+        return current;
+      },
+      { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 100 },
+    ).catch(() => selectTask(pool, taskId));
+    if (silence === 'frozen mid-run') await resumeFrozen(trial, victim, taskId, tally);
+    const events = await selectEvents(pool, 'task', taskId);
+    const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
+    const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
+    if (task.status !== 'verified') {
+      tally.violations.push(`${taskId}: lost (status ${task.status} after ${trial.trialDeadlineMs} ms)`);
+      return;
+    }
+    if (!reclaim?.reason || task.claimVersion <= claimed.claimVersion || task.owner === claimed.owner || !nextClaim) {
+      tally.violations.push(`${taskId}: verified without a recorded recovery (claim version ${task.claimVersion}, owner ${task.owner})`);
+      return;
+    }
+    tally.recovered++;
+    const agentPid = reclaim.details.agentPid;
+    if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && isAlive(agentPid)) {
+      tally.orphans++;
+      tally.violations.push(`${taskId}: the silent owner's agent (pid ${agentPid}) still runs after recovery`);
+    }
+    tally.recoveryMs.push(new Date(nextClaim.at).getTime() - rows[0]!.now.getTime());
+  } catch (error) {
+    tally.violations.push(`${taskId}: ${(error as Error).message}`);
+  }
+}
+
+/** How long a resumed frozen owner is given to try its late writes before it is replaced. */
+const RESUMED_GRACE_MS = 3_000;
+
+/**
+ * Resumes a frozen owner once its task is settled, lets it try what it had left to do for a
+ * while, then replaces it. Every event it records after its resumption must be a refusal.
+ */
+async function resumeFrozen(
+  trial: Trial,
+  victim: WorkerProcess,
+  taskId: string,
+  tally: { lateWrites: number; refusedLateWrites: number; violations: string[] },
+): Promise<void> {
+  const { rows } = await trial.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  victim.child.kill('SIGCONT');
+  await new Promise((resolve) => setTimeout(resolve, RESUMED_GRACE_MS));
+  await trial.fleet.killAndReplace(victim);
+  const late = (await selectEvents(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
+  const landed = late.filter((e) => e.kind !== 'stale_write_refused');
+  tally.refusedLateWrites += late.length - landed.length;
+  tally.lateWrites += landed.length;
+  for (const e of landed) tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
+}
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
