@@ -5,8 +5,9 @@ import { failAttempt } from '../src/db/sql/failAttempt.js';
 import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
 import { recordVerification } from '../src/db/sql/recordVerification.js';
 import { releaseClaim } from '../src/db/sql/releaseClaim.js';
+import { rerunStaleTask } from '../src/db/sql/rerunStaleTask.js';
 import { selectGraphSource } from '../src/db/sql/selectGraphSource.js';
-import { selectTask } from '../src/db/sql/selectTasks.js';
+import { selectGraphTasks, selectTask } from '../src/db/sql/selectTasks.js';
 import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
 import { startVerification } from '../src/db/sql/startVerification.js';
 import { submitTask } from '../src/db/sql/submitTask.js';
@@ -39,6 +40,17 @@ export function verifierIdentity(identity: string): string {
 interface RunHeartbeat {
   claimVersion: number;
   progress?: Record<string, unknown>;
+}
+
+/** What a verification decided, and the dependents whose workflows should look at them again (T8). */
+export interface VerifyOutcome {
+  /** `stale`: it passed on a pin its upstream task has since superseded. */
+  status: 'verified' | 'rejected' | 'stale';
+  revision: string;
+  /** Dependents made ready by this verification. */
+  released: string[];
+  /** Stale dependents whose dependencies are now all verified: re-run by the `rerun` policy. */
+  staled: string[];
 }
 
 /** The task as the workflow needs it to decide what comes next. */
@@ -161,13 +173,23 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
-    async verifyTask(input: { taskId: string }): Promise<{ status: 'verified' | 'rejected'; revision: string; released: string[] }> {
+    async verifyTask(input: { taskId: string }): Promise<VerifyOutcome> {
       const verifier = verifierIdentity(identity);
       // A retry after the outcome was recorded (its completion lost on the way to Temporal)
-      // returns that outcome instead of verifying twice.
+      // returns that outcome instead of verifying twice, with the dependents as they are now.
       const current = await selectTask(db, input.taskId);
-      if (current.status === 'verified' || current.status === 'rejected') {
-        return { status: current.status, revision: current.artifact?.revision ?? '', released: [] };
+      if (current.status === 'verified' || current.status === 'rejected' || current.status === 'stale') {
+        const revision = current.artifact?.revision ?? '';
+        if (current.status !== 'verified') return { status: current.status, revision, released: [], staled: [] };
+        const tasks = await selectGraphTasks(db, current.graphId);
+        const verified = new Set(tasks.filter((t) => t.status === 'verified').map((t) => t.key));
+        const dependents = tasks.filter((t) => t.dependsOn.includes(current.key) && t.dependsOn.every((d) => verified.has(d)));
+        return {
+          status: 'verified',
+          revision,
+          released: dependents.filter((t) => t.status === 'ready').map((t) => t.id),
+          staled: dependents.filter((t) => t.status === 'stale').map((t) => t.id),
+        };
       }
       const { claimVersion, artifact, spec } = await startVerification(db, input.taskId, verifier);
       const graph = await selectGraphSource(db, current.graphId);
@@ -178,7 +200,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         .verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal })
         .finally(() => clearInterval(keepAlive));
       const outcome = await recordVerification(db, { taskId: input.taskId, verifier, claimVersion, ...result });
-      return { status: outcome.status, revision: artifact.revision, released: outcome.released };
+      return { status: outcome.status, revision: artifact.revision, released: outcome.released, staled: outcome.staled };
     },
 
     /** Applies the graph's policy after a rejected verification: run again, or fail the task. */
@@ -198,9 +220,14 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       return rerun ? 'ready' : 'failed';
     },
 
-    /** Sends a task round again (stale, verified or failed -> ready, on current upstream revisions). */
-    async rerunTask(input: { taskId: string; reason: string; kind?: string }): Promise<void> {
-      await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'ready', kind: input.kind ?? 'rerun_requested', reason: input.reason });
+    /**
+     * T8: applies the graph's `onUpstreamChange` policy to a stale task (the store reads it): made
+     * ready on its upstream tasks' current verified revisions, or left stale (policy `mark`, or an
+     * upstream task not verified yet). Returns its status afterwards. (The name is 0.1's, which
+     * recorded workflow histories call.)
+     */
+    async rerunTask(input: { taskId: string; reason: string }): Promise<TaskStatus> {
+      return rerunStaleTask(db, { taskId: input.taskId, actor: identity, reason: input.reason });
     },
 
     /** Marks the task cancelled (its workflow was cancelled); a finished task stays as it is. */

@@ -94,7 +94,8 @@ export function createBatonClient(options: BatonClientOptions) {
     /**
      * Sends a verified, stale or failed task round again on its dependencies' current revisions
      * and starts its lifecycle workflow. When it is verified at a new revision, dependents
-     * verified against the old one are marked stale; rerun them the same way.
+     * verified against the old one become stale (and theirs, transitively); the graph's policy
+     * `onUpstreamChange` re-runs them (`rerun`, the default) or leaves them for a rerun like this (`mark`).
      */
     async rerunTask(taskId: string, actor: string, reason: string): Promise<void> {
       const task = await selectTask(db, taskId);
@@ -103,7 +104,8 @@ export function createBatonClient(options: BatonClientOptions) {
       await temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
         taskQueue,
         workflowId: taskWorkflowId(taskId),
-        args: [{ taskId, dependsOn: [], policy: graph.policy }],
+        // Outside the graph's workflow: it starts the workflows of the dependents it releases.
+        args: [{ taskId, dependsOn: [], policy: graph.policy, wakeDependents: true }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
     },
@@ -130,6 +132,8 @@ export function createBatonClient(options: BatonClientOptions) {
       return temporal.workflow.getHandle<typeof graphWorkflow>(graphWorkflowId(graphId)).result();
     },
 
+    /** The graph as submitted (its policy with defaults filled in); NotFoundError when it does not exist. */
+    graph: (graphId: string): Promise<GraphSpec> => selectGraph(db, graphId),
     graphTasks: (graphId: string): Promise<TaskRow[]> => selectGraphTasks(db, graphId),
     task: (taskId: string): Promise<TaskRow> => selectTask(db, taskId),
 

@@ -22,6 +22,22 @@ describe('workflow replay (no server needed)', () => {
     ).resolves.toBeUndefined();
   });
 
+  it('replays task and graph workflow histories recorded before a verification woke its dependents (T8)', async () => {
+    // Recorded with the workflow code of commit 5d02f5d on the dev server: they call the activities as
+    // that code did. The rerun's verification left a dependent stale and woke nothing, which the
+    // current code replays only because its wake-ups sit behind `patched` (without it: nondeterminism).
+    const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
+      await readFile(new URL('./fixtures/taskWorkflows.before-wake.histories.json', import.meta.url), 'utf8'),
+    );
+    expect(recorded.map((r) => r.what)).toHaveLength(4);
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).resolves.toBeUndefined();
+    }
+  });
+
   it('fails to replay the same history against an incompatible edit of the workflow', async () => {
     const changed = await bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./fixtures/changedWorkflows.ts', import.meta.url)),

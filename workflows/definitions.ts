@@ -11,16 +11,28 @@ export const RUN_RETRY_INTERVAL_MS = 1_000;
 /** Wakes a task workflow started with dependencies once they are all verified (the graph workflow starts each task only when released, so it needs no signal). */
 export const dependenciesReleasedSignal = defineSignal('dependenciesReleased');
 
+/**
+ * Tells a task's workflow to look at its task again now rather than at its next poll, or rather than
+ * end on what it last saw: an upstream task was verified, releasing this one or leaving it stale (T8).
+ */
+export const recheckTaskSignal = defineSignal('recheckTask');
+
 export interface TaskWorkflowInput {
   taskId: string;
   /** Task ids this task waits for; empty means it starts at once. */
   dependsOn: string[];
   policy: GraphPolicy;
+  /**
+   * This lifecycle runs outside its graph's workflow (a rerun): once verified, it starts (or wakes)
+   * the workflows of the dependents it released, which the graph's workflow will not. (Default: false)
+   */
+  wakeDependents?: boolean;
 }
 
 export interface TaskWorkflowResult {
   taskId: string;
-  status: 'verified' | 'failed' | 'cancelled';
+  /** `stale`: left stale by the graph's policy (`mark`), or until its upstream tasks are verified again. */
+  status: 'verified' | 'failed' | 'cancelled' | 'stale';
   revision?: string;
   attempts: number;
 }
@@ -35,7 +47,9 @@ export interface GraphWorkflowResult {
   graphId: string;
   verified: string[];
   failed: string[];
-  /** Tasks never released because an upstream task failed (they stay blocked, SPEC D4). */
+  /** Tasks left stale (T8): by the policy `mark`, or until their upstream tasks are verified again. */
+  stale: string[];
+  /** Tasks never released because an upstream task failed or is stale (they stay blocked, SPEC D4). */
   blocked: string[];
 }
 

@@ -6,7 +6,9 @@
 //  - completions are handled through a reverse-dependency index (O(tasks + edges));
 //  - after CHILDREN_PER_RUN children it drains and continues as new, so the history stays far
 //    below Temporal's 51,200-event limit whatever the graph's size.
-// Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4).
+// Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4). A task
+// left stale (T8) is not counted verified; when it is verified later, by a workflow started for its
+// rerun, that workflow starts the dependents it releases.
 import { condition, continueAsNew, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import {
   graphProgressQuery,
@@ -26,12 +28,14 @@ const CHILDREN_PER_RUN = 2_000;
 interface Carried {
   verified: string[];
   failed: string[];
+  stale?: string[];
 }
 
 export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carried }): Promise<GraphWorkflowResult> {
   const verified = new Set(input.carried?.verified ?? []);
   const failed = new Set(input.carried?.failed ?? []);
-  const done = (id: string) => verified.has(id) || failed.has(id);
+  const stale = new Set(input.carried?.stale ?? []);
+  const done = (id: string) => verified.has(id) || failed.has(id) || stale.has(id);
   const progress: Record<string, string> = {};
   setHandler(graphProgressQuery, () => progress);
 
@@ -48,6 +52,10 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
   const finish = (taskId: string, result: TaskWorkflowResult) => {
     running--;
     progress[taskId] = result.status;
+    if (result.status === 'stale') {
+      stale.add(taskId);
+      return;
+    }
     if (result.status !== 'verified') {
       failed.add(taskId);
       return;
@@ -83,8 +91,8 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
     await condition(() => running === 0 || (releasable.length > 0 && running < MAX_RUNNING_CHILDREN && startedThisRun < CHILDREN_PER_RUN));
   }
   if (releasable.length) {
-    await continueAsNew<typeof graphWorkflow>({ ...input, carried: { verified: [...verified], failed: [...failed] } });
+    await continueAsNew<typeof graphWorkflow>({ ...input, carried: { verified: [...verified], failed: [...failed], stale: [...stale] } });
   }
   const blocked = input.tasks.filter((t) => !done(t.taskId)).map((t) => t.taskId);
-  return { graphId: input.graphId, verified: [...verified], failed: [...failed], blocked };
+  return { graphId: input.graphId, verified: [...verified], failed: [...failed], stale: [...stale], blocked };
 }

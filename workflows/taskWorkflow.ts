@@ -5,13 +5,21 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { TaskActivities, TaskView } from '../activities/tasks.js';
-import { dependenciesReleasedSignal, RUN_RETRY_INTERVAL_MS, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
+import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
+import {
+  dependenciesReleasedSignal,
+  recheckTaskSignal,
+  RUN_RETRY_INTERVAL_MS,
+  type TaskWorkflowInput,
+  type TaskWorkflowResult,
+} from './definitions.js';
+import { wakeTask } from './wakeTask.js';
 
 /** How long the workflow first waits before looking again at a task it cannot act on. */
 const POLL_DELAY_MIN_MS = 1_000;
@@ -26,6 +34,13 @@ const POLL_DELAY_MAX_MS = 30_000;
 const RUN_ENDED_BY = new Set(['AgentFailedError', 'StaleClaimError', 'AgentFailed', 'StaleClaim']);
 /** An agent job may take hours; silence, not duration, is what ends a claim. */
 const RUN_START_TO_CLOSE = '24 hours';
+/** Marks histories that wake dependents after a verification (T8); older histories replay without. */
+const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
+
+/** Set by recheckTaskSignal: the task changed since the workflow last read it. */
+interface Recheck {
+  pending: boolean;
+}
 
 // Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
 const store = proxyActivities<TaskActivities>({
@@ -47,6 +62,8 @@ function failureType(error: unknown): string | undefined {
  * One task's lifecycle (T9): wait for dependencies, claim and run in one activity with a heartbeat
  * timeout, submit (inside the run, fenced), verify as someone else, and so release dependents. A
  * silent owner is recovered by the run's retry and the task claimed again with a bumped claim version.
+ * A stale task is run again by the graph's policy (T8), and a verification wakes the workflows of the
+ * dependents it left stale (and, outside the graph's workflow, of those it released).
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId } = input;
@@ -54,9 +71,13 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   setHandler(dependenciesReleasedSignal, () => {
     released = true;
   });
+  const recheck: Recheck = { pending: false };
+  setHandler(recheckTaskSignal, () => {
+    recheck.pending = true;
+  });
   await condition(() => released);
   try {
-    return await lifecycle(input);
+    return await lifecycle(input, recheck);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled (by an operator or the graph): the task must not stay claimed by nobody.
@@ -67,11 +88,12 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   }
 }
 
-async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
+async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<TaskWorkflowResult> {
   const { taskId, policy } = input;
   let delayMs = POLL_DELAY_MIN_MS;
   const wait = async () => {
-    await sleep(delayMs);
+    // A recheck (an upstream task was verified) ends the wait early.
+    await condition(() => recheck.pending, delayMs);
     delayMs = Math.min(delayMs * 2, POLL_DELAY_MAX_MS);
   };
   // What the last activity told us about the task; read again when it told us nothing.
@@ -81,14 +103,17 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
       await continueAsNew<typeof taskWorkflow>({ ...input, dependsOn: [] });
     }
+    if (!known) recheck.pending = false; // this read sees every change signalled so far
     const task = known ?? (await store.readTask({ taskId }));
     known = null;
     if (task.status !== 'blocked' && task.status !== 'running') delayMs = POLL_DELAY_MIN_MS;
+    let result: TaskWorkflowResult | undefined;
     switch (task.status) {
       case 'verified':
       case 'failed':
       case 'cancelled':
-        return { taskId, status: task.status, attempts: task.attempts };
+        result = { taskId, status: task.status, attempts: task.attempts };
+        break;
       case 'ready':
         if (task.attempts >= policy.maxAttempts) {
           await store.failExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
@@ -96,14 +121,21 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
           known = await claimAndRun(taskId, policy);
         }
         break;
-      case 'stale':
-        await store.rerunTask({ taskId, reason: 'an upstream task was verified at a new revision', kind: 'rerun_after_stale' });
+      case 'stale': {
+        // T8: the store applies the graph's onUpstreamChange policy. Still stale (policy `mark`, or an
+        // upstream task not verified yet): this workflow ends; the verification that completes its
+        // upstream tasks wakes it again. (Histories of 0.1, whose activity returned nothing, look again.)
+        const now = await store.rerunTask({ taskId, reason: 'an upstream task moved: run again on its current revisions' });
+        if (now === 'stale') result = { taskId, status: 'stale', attempts: task.attempts };
         break;
+      }
       case 'submitted':
       case 'verifying': { // verifying: a verifier was lost before recording its result
         const outcome = await verifier.verifyTask({ taskId });
-        if (outcome.status === 'verified') return { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts };
-        await store.afterRejection({ taskId, policy });
+        await wakeAfterVerification(input, outcome);
+        // stale: it passed on a superseded pin; the next look applies the policy.
+        if (outcome.status === 'verified') result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts };
+        else if (outcome.status === 'rejected') await store.afterRejection({ taskId, policy });
         break;
       }
       case 'rejected':
@@ -126,7 +158,23 @@ async function lifecycle(input: TaskWorkflowInput): Promise<TaskWorkflowResult> 
         // blocked: an upstream task is being re-run; look again later.
         await wait();
     }
+    // Told to look again since the last read (say, made stale just after it was verified): look before ending.
+    if (result && !recheck.pending) return result;
   }
+}
+
+/**
+ * T8: after a verification, the workflows of the dependents it concerns look at them again: the
+ * stale ones whose dependencies are now all verified (unless the policy is `mark`) and, when this
+ * lifecycle runs outside the graph's workflow, the ones it released.
+ */
+async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOutcome): Promise<void> {
+  const taskIds = [
+    ...(input.policy.onUpstreamChange === 'mark' ? [] : outcome.staled ?? []),
+    ...(input.wakeDependents ? outcome.released : []),
+  ];
+  if (taskIds.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;
+  await Promise.all(taskIds.map((id) => wakeTask(id, input.policy)));
 }
 
 /**

@@ -5,6 +5,7 @@ import YAML from 'yaml';
 import { createBatonClient, type BatonClient } from '../client.js';
 import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
+import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import type { TaskRow } from '../tasks/types.js';
 import { operatorActor, withCliContext, type CliContext } from './context.js';
@@ -34,11 +35,18 @@ export async function readGraphFile(file: string): Promise<unknown> {
   }
 }
 
-const isSettled = (tasks: TaskRow[]) =>
-  tasks.every((t) => TERMINAL_STATUSES.has(t.status) || (t.status === 'blocked' && tasks.some((u) => u.status === 'failed')));
+/** Nothing more happens without a person: finished, stale under policy `mark`, or waiting behind a failed task. */
+const isSettled = (tasks: TaskRow[], policy: GraphPolicy) =>
+  tasks.every(
+    (t) =>
+      TERMINAL_STATUSES.has(t.status) ||
+      (t.status === 'stale' && policy.onUpstreamChange === 'mark') ||
+      ((t.status === 'blocked' || t.status === 'stale') && tasks.some((u) => u.status === 'failed')),
+  );
 
 /** Prints the graph's tasks whenever they change, until every task is settled; true when all verified. */
 export async function watchGraph(client: BatonClient, graphId: string, log: Log, options: { follow: boolean }): Promise<boolean> {
+  const { policy } = await client.graph(graphId);
   let last = '';
   for (;;) {
     const tasks = await client.graphTasks(graphId);
@@ -48,7 +56,7 @@ export async function watchGraph(client: BatonClient, graphId: string, log: Log,
       log(view);
       last = view;
     }
-    if (!options.follow || isSettled(tasks)) return tasks.every((t) => t.status === 'verified');
+    if (!options.follow || isSettled(tasks, policy)) return tasks.every((t) => t.status === 'verified');
     await new Promise((r) => setTimeout(r, STATUS_POLL_INTERVAL_MS));
   }
 }

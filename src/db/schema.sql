@@ -1283,6 +1283,39 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.propagate_stale(p_task_id text, p_actor text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_key text;
+  v_reason text;
+  d record;
+BEGIN
+  SELECT key INTO STRICT v_key FROM baton.tasks WHERE id = p_task_id;
+  v_reason := format('it depends on %s, which is stale', v_key);
+  FOR d IN
+    WITH RECURSIVE downstream(id) AS (
+      SELECT task_id FROM baton.task_dependencies WHERE depends_on = p_task_id
+      UNION
+      SELECT dep.task_id FROM downstream s JOIN baton.task_dependencies dep ON dep.depends_on = s.id
+    )
+    SELECT t.id, t.status, t.claim_version FROM baton.tasks t WHERE t.id IN (SELECT id FROM downstream)
+     ORDER BY t.id FOR UPDATE OF t
+  LOOP
+    IF d.status = 'verified' THEN
+      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'marked_stale', p_actor, d.claim_version, NULL, v_reason,
+        jsonb_build_object('stale_upstream', v_key));
+    ELSIF d.status = 'ready' THEN
+      UPDATE baton.tasks SET status = 'blocked', upstream_revisions = '{}'::jsonb WHERE id = d.id;
+      PERFORM baton.append_event('task', d.id, 'reblocked', p_actor, d.claim_version, NULL, v_reason,
+        jsonb_build_object('stale_upstream', v_key));
+    END IF;
+  END LOOP;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.read_events(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
  RETURNS SETOF baton.event_view
  LANGUAGE sql
@@ -1433,7 +1466,11 @@ DECLARE
   v_passed boolean := p_exit_code = 0;
   v_released text[] := '{}';
   v_staled text[] := '{}';
-  d record;
+  v_superseded jsonb;
+  v_why text;
+  v_id text;
+  d baton.tasks;
+  v_all_verified boolean;
   v_pins jsonb;
 BEGIN
   t := baton.lock_task(p_task_id);
@@ -1456,30 +1493,55 @@ BEGIN
     RETURN;
   END IF;
 
+  -- T8: the artifact was built on its pins; if an upstream task has moved on since, it is outdated.
+  -- (An upstream verification running now waits for this task's lock, and then finds it verified.)
+  SELECT jsonb_agg(jsonb_build_object('upstream', s.upstream, 'pinned', s.pinned, 'verified', s.verified, 'status', s.upstream_status)),
+         string_agg(CASE WHEN s.upstream_status = 'stale' THEN format('%s is stale', s.upstream)
+                         ELSE format('%s is verified at %s, not %s', s.upstream, s.verified, coalesce(s.pinned, 'the pinned revision')) END, '; ')
+    INTO v_superseded, v_why
+    FROM baton.superseded_pins(p_task_id) s;
+  IF v_superseded IS NOT NULL THEN
+    UPDATE baton.tasks SET status = 'stale' WHERE id = p_task_id;
+    PERFORM baton.append_event('task', p_task_id, 'marked_stale', p_verifier, p_claim_version, NULL,
+      format('revision %s passed on superseded pins: %s', p_revision, v_why),
+      jsonb_build_object('revision', p_revision, 'superseded', v_superseded));
+    PERFORM baton.propagate_stale(p_task_id, p_verifier);
+    RETURN QUERY SELECT 'stale'::text, v_released, v_staled;
+    RETURN;
+  END IF;
+
   -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
   UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
   PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
     jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
 
-  FOR d IN
-    SELECT dt.* FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
-     WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt
-  LOOP
-    IF d.status = 'blocked' AND NOT EXISTS (
-      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
-       WHERE x.task_id = d.id AND u.status <> 'verified'
-    ) THEN
+  -- Dependents are locked in id order first; each is read again below, as marking one stale may
+  -- already have made another (that depends on it) stale.
+  PERFORM 1 FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
+    WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt;
+  FOR v_id IN SELECT dep.task_id FROM baton.task_dependencies dep WHERE dep.depends_on = p_task_id ORDER BY dep.task_id LOOP
+    SELECT * INTO STRICT d FROM baton.tasks WHERE id = v_id;
+    v_all_verified := NOT EXISTS (
+      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id AND u.status <> 'verified'
+    );
+    IF d.status = 'blocked' AND v_all_verified THEN
       SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
         FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id;
       UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = d.id;
       PERFORM baton.append_event('task', d.id, 'released', p_verifier, d.claim_version, NULL,
         'all dependencies verified', jsonb_build_object('upstream_revisions', v_pins));
       v_released := v_released || d.id;
-    ELSIF d.status = 'verified' AND d.upstream_revisions ? t.key AND d.upstream_revisions->>t.key <> p_revision THEN
+    ELSIF d.status = 'verified' AND (d.upstream_revisions->>t.key) IS DISTINCT FROM p_revision THEN
       UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
       PERFORM baton.append_event('task', d.id, 'marked_stale', p_verifier, d.claim_version, NULL,
         format('%s was verified at %s; this task was verified against %s', t.key, p_revision, d.upstream_revisions->>t.key),
         jsonb_build_object('upstream', t.key, 'old_revision', d.upstream_revisions->>t.key, 'new_revision', p_revision));
+      PERFORM baton.propagate_stale(d.id, p_verifier);
+      d.status := 'stale';
+    END IF;
+    -- A stale dependent whose dependencies are now all verified (marked just now, or before through
+    -- this task or another) can be re-run: this verification is the one that wakes it.
+    IF d.status = 'stale' AND v_all_verified THEN
       v_staled := v_staled || d.id;
     END IF;
   END LOOP;
@@ -1543,6 +1605,28 @@ BEGIN
   PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
     coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
   RETURN true;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.rerun_stale_task(p_task_id text, p_actor text, p_reason text)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks;
+  v_policy text;
+BEGIN
+  t := baton.lock_task(p_task_id);
+  SELECT coalesce(g.spec->'policy'->>'onUpstreamChange', 'rerun') INTO STRICT v_policy FROM baton.graphs g WHERE g.id = t.graph_id;
+  -- Upstream tasks are read after this task's lock: a verification of one that is under way waits
+  -- for the lock, then finds this task stale and names it.
+  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.ready_or_blocked(p_task_id) = 'blocked' THEN
+    RETURN t.status;
+  END IF;
+  PERFORM baton.set_task_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
+  RETURN 'ready';
 END $function$
 ;
 
@@ -1691,6 +1775,18 @@ BEGIN
     jsonb_build_object('revision', p_artifact->>'revision'));
   RETURN r;
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.superseded_pins(p_task_id text)
+ RETURNS TABLE(upstream text, pinned text, verified text, upstream_status text)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT u.key, t.upstream_revisions->>u.key, u.verified_revision, u.status
+    FROM baton.tasks t JOIN baton.task_dependencies d ON d.task_id = t.id JOIN baton.tasks u ON u.id = d.depends_on
+   WHERE t.id = p_task_id AND (u.status = 'stale' OR (t.upstream_revisions->>u.key) IS DISTINCT FROM u.verified_revision)
+   ORDER BY u.key
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.take_claim(p_task_id text, p_owner text, p_lease_ms integer)
@@ -2047,6 +2143,8 @@ function baton.object_withdraw(text,text,bigint): {baton_owner=X/baton_owner,bat
 
 function baton.object_write(text,text,bigint,bigint,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
+function baton.propagate_stale(text,text): {baton_owner=X/baton_owner}
+
 function baton.read_events(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.read_graph(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
@@ -2079,6 +2177,8 @@ function baton.refuse_stale_write(text,text,bigint,text): {baton_owner=X/baton_o
 
 function baton.release_claim(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
+function baton.rerun_stale_task(text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
 function baton.set_task_status(text,text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.start_verification(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
@@ -2086,6 +2186,8 @@ function baton.start_verification(text,text): {baton_owner=X/baton_owner,baton_w
 function baton.submit_graph(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.submit_task(text,text,bigint,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.superseded_pins(text): {baton_owner=X/baton_owner}
 
 function baton.take_claim(text,text,integer): {baton_owner=X/baton_owner}
 

@@ -25,6 +25,9 @@ const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** What to do when verification rejects an artifact. */
 export type VerificationFailurePolicy = 'rerun' | 'fail';
 
+/** What to do with a task left stale because an upstream task moved to a new revision (T8). */
+export type UpstreamChangePolicy = 'rerun' | 'mark';
+
 export interface GraphPolicy {
   /** Runs allowed per task, counting reclaims and reruns. (Default: 3) */
   maxAttempts: number;
@@ -32,6 +35,12 @@ export interface GraphPolicy {
   onVerificationFailure: VerificationFailurePolicy;
   /** Owner silence that starts recovery, in ms. (Default: 10s) */
   heartbeatTimeoutMs: number;
+  /**
+   * When an upstream task is verified at a new revision, its dependents built on the old one are
+   * stale: run them again on the new revisions and verify them without a person (`rerun`), or
+   * leave them stale until `baton rerun` (`mark`). (Default: `rerun`)
+   */
+  onUpstreamChange: UpstreamChangePolicy;
 }
 
 export interface GraphTaskSpec {
@@ -58,7 +67,7 @@ const keysOf = <T>(keys: Record<keyof T, true>): readonly string[] => Object.key
 // The keys each level of a graph may have. Any other key is refused by name: a typo such as
 // `polcy:` must not pass silently and leave the defaults in force.
 const GRAPH_KEYS = keysOf<GraphSpec>({ id: true, repo: true, base: true, policy: true, tasks: true });
-const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true });
+const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true, onUpstreamChange: true });
 const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, dependsOn: true, description: true, run: true, verify: true, payload: true });
 const STEP_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true });
 
@@ -173,10 +182,15 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
   if (onVerificationFailure !== 'rerun' && onVerificationFailure !== 'fail') {
     problems.push(`policy.onVerificationFailure must be 'rerun' or 'fail', not ${describeValue(onVerificationFailure)}`);
   }
+  const onUpstreamChange = p.onUpstreamChange ?? 'rerun';
+  if (onUpstreamChange !== 'rerun' && onUpstreamChange !== 'mark') {
+    problems.push(`policy.onUpstreamChange must be 'rerun' or 'mark', not ${describeValue(onUpstreamChange)}`);
+  }
   return {
     maxAttempts: boundedInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
     onVerificationFailure: onVerificationFailure === 'fail' ? 'fail' : 'rerun',
     heartbeatTimeoutMs: boundedInt(p.heartbeatTimeoutMs, 'policy.heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
+    onUpstreamChange: onUpstreamChange === 'mark' ? 'mark' : 'rerun',
   };
 }
 

@@ -28,7 +28,7 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
  * The only status changes Postgres allows (a trigger refuses the rest): the rows of
- * baton.task_transitions (migration 0003), compared with this list by a test. A change here is
+ * baton.task_transitions (migrations 0003, 0008), compared with this list by a test. A change here is
  * a new migration.
  */
 export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> = [
@@ -48,6 +48,7 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
   ['verifying', 'verified'],
   ['verifying', 'rejected'],
   ['verifying', 'submitted'], // the verifier itself was lost; verify again
+  ['verifying', 'stale'], // passed, but on a pin its upstream task has since superseded (migration 0008)
   ['rejected', 'ready'], // retry policy: run again
   ['rejected', 'failed'],
   ['verified', 'stale'], // an upstream task was verified at a new revision

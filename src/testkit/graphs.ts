@@ -50,9 +50,9 @@ export function functionGraph(
 export async function insertGraph(
   db: Queryable,
   tasks: TaskDependencies,
-  options: { prefix?: string; actor?: string } = {},
+  options: { prefix?: string; actor?: string; policy?: Partial<GraphPolicy> } = {},
 ): Promise<string> {
   const id = uniqueGraphId(options.prefix ?? 'g');
-  await submitGraph(db, parseGraphSpec(functionGraph(id, tasks)), options.actor ?? 'testkit');
+  await submitGraph(db, parseGraphSpec(functionGraph(id, tasks, { policy: options.policy })), options.actor ?? 'testkit');
   return id;
 }

@@ -67,6 +67,7 @@ const graphArb = fc.integer({ min: 1, max: 6 }).chain((n) =>
         {
           maxAttempts: fc.integer({ min: MAX_ATTEMPTS_RANGE[0], max: MAX_ATTEMPTS_RANGE[1] }),
           onVerificationFailure: fc.constantFrom('rerun', 'fail'),
+          onUpstreamChange: fc.constantFrom('rerun', 'mark'),
           heartbeatTimeoutMs: fc.integer({ min: HEARTBEAT_TIMEOUT_MS_RANGE[0], max: HEARTBEAT_TIMEOUT_MS_RANGE[1] }),
         },
         { requiredKeys: [] },

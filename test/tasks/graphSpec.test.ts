@@ -19,7 +19,7 @@ const problems = (input: unknown) => refusal(input).message;
 describe('graph validation (T8)', () => {
   it('fills in defaults for a valid graph', () => {
     const graph = parseGraphSpec({ id: 'sdk', tasks: [task('a'), task('b', ['a'])] });
-    expect(graph).toMatchObject({ id: 'sdk', base: 'HEAD', policy: { maxAttempts: 3, onVerificationFailure: 'rerun', heartbeatTimeoutMs: 10_000 } });
+    expect(graph).toMatchObject({ id: 'sdk', base: 'HEAD', policy: { maxAttempts: 3, onVerificationFailure: 'rerun', heartbeatTimeoutMs: 10_000, onUpstreamChange: 'rerun' } });
     expect(graph.tasks.map((t) => [t.key, t.dependsOn])).toEqual([['a', []], ['b', ['a']]]);
   });
 
@@ -55,6 +55,8 @@ describe('graph validation (T8)', () => {
       'policy.maxAttempts must be an integer from 1 to 100',
     ]);
     expect(problems({ policy: { heartbeatTimeoutMs: 2 ** 31 }, tasks: [task('a')] })).toMatch(/heartbeatTimeoutMs must be an integer from 1000 to 3600000/);
+    expect(problems({ policy: { onUpstreamChange: 'ignore' }, tasks: [task('a')] })).toMatch(/policy.onUpstreamChange must be 'rerun' or 'mark', not "ignore"$/);
+    expect(parseGraphSpec({ policy: { onUpstreamChange: 'mark' }, tasks: [task('a')] }).policy.onUpstreamChange).toBe('mark');
     expect(problems('tasks: []')).toMatch(/a graph must be a mapping/);
     expect(problems({ tasks: [] })).toMatch(/tasks must be a non-empty list/);
   });

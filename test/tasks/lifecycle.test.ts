@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
+import type { TaskRow } from '../../src/tasks/types.js';
+import { taskWorkflowId } from '../../workflows/definitions.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const verifyCalls: string[] = [];
+/** Per task: the first run of a `gated` agent waits for this before it commits. */
+const gates = new Map<string, Promise<void>>();
 const runFailures = new Map<string, number>();
 /** How long a task may take to reach a status after a rerun. */
 const SETTLE_TIMEOUT_MS = 60_000;
@@ -13,6 +17,16 @@ const stack = useTaskStack({
     agentFunctions: {
       commit: async (ctx) => {
         await ctx.heartbeat({ step: 'working' });
+        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+      },
+      gated: async (ctx) => {
+        const gate = ctx.claim.claimVersion === 1 ? gates.get(ctx.claim.taskId) : undefined;
+        let open = false;
+        void gate?.then(() => (open = true));
+        while (gate && !open) {
+          await ctx.heartbeat({ step: 'waiting for the test' });
+          await Promise.race([gate, new Promise((r) => setTimeout(r, 500))]);
+        }
         return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
       },
       // An artifact the store refuses: no revision.
@@ -39,6 +53,18 @@ const stack = useTaskStack({
     },
   }),
 });
+
+/** Waits until the task `key` of graph `id` has `status` (and meets `also`), and returns it. */
+const settled = (id: string, key: string, status: string, also: (task: TaskRow) => boolean = () => true) =>
+  waitFor(
+    `${key} to be ${status}`,
+    async () => {
+      const task = await stack.client.task(`${id}/${key}`);
+      if (task.status !== status || !also(task)) throw new Error(`${key} is ${task.status} at claim version ${task.claimVersion}`);
+      return task;
+    },
+    { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 },
+  );
 
 describe('task lifecycle on real Temporal and Postgres', () => {
   it('runs a graph: the dependent is released only after both upstream tasks are verified, with revisions pinned', async () => {
@@ -72,12 +98,12 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     expect(released.id).toBeGreaterThan(Math.max(...lastUpstreamVerified));
   });
 
-  it('reruns an upstream task at a new revision, marks its verified dependent stale, and reruns that on the new pins', async () => {
+  it('with policy mark, reruns an upstream task at a new revision and leaves its verified dependent stale until an operator reruns it', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
     await stack.client.submitGraph(
       {
         id,
-        policy: { heartbeatTimeoutMs: 5_000 },
+        policy: { heartbeatTimeoutMs: 5_000, onUpstreamChange: 'mark' },
         tasks: [
           { key: 'up', run: { function: 'commit' }, verify: { function: 'pass' } },
           { key: 'down', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['up'] },
@@ -87,23 +113,71 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     );
     await stack.client.waitForGraph(id);
     await stack.client.rerunTask(`${id}/up`, 'operator', 'API v3');
-    const settled = (key: string, status: string) =>
-      waitFor(
-        `${key} to be ${status}`,
-        async () => {
-          const task = await stack.client.task(`${id}/${key}`);
-          if (task.status !== status) throw new Error(`${key} is ${task.status}`);
-          return task;
-        },
-        { timeoutMs: SETTLE_TIMEOUT_MS, intervalMs: 100 },
-      );
-    await settled('up', 'verified');
-    expect((await settled('down', 'stale')).upstreamRevisions).toEqual({ up: 'rev-up-1' });
+    // Once the rerun's workflow has ended, nothing else would move `down`.
+    expect(await stack.temporal.client.workflow.getHandle(taskWorkflowId(`${id}/up`)).result()).toMatchObject({ status: 'verified' });
+    expect(await stack.client.task(`${id}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'rev-up-1' } });
+    expect((await stack.client.events(`${id}/down`)).at(-1)).toMatchObject({ kind: 'marked_stale' });
     await stack.client.rerunTask(`${id}/down`, 'operator', 'rebuild on up v2');
-    const down = await settled('down', 'verified');
+    const down = await settled(id, 'down', 'verified');
     expect(down).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
     const kinds = (await stack.client.events(`${id}/down`)).map((e) => e.kind);
     expect(kinds.slice(-6)).toEqual(['marked_stale', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified']);
+  });
+
+  it('with policy rerun (the default), re-runs and re-verifies every stale dependent on the new pins, transitively, without a person', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id,
+        policy: { heartbeatTimeoutMs: 5_000 },
+        tasks: [
+          { key: 'up', run: { function: 'commit' }, verify: { function: 'pass' } },
+          { key: 'mid', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['up'] },
+          { key: 'down', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['mid'] },
+        ],
+      },
+      'test',
+    );
+    await stack.client.waitForGraph(id);
+    await stack.client.rerunTask(`${id}/up`, 'operator', 'API v3');
+    const down = await settled(id, 'down', 'verified', (t) => t.claimVersion === 2);
+    expect(down).toMatchObject({ upstreamRevisions: { mid: 'rev-mid-2' }, verifiedRevision: 'rev-down-2' });
+    expect(await stack.client.task(`${id}/mid`)).toMatchObject({ status: 'verified', upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-mid-2' });
+    const kinds = async (key: string) => (await stack.client.events(`${id}/${key}`)).map((e) => e.kind).slice(6);
+    expect(await kinds('mid')).toEqual(['marked_stale', 'rerun_after_stale', 'claimed', 'submitted', 'verification_started', 'verified']);
+    // down was made stale with mid (transitively), and re-run only once mid was verified again.
+    expect(await kinds('down')).toEqual(['marked_stale', 'rerun_after_stale', 'claimed', 'submitted', 'verification_started', 'verified']);
+    const events = await stack.client.events(id);
+    const at = (key: string, kind: string) => events.filter((e) => e.subjectId === `${id}/${key}` && e.kind === kind).at(-1)!.id;
+    expect(at('down', 'rerun_after_stale')).toBeGreaterThan(at('mid', 'verified'));
+  });
+
+  it('never verifies a dependent that was running when its upstream task was verified at a new revision: it is re-run on the new pin', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    let openGate = () => {};
+    gates.set(`${id}/down`, new Promise<void>((resolve) => (openGate = resolve)));
+    await stack.client.submitGraph(
+      {
+        id,
+        policy: { heartbeatTimeoutMs: 5_000 },
+        tasks: [
+          { key: 'up', run: { function: 'commit' }, verify: { function: 'pass' } },
+          { key: 'down', run: { function: 'gated' }, verify: { function: 'pass' }, dependsOn: ['up'] },
+        ],
+      },
+      'test',
+    );
+    await settled(id, 'down', 'running');
+    await stack.client.rerunTask(`${id}/up`, 'operator', 'API v3');
+    await settled(id, 'up', 'verified', (t) => t.verifiedRevision === 'rev-up-2');
+    openGate(); // down's first run now submits, built on rev-up-1
+    expect((await stack.client.waitForGraph(id)).verified).toContain(`${id}/down`);
+    expect(await stack.client.task(`${id}/down`)).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
+    const events = await stack.client.events(`${id}/down`);
+    expect(events.map((e) => e.kind).slice(2)).toEqual([
+      'claimed', 'submitted', 'verification_started', 'marked_stale', 'rerun_after_stale', 'claimed', 'submitted', 'verification_started', 'verified',
+    ]);
+    expect(events.find((e) => e.kind === 'marked_stale')!.reason).toBe('revision rev-down-1 passed on superseded pins: up is verified at rev-up-2, not rev-up-1');
   });
 
   it('gives the claim back when a run fails under the agent, and lets Temporal run it again', async () => {

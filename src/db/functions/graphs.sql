@@ -55,6 +55,28 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.set_task_status TO baton_worker, baton_client;
 
+-- T8: the graph's policy for a stale task (policy.onUpstreamChange). `rerun` sends it round again on
+-- its upstream tasks' current verified revisions once they are all verified; until then it stays
+-- stale, and the verification that completes them names it to be woken (record_verification's
+-- `staled`). `mark` leaves it stale until an operator reruns it. Returns its status afterwards.
+CREATE FUNCTION baton.rerun_stale_task(p_task_id text, p_actor text, p_reason text) RETURNS text LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  t baton.tasks;
+  v_policy text;
+BEGIN
+  t := baton.lock_task(p_task_id);
+  SELECT coalesce(g.spec->'policy'->>'onUpstreamChange', 'rerun') INTO STRICT v_policy FROM baton.graphs g WHERE g.id = t.graph_id;
+  -- Upstream tasks are read after this task's lock: a verification of one that is under way waits
+  -- for the lock, then finds this task stale and names it.
+  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.ready_or_blocked(p_task_id) = 'blocked' THEN
+    RETURN t.status;
+  END IF;
+  PERFORM baton.set_task_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
+  RETURN 'ready';
+END $$;
+GRANT EXECUTE ON FUNCTION baton.rerun_stale_task TO baton_worker;
+
 -- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
 -- else blocked), dependencies and one 'created' event per task.
 CREATE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)

@@ -13,16 +13,23 @@ export interface VerificationRecord {
 }
 
 export interface VerificationOutcome {
-  status: 'verified' | 'rejected';
+  /** `stale`: it passed, but on a pin its upstream task has since superseded; the task is not verified. */
+  status: 'verified' | 'rejected' | 'stale';
   /** Dependents that became ready, with this task's revision pinned. */
   released: string[];
-  /** Dependents verified against an older revision of this task, now stale. */
+  /**
+   * Stale dependents whose dependencies are now all verified (those verified against an older
+   * revision of this task are stale from now on): the `rerun` policy runs them again.
+   */
   staled: string[];
 }
 
-/** T7, T8: records the verification; on success, verifies the task and releases its dependents, atomically. */
+/**
+ * T7, T8: records the verification; on a pass, verifies the task and releases its dependents,
+ * atomically, unless one of its pins was superseded meanwhile: then the task is stale instead.
+ */
 export async function recordVerification(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
-  const [row] = await callStore<{ status: 'verified' | 'rejected'; released: string[]; staled: string[] }>(db, 'record_verification', [
+  const [row] = await callStore<VerificationOutcome>(db, 'record_verification', [
     v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail,
   ]);
   return { status: row!.status, released: row!.released, staled: row!.staled };

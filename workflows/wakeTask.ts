@@ -1,0 +1,40 @@
+// Waking a task's lifecycle workflow from another workflow (T8): after a verification, the
+// dependents it released or left stale must be looked at again, whether their workflow still runs
+// (it is signalled) or ended long ago (a new one is started).
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import type { GraphPolicy } from '../src/tasks/graphSpec.js';
+import { recheckTaskSignal, taskWorkflowId } from './definitions.js';
+import type { taskWorkflow } from './taskWorkflow.js';
+
+/** Rounds of start-then-signal for a workflow that keeps ending between the two before giving up. */
+const WAKE_ROUNDS = 5;
+
+/**
+ * Makes the workflow of `taskId` look at its task now: starts one (outliving this workflow, and
+ * itself waking what it releases) when none runs, else signals the one that does. The woken
+ * workflow decides from the task's row in Postgres, so a wake that was not needed costs one read.
+ */
+export async function wakeTask(taskId: string, policy: GraphPolicy): Promise<void> {
+  const workflowId = taskWorkflowId(taskId);
+  for (let round = 1; round <= WAKE_ROUNDS; round++) {
+    try {
+      await startChild<typeof taskWorkflow>('taskWorkflow', {
+        workflowId,
+        taskQueue: workflowInfo().taskQueue,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [{ taskId, dependsOn: [], policy, wakeDependents: true }],
+      });
+      return;
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    try {
+      await getExternalWorkflowHandle(workflowId).signal(recheckTaskSignal);
+      return;
+    } catch {
+      // It ended between the start and the signal: start it again.
+    }
+  }
+  log.warn('could not wake the workflow of a task', { taskId, rounds: WAKE_ROUNDS });
+}
