@@ -33,7 +33,12 @@ export function spawnWithOutsideNetwork(slirp4netns: string, argv: string[], opt
   const info = child.stdio[SANDBOX_INFO_FD] as NodeJS.ReadableStream;
   const block = child.stdio[SANDBOX_BLOCK_FD] as NodeJS.WritableStream;
   let slirp: ChildProcess | undefined;
+  let failed = false;
   const fail = (reason: string) => {
+    // Once: a second 'error' would find no listener and throw in the worker.
+    if (failed) return;
+    failed = true;
+    clearTimeout(timer);
     void killAgentProcesses({ pgid: child.pid });
     slirp?.kill('SIGKILL');
     child.emit('error', new AgentIsolationUnavailableError(`the agent's outside network could not be set up: ${reason}`));

@@ -11,6 +11,8 @@ import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
 import { git } from '../../src/runners/git.js';
 import { AgentIsolationUnavailableError } from '../../src/runners/isolationErrors.js';
+import { openAgentWorkspace } from '../../src/runners/agentWorkspace.js';
+import { runShell } from '../../src/runners/processes.js';
 import { AgentFailedError, type RunContext } from '../../src/runners/types.js';
 import { isolateOwner } from '../../src/tasks/isolateOwner.js';
 import { createBatonWorker } from '../../src/worker.js';
@@ -254,6 +256,25 @@ describe('stopping an isolated agent', () => {
     const weakened = await verify(createCommandVerifier({ workDir: `${workDir}-weak` }));
     expect(weakened.exitCode).toBe(7);
     expect(weakened.outputTail).toContain(FILE_CANARY);
+  });
+});
+
+describe('the outside network when slirp4netns fails under a run', () => {
+  requireIsolationHost({ root: true, bubblewrap: true, slirp4netns: true });
+  it('kills the sandbox before its command runs and fails the run once, with the reason', async () => {
+    const isolation = await resolveAgentIsolation({ network: 'outside' });
+    const workspace = await openAgentWorkspace(isolation, []);
+    try {
+      await mkdir(workspace.checkout);
+      await workspace.handOver();
+      // A slirp4netns that exits at once: the command must never start, not even without a network.
+      const confinement = { ...workspace.confinement, slirp4netns: '/bin/false' };
+      const run = runShell('echo ran > ran.txt', { cwd: workspace.checkout, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, signal: new AbortController().signal, confinement });
+      await expect(run).rejects.toThrow(/outside network could not be set up: slirp4netns exited 1/);
+      expect(await stat(path.join(workspace.checkout, 'ran.txt')).then(() => true, () => false)).toBe(false);
+    } finally {
+      await workspace.close();
+    }
   });
 });
 
