@@ -5,7 +5,7 @@ import type { Queryable } from './db/queryable.js';
 import { selectEvents } from './db/sql/selectEvents.js';
 import { selectGraph } from './db/sql/selectGraph.js';
 import { setTaskStatus } from './db/sql/setTaskStatus.js';
-import { InvalidInputError } from './errors.js';
+import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { selectGraphTasks, selectTask } from './db/sql/selectTasks.js';
 import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
@@ -48,17 +48,27 @@ export function createBatonClient(options: BatonClientOptions) {
       });
   };
   // Postgres first: from then on the owner's heartbeats and submit are refused, whatever Temporal does.
+  // Each task's workflow is cancelled as soon as its row is, so a failure later leaves no half-cancelled task.
   const cancelTasks = async (tasks: TaskRow[], actor: string, reason: string): Promise<CancelOutcome> => {
     const outcome: CancelOutcome = { cancelled: [], left: [] };
     for (const task of tasks) {
-      if (!CANCELLABLE.includes(task.status)) {
-        outcome.left.push({ taskId: task.id, status: task.status });
+      const status = CANCELLABLE.includes(task.status)
+        ? await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason }).then(
+            () => undefined,
+            // It moved on since it was read (say, to verifying): it is left as it is now.
+            async (error: unknown) => {
+              if (!(error instanceof IllegalTransitionError)) throw error;
+              return (await selectTask(db, task.id)).status;
+            },
+          )
+        : task.status;
+      if (status) {
+        outcome.left.push({ taskId: task.id, status });
         continue;
       }
-      await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason });
       outcome.cancelled.push(task.id);
+      await cancelWorkflow(taskWorkflowId(task.id));
     }
-    for (const taskId of outcome.cancelled) await cancelWorkflow(taskWorkflowId(taskId));
     return outcome;
   };
   return {

@@ -53,7 +53,8 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
   const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
   const lanes = Math.max(1, Math.min(options.lanes ?? 1, options.trials));
   const repo = await createScriptedRepo();
-  const tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, done: 0, violations: [] as string[], recoveryMs: [] as number[] };
+  const tally: Tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, violations: [], recoveryMs: [] };
+  let done = 0;
   const fleets: WorkerFleet[] = [];
   try {
     for (let lane = 0; lane < lanes; lane++) fleets.push(await startWorkerFleet({ name: `drill${lane}`, env: options.workerEnv, size: 2 }));
@@ -65,8 +66,8 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
         for (let trial = next++; trial < options.trials; trial = next++) {
           const silence = SILENCES[trial % SILENCES.length]!;
           await runTrial({ ...options, client, fleet, repo, silence, heartbeatTimeoutMs, trialDeadlineMs }, tally);
-          tally.done++;
-          log(`D2 trial ${tally.done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
+          done++;
+          log(`D2 trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
         }
       }),
     );
@@ -106,10 +107,17 @@ interface Trial {
   trialDeadlineMs: number;
 }
 
-async function runTrial(
-  trial: Trial,
-  tally: { recovered: number; orphans: number; lateWrites: number; refusedLateWrites: number; violations: string[]; recoveryMs: number[] },
-): Promise<void> {
+/** What the trials found, added up across lanes. */
+interface Tally {
+  recovered: number;
+  orphans: number;
+  lateWrites: number;
+  refusedLateWrites: number;
+  violations: string[];
+  recoveryMs: number[];
+}
+
+async function runTrial(trial: Trial, tally: Tally): Promise<void> {
   const { pool, client, fleet, silence } = trial;
   const deadline = Date.now() + trial.trialDeadlineMs;
   const midRun = silence !== 'killed after its claim';
@@ -179,29 +187,33 @@ async function runTrial(
   }
 }
 
-/** How long a resumed frozen owner is given to try its late writes before it is replaced. */
-const RESUMED_GRACE_MS = 3_000;
+/** How long a resumed frozen owner is watched for its first late write before it is replaced. */
+const RESUMED_WATCH_MS = 10_000;
 
 /**
- * Resumes a frozen owner once its task is settled, lets it try what it had left to do for a
- * while, then replaces it. Every event it records after its resumption must be a refusal.
+ * Resumes a frozen owner once its task is settled, waits until it tries a late write (or a while,
+ * for an owner that had nothing left to write), then replaces it. Every event it records after its
+ * resumption must be a refusal.
  */
-async function resumeFrozen(
-  trial: Trial,
-  victim: WorkerProcess,
-  taskId: string,
-  tally: { lateWrites: number; refusedLateWrites: number; violations: string[] },
-): Promise<void> {
+async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string, tally: Tally): Promise<void> {
   const { rows } = await trial.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  const late = async () => (await selectEvents(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
   victim.child.kill('SIGCONT');
-  await new Promise((resolve) => setTimeout(resolve, RESUMED_GRACE_MS));
+  await waitFor(
+    'a late write of the resumed owner',
+    async () => {
+      if (!(await late()).length) throw new Error('none yet');
+    },
+    { timeoutMs: RESUMED_WATCH_MS, intervalMs: 100 },
+  ).catch(() => undefined);
   await trial.fleet.killAndReplace(victim);
-  const late = (await selectEvents(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
-  const landed = late.filter((e) => e.kind !== 'stale_write_refused');
-  tally.refusedLateWrites += late.length - landed.length;
+  const events = await late();
+  const landed = events.filter((e) => e.kind !== 'stale_write_refused');
+  tally.refusedLateWrites += events.length - landed.length;
   tally.lateWrites += landed.length;
   for (const e of landed) tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
 }
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

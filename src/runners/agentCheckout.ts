@@ -91,9 +91,10 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
         return fetchAgentCommit({
           repo,
           checkout: workspace.checkout,
-          confinement: workspace.confinement,
+          confinement: workspace.offline,
           env: workspace.env({ PATH: process.env.PATH ?? '/usr/bin:/bin' }),
           branch,
+          unchanged: baseRevision,
           known: [baseCommit, ...upstream.map(([, revision]) => revision)],
           bundleFile: path.join(bundles, `${randomUUID()}.bundle`),
         });

@@ -7,7 +7,7 @@ import { batonHome } from '../config.js';
 import { killAgentProcesses } from '../tasks/isolateOwner.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './agentUids.js';
-import { bubblewrapPrefix, type SandboxFile, type SandboxMount } from './bubblewrap.js';
+import { bubblewrapPrefix, type AgentNetwork, type SandboxFile, type SandboxMount } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
 import type { Confinement } from './processes.js';
 import { SLIRP_NAMESERVER } from './sandboxNetwork.js';
@@ -37,6 +37,8 @@ export interface AgentWorkspace {
   user?: { uid: number; gid: number };
   /** How the command is started: as `user`, in the sandbox, with no_new_privs. */
   confinement: Confinement;
+  /** The same confinement with no network, for what the worker runs in the folder as the agent (git). */
+  offline: Confinement;
   /** The agent's environment: `base` with its own HOME, TMPDIR and user name, and nothing naming the worker's folders. */
   env(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   /** Gives the folder to the run's user; objects the clone shares with the repository (hard links) stay read-only. */
@@ -69,20 +71,23 @@ export async function openAgentWorkspace(isolation: AgentIsolation, hide: string
       files.push({ source: path.join(dir, 'resolv.conf'), at: '/etc/resolv.conf' });
       await writeFile(files[0]!.source, `nameserver ${SLIRP_NAMESERVER}\n`, { mode: 0o644 });
     }
-    const confinement: Confinement = {
+    const mounts = isolation.bubblewrap ? await sandboxMounts(isolation, dir, hide) : [];
+    const confine = (network: AgentNetwork): Confinement => ({
       ...(user ? { user } : {}),
-      ...(isolation.slirp4netns ? { slirp4netns: isolation.slirp4netns } : {}),
+      ...(network === 'outside' && isolation.slirp4netns ? { slirp4netns: isolation.slirp4netns } : {}),
       prefix: isolation.bubblewrap
-        ? bubblewrapPrefix(isolation.bubblewrap, { network: isolation.network, cwd: checkout, mounts: await sandboxMounts(isolation, dir, hide), files })
+        ? bubblewrapPrefix(isolation.bubblewrap, { network, cwd: checkout, mounts, files })
         : isolation.setpriv
           ? [isolation.setpriv, '--no-new-privs', '--']
           : [],
-    };
+    });
     return {
       dir,
       checkout,
       ...(user ? { user } : {}),
-      confinement,
+      confinement: confine(isolation.network),
+      // The worker's own git steps in the folder need no network: no slirp4netns for them.
+      offline: confine(isolation.bubblewrap ? 'none' : isolation.network),
       env: (base) => {
         const env: NodeJS.ProcessEnv = {};
         // XDG_* and npm_config_* name the worker's own folders, which the agent cannot (and must not) use.

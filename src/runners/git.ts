@@ -59,6 +59,8 @@ export async function fetchAgentCommit(options: {
   confinement: Confinement;
   env: NodeJS.ProcessEnv;
   branch: string;
+  /** The checkout's HEAD before the agent ran (a merge of the upstream revisions, made in the clone): nothing committed. */
+  unchanged: string;
   /** Revisions the repository has (the base and the merged upstream revisions). */
   known: string[];
   /** Where the bundle is written: a folder only the worker can reach. */
@@ -68,7 +70,7 @@ export async function fetchAgentCommit(options: {
   const env = { ...options.env, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' };
   const asAgent = (args: string[], stdout?: number) => runConfined(confinement, ['git', '-C', checkout, ...args], { cwd: checkout, env, timeoutMs: COLLECT_TIMEOUT_MS, stdout });
   const head = (await asAgent(['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
-  if (options.known.includes(head)) return undefined;
+  if (head === options.unchanged || options.known.includes(head)) return undefined;
   const file = await open(options.bundleFile, 'w', 0o600);
   try {
     await asAgent(['bundle', 'create', '--quiet', '-', 'HEAD', ...options.known.map((r) => `^${r}`)], file.fd);

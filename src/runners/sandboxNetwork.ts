@@ -81,10 +81,14 @@ export function spawnWithOutsideNetwork(slirp4netns: string, argv: string[], opt
     attach(pid).catch((error: Error) => fail(error.message));
   });
   // Its namespace lives on as long as slirp4netns holds its interface: it is stopped with the sandbox.
-  child.once('exit', () => {
+  // A spawn that failed emits 'error' and 'close' but no 'exit': nothing is left to report then.
+  const ended = () => {
+    failed = true;
     clearTimeout(timer);
     slirp?.kill('SIGTERM');
-  });
+  };
+  child.once('exit', ended);
+  child.once('close', ended);
   // A sandbox that dies first closes its ends: nothing to report there, the exit says it all.
   block.on('error', () => undefined);
   return child;

@@ -48,6 +48,9 @@ describe('the fault proxy (test kit)', () => {
     proxy.setMode({ kind: 'blackhole' });
     socket.write('d');
     expect(proxy.openConnections()).toBe(1);
+    // Something must not arrive: only a wait can show it. 'd' went out a round trip's worth ago.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(state.received).toBe('abc');
     proxy.setMode({ kind: 'pass' });
     await until('d after the heal', () => state.received === 'abcd');
     socket.destroy();

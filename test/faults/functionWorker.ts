@@ -48,7 +48,10 @@ export async function spawnFunctionWorker(options: FunctionWorkerOptions, env: R
   });
   const watched = watchChild(child);
   const startClock = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${options.identity} did not start within ${START_TIMEOUT_MS} ms:\n${watched.output()}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // nobody holds it to stop it later
+      reject(new Error(`worker ${options.identity} did not start within ${START_TIMEOUT_MS} ms:\n${watched.output()}`));
+    }, START_TIMEOUT_MS);
     const onData = () => {
       const match = READY_LINE.exec(watched.output());
       if (match) {

@@ -110,52 +110,56 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   });
   const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));
   victimRun.catch(() => undefined);
-  await waitFor(
-    'the victim agent',
-    async () => {
-      if (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) throw new Error(`not started yet: ${victimLines.join('\n')}`);
-    },
-    { timeoutMs: 60_000, intervalMs: 50 },
-  );
-  const victimDir = victimLines.find((l) => l.startsWith('VICTIM_DIR '))!.slice('VICTIM_DIR '.length);
-
-  const inputs = {
-    WORKER_PID: process.pid,
-    VICTIM_DIR: victimDir,
-    VICTIM_PID: victimPid,
-    VICTIM_BRANCH: `baton/${config.graphId}/victim/v1`,
-    BATON_HOME_DIR: config.home,
-    WORK_DIR: config.workDir,
-    REPO: config.repo,
-    OUTSIDE_DIR: config.outside,
-    TCP_PORT: (tcp.address() as net.AddressInfo).port,
-    OUTSIDE_HOST: outsideHost,
-    OUTSIDE_PORT: (outside.address() as net.AddressInfo).port,
-    BATON_SRC,
-    ...(config.store && {
-      STORE_HOST: config.store.host,
-      STORE_PORT: config.store.port,
-      STORE_DB: config.store.database,
-      STORE_TASK: config.store.taskId,
-      STORE_CLAIM: config.store.claimVersion,
-      STORE_REVISION: config.store.revision,
-      STORE_OBJECT: config.store.object,
-      STORE_ACTOR: config.store.actor,
-    }),
-  };
-  const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
   const hostileLines: string[] = [];
   const report: HarnessReport = { attacks: {}, victimTokenSha: '', victimToolCalls };
+  // Whatever fails on the way, the victim is stopped and the listeners closed.
   try {
-    const artifact = await runner.run(context(claimOf(config.graphId, 'hostile', command), hostileLines, () => undefined, new AbortController().signal));
-    report.hostileRevision = artifact.revision;
-  } catch (error) {
-    report.hostileError = (error as Error).message;
+    await waitFor(
+      'the victim agent',
+      async () => {
+        if (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) throw new Error(`not started yet: ${victimLines.join('\n')}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
+    const victimDir = victimLines.find((l) => l.startsWith('VICTIM_DIR '))!.slice('VICTIM_DIR '.length);
+
+    const inputs = {
+      WORKER_PID: process.pid,
+      VICTIM_DIR: victimDir,
+      VICTIM_PID: victimPid,
+      VICTIM_BRANCH: `baton/${config.graphId}/victim/v1`,
+      BATON_HOME_DIR: config.home,
+      WORK_DIR: config.workDir,
+      REPO: config.repo,
+      OUTSIDE_DIR: config.outside,
+      TCP_PORT: (tcp.address() as net.AddressInfo).port,
+      OUTSIDE_HOST: outsideHost,
+      OUTSIDE_PORT: (outside.address() as net.AddressInfo).port,
+      BATON_SRC,
+      ...(config.store && {
+        STORE_HOST: config.store.host,
+        STORE_PORT: config.store.port,
+        STORE_DB: config.store.database,
+        STORE_TASK: config.store.taskId,
+        STORE_CLAIM: config.store.claimVersion,
+        STORE_REVISION: config.store.revision,
+        STORE_OBJECT: config.store.object,
+        STORE_ACTOR: config.store.actor,
+      }),
+    };
+    const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
+    try {
+      const artifact = await runner.run(context(claimOf(config.graphId, 'hostile', command), hostileLines, () => undefined, new AbortController().signal));
+      report.hostileRevision = artifact.revision;
+    } catch (error) {
+      report.hostileError = (error as Error).message;
+    }
+  } finally {
+    victimAbort.abort(new Error('the test is over'));
+    await victimRun.catch(() => undefined);
+    tcp.close();
+    outside.close();
   }
-  victimAbort.abort(new Error('the test is over'));
-  await victimRun.catch(() => undefined);
-  tcp.close();
-  outside.close();
   for (const line of hostileLines) {
     const match = /^ATTACK (\S+) (succeeded|blocked) ?(.*)$/.exec(line);
     if (match) report.attacks[match[1]!] = { outcome: match[2] as 'succeeded' | 'blocked', evidence: match[3]! };

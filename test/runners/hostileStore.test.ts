@@ -4,40 +4,21 @@
 // home, the repository, baton's tree and .baton, the old literal passwords, trust and peer) and,
 // with one that logs in, forges a verification of a submitted task, disables the event log's
 // append-only trigger, sets the task verified and deletes the event log.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { insertTask } from '../helpers/tasks.js';
 import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
+import { runHarness, useHostileScene, workerFolders } from './hostileScene.js';
 import { requireIsolationHost } from './isolationHost.js';
-
-const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
 
 const STORE_ATTACKS = ['store_login', 'store_forge_verification', 'store_act_as_other', 'store_disable_trigger', 'store_update_task', 'store_delete_events'] as const;
 /** A shared object another agent created and holds: the hostile agent tries to act as that agent on it. */
 const VICTIM_OBJECT = 'shared-plan';
 const VICTIM_ACTOR = 'victim-agent';
 
-let scratch: string;
-let repo: string;
-
-beforeAll(async () => {
-  scratch = await mkdtemp(path.join(tmpdir(), 'baton-hostile-store-'));
-  await chmod(scratch, 0o755);
-  repo = await createScriptedRepo();
-  await chmod(repo, 0o755);
-});
-
-afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
-  await rm(repo, { recursive: true, force: true });
-});
+const scene = useHostileScene('hostile-store');
 
 /** Everything an attack could change: the task, its events, the whole log's size, the trigger. */
 async function storeState(db: TestDatabase, taskId: string) {
@@ -83,20 +64,14 @@ async function attackStore(isolation: HarnessConfig['isolation'], credential: (d
     expect(before.task[0]).toMatchObject({ status: 'submitted' });
     expect(before.trigger).toEqual(['O']);
     const url = new URL(db.url);
-    const home = path.join(scratch, `home-${randomUUID().slice(0, 8)}`);
-    await mkdir(home, { mode: 0o755 });
-    await writeFile(path.join(home, 'canary-secret'), 'x', { mode: 0o600 });
-    const outside = path.join(scratch, `outside-${randomUUID().slice(0, 8)}`);
-    await mkdir(outside, { mode: 0o755 });
+    const folders = await workerFolders(scene.scratch, 'x');
     // An agent root of its own: a `user: worker` run makes the shared default root 0700
     // (src/runners/agentWorkspace.ts), which would lock out per-run agents of another test file.
-    const agents = path.join(scratch, `agents-${randomUUID().slice(0, 8)}`);
+    const agents = path.join(scene.scratch, `agents-${randomUUID().slice(0, 8)}`);
     const config: HarnessConfig = {
       isolation: isolation === 'off' ? 'off' : { ...isolation, root: agents },
-      repo,
-      home,
-      workDir: path.join(home, 'work'),
-      outside,
+      repo: scene.repo,
+      ...folders,
       graphId: `store-${randomUUID().slice(0, 8)}`,
       store: {
         host: url.hostname,
@@ -110,18 +85,11 @@ async function attackStore(isolation: HarnessConfig['isolation'], credential: (d
       },
     };
     // The worker's environment: the test's own, minus every Postgres credential, plus the one given.
-    const env: NodeJS.ProcessEnv = { ...process.env, BATON_HOME: home, DATABASE_URL: await credential(db) };
+    const env: NodeJS.ProcessEnv = { ...process.env, BATON_HOME: folders.home, DATABASE_URL: await credential(db) };
     for (const key of Object.keys(env)) if (/^PG[A-Z]*$/.test(key)) delete env[key];
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), HARNESS, JSON.stringify(config)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-    expect(code, stderr).toBe(0);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as HarnessReport;
+    const { report, pid } = await runHarness(config, env);
     const after = await storeState(db, task.id);
-    return { report, before, after, adminUser: decodeURIComponent(url.username), harnessPid: child.pid! };
+    return { report, before, after, adminUser: decodeURIComponent(url.username), harnessPid: pid };
   } finally {
     await db.drop();
   }

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../src/runners/agentIsolation.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
@@ -17,55 +16,22 @@ import { AgentFailedError, type RunContext } from '../../src/runners/types.js';
 import { isolateOwner } from '../../src/tasks/isolateOwner.js';
 import { createBatonWorker } from '../../src/worker.js';
 import type { Claim } from '../../src/tasks/types.js';
-import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
+import { runHarness, useHostileScene, workerFolders } from './hostileScene.js';
 import { requireIsolationHost } from './isolationHost.js';
 
-const HARNESS = fileURLToPath(new URL('./hostileHarness.ts', import.meta.url));
 /** What the worker holds that no agent may learn: in its environment, and in a file of the baton home. */
 const WORKER_CANARY = `worker-env-${randomUUID()}`;
 const FILE_CANARY = `baton-home-${randomUUID()}`;
 
-let scratch: string;
-let repo: string;
-
-beforeAll(async () => {
-  scratch = await mkdtemp(path.join(tmpdir(), 'baton-isolation-'));
-  await chmod(scratch, 0o755);
-  repo = await createScriptedRepo();
-  // A repository other users may read, as a project checkout usually is: what keeps agents from
-  // its branches must then be write permission, not a folder they cannot enter.
-  await chmod(repo, 0o755);
-});
-
-afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
-  await rm(repo, { recursive: true, force: true });
-});
-
-/** A fresh baton home (with the canary file, 0600, the worker's) and work folder, per run. */
-async function workerFolders(): Promise<{ home: string; workDir: string; outside: string }> {
-  const home = path.join(scratch, `home-${randomUUID().slice(0, 8)}`);
-  await mkdir(home, { mode: 0o755 });
-  await writeFile(path.join(home, 'canary-secret'), FILE_CANARY, { mode: 0o600 });
-  const outside = path.join(scratch, `outside-${randomUUID().slice(0, 8)}`);
-  await mkdir(outside, { mode: 0o755 });
-  return { home, workDir: path.join(home, 'work'), outside };
-}
+const scene = useHostileScene('isolation');
 
 /** Runs the victim and the hostile agent in a worker-like process of their own (hostileHarness.ts). */
 async function attack(isolation: HarnessConfig['isolation']): Promise<HarnessReport & { wrote: string[] }> {
-  const folders = await workerFolders();
+  const { repo } = scene;
+  const folders = await workerFolders(scene.scratch, FILE_CANARY);
   const config: HarnessConfig = { isolation, repo, ...folders, graphId: `iso-${randomUUID().slice(0, 8)}` };
-  const env = { ...process.env, BATON_HOME: folders.home, BATON_TEST_CANARY: WORKER_CANARY };
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), HARNESS, JSON.stringify(config)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  expect(code, stderr).toBe(0);
-  const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as HarnessReport;
+  const { report } = await runHarness(config, { ...process.env, BATON_HOME: folders.home, BATON_TEST_CANARY: WORKER_CANARY });
   // Whatever the agent believes it wrote, these are the files that exist outside its checkout.
   const wrote: string[] = [];
   for (const dir of [folders.home, folders.workDir, folders.outside, path.join(repo, '.git')]) {
@@ -100,7 +66,7 @@ describe('S4: a hostile command agent under the defaults of a root worker (per-r
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
     expect(report.hostileError).toBeUndefined();
-    expect(await git(repo, ['show', `${report.hostileRevision}:hostile.txt`])).toBe('done');
+    expect(await git(scene.repo, ['show', `${report.hostileRevision}:hostile.txt`])).toBe('done');
     expect(report.hostileUid).toBeGreaterThanOrEqual(1_000);
     expect(report.victimUid).toBeGreaterThanOrEqual(1_000);
     expect(report.hostileUid).not.toBe(report.victimUid);
@@ -125,7 +91,7 @@ describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-net
     expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'blocked', own_tool_call: 'succeeded' });
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
-    expect(await git(repo, ['show', `${report.hostileRevision}:own-call.json`])).toContain('"own-step"');
+    expect(await git(scene.repo, ['show', `${report.hostileRevision}:own-call.json`])).toContain('"own-step"');
   });
 
   it("keeps a worker's own user apart too (bubblewrap, as a non-root worker gets it; the host network)", async () => {
@@ -172,12 +138,12 @@ async function processesOf(uid: number): Promise<number[]> {
 const LINGERING_AGENT = 'sleep 300 & setsid sleep 301 & echo READY; sleep 302';
 
 async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
-  const { workDir } = await workerFolders();
+  const { workDir } = await workerFolders(scene.scratch, FILE_CANARY);
   const runner = createCommandRunner({ workDir, isolation, heartbeatIntervalMs: 200 });
   const claim = claimFor(LINGERING_AGENT);
   let pid: number | undefined;
   const lines: string[] = [];
-  const ctx: RunContext = { claim, repo, base: 'main', signal, log: (l) => lines.push(l), heartbeat: async (p) => void (pid = p.pid as number) };
+  const ctx: RunContext = { claim, repo: scene.repo, base: 'main', signal, log: (l) => lines.push(l), heartbeat: async (p) => void (pid = p.pid as number) };
   const run = runner.run(ctx);
   run.catch(() => undefined);
   await waitFor('the agent to start', async () => {
@@ -223,7 +189,7 @@ describe('stopping an isolated agent', () => {
 
   it("clears what a crashed worker's agent left (its processes, its folder) before its uid serves another run", async () => {
     const uid = 1_950_000_000 + Math.floor(Math.random() * 1_000_000);
-    const agents = path.join(scratch, `agents-${randomUUID().slice(0, 8)}`);
+    const agents = path.join(scene.scratch, `agents-${randomUUID().slice(0, 8)}`);
     const single = await resolveAgentIsolation({ sandbox: 'none', root: agents, uids: { first: uid, count: 1 } });
     const leftover = path.join(agents, `${uid}-0123456789abcdef`);
     await mkdir(leftover, { recursive: true, mode: 0o700 });
@@ -231,23 +197,23 @@ describe('stopping an isolated agent', () => {
     const orphan = spawn('sleep', ['300'], { uid, gid: uid, cwd: '/', detached: true, stdio: 'ignore' });
     orphan.unref();
     expect(await processesOf(uid)).toEqual([orphan.pid]);
-    const { workDir } = await workerFolders();
+    const { workDir } = await workerFolders(scene.scratch, FILE_CANARY);
     const runner = createCommandRunner({ workDir, isolation: single });
     const claim = claimFor('ls ..; echo ok > ok.txt && git add ok.txt && git -c user.name=a -c user.email=a@b commit -qm ok');
     const lines: string[] = [];
-    const artifact = await runner.run({ claim, repo, base: 'main', signal: new AbortController().signal, log: (l) => lines.push(l), heartbeat: async () => {} });
-    expect(await git(repo, ['show', `${artifact.revision}:ok.txt`])).toBe('ok');
+    const artifact = await runner.run({ claim, repo: scene.repo, base: 'main', signal: new AbortController().signal, log: (l) => lines.push(l), heartbeat: async () => {} });
+    expect(await git(scene.repo, ['show', `${artifact.revision}:ok.txt`])).toBe('ok');
     expect(lines.join('\n')).not.toContain('0123456789abcdef');
     expect(await readdir(agents)).toEqual([]);
     expect(await processesOf(uid)).toEqual([]);
   });
 
   it('the verify command runs isolated too: it cannot read the baton home, and its result is its own', async () => {
-    const { home, workDir } = await workerFolders();
-    const revision = await git(repo, ['rev-parse', 'main']);
+    const { home, workDir } = await workerFolders(scene.scratch, FILE_CANARY);
+    const revision = await git(scene.repo, ['rev-parse', 'main']);
     const command = `cat ${JSON.stringify(path.join(home, 'canary-secret'))} && exit 7; id -u; test -f README.md`;
     const verify = (v: ReturnType<typeof createCommandVerifier>) =>
-      v.verify({ taskId: 'g/t', repo, artifact: { revision, baseRevision: revision, testCommand: command, agentResult: { exitCode: 0, outputDigest: 'x' } }, verify: { command }, heartbeat: () => {}, signal: new AbortController().signal });
+      v.verify({ taskId: 'g/t', repo: scene.repo, artifact: { revision, baseRevision: revision, testCommand: command, agentResult: { exitCode: 0, outputDigest: 'x' } }, verify: { command }, heartbeat: () => {}, signal: new AbortController().signal });
     const isolated = await verify(createCommandVerifier({ workDir, isolation }));
     expect(isolated.exitCode, isolated.outputTail).toBe(0);
     expect(isolated.outputTail).toMatch(/canary-secret: Permission denied/);
@@ -256,6 +222,24 @@ describe('stopping an isolated agent', () => {
     const weakened = await verify(createCommandVerifier({ workDir: `${workDir}-weak` }));
     expect(weakened.exitCode).toBe(7);
     expect(weakened.outputTail).toContain(FILE_CANARY);
+  });
+});
+
+describe('an isolated agent that commits nothing on merged upstream revisions', () => {
+  requireIsolationHost({ root: true });
+  it('fails as having committed nothing (its HEAD is the merge made for it, not its work)', async () => {
+    // Two upstream revisions that do not fast-forward into one another: the clone gets a merge commit.
+    const upstream: Record<string, string> = {};
+    for (const key of ['up1', 'up2']) {
+      const revision = await git(scene.repo, ['commit-tree', 'main^{tree}', '-p', 'main', '-m', key]);
+      await git(scene.repo, ['update-ref', `refs/heads/test-${key}-${randomUUID().slice(0, 8)}`, revision]);
+      upstream[key] = revision;
+    }
+    const { workDir } = await workerFolders(scene.scratch, FILE_CANARY);
+    const runner = createCommandRunner({ workDir, isolation: await resolveAgentIsolation({ sandbox: 'none' }) });
+    const claim = { ...claimFor('echo looked around'), upstreamRevisions: upstream };
+    const run = runner.run({ claim, repo: scene.repo, base: 'main', signal: new AbortController().signal, log: () => {}, heartbeat: async () => {} });
+    await expect(run).rejects.toThrow(/committed nothing/);
   });
 });
 
