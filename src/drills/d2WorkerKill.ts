@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
@@ -177,7 +177,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     }
     tally.recovered++;
     const agentPid = reclaim.details.agentPid;
-    if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && isAlive(agentPid)) {
+    if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && (await isAlive(agentPid))) {
       tally.orphans++;
       tally.violations.push(`${taskId}: the silent owner's agent (pid ${agentPid}) still runs after recovery`);
     }
@@ -214,12 +214,12 @@ async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string,
   for (const e of landed) tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Whether `pid` still runs. A zombie does not: an agent killed while its worker was frozen stays
+ * one until the worker (or, once it is gone, init) reaps it.
+ */
+async function isAlive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // The state follows the command name, which is in parentheses and may itself hold spaces.
+  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }
-
