@@ -203,7 +203,8 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
     return {};
   }
   checkKeys(step, STEP_KEYS, problems, at, `${name}.`);
-  if ((step.command === undefined) === (step.function === undefined)) problems.push(exactlyOne);
+  // null counts as absent, as text() reads it: `function: null` must not pass for a named function.
+  if ((step.command == null) === (step.function == null)) problems.push(exactlyOne);
   const command = text(step.command, `${at}: ${name}.command`, problems, { max: 10_000 });
   const fn = text(step.function, `${at}: ${name}.function`, problems);
   return { ...(command === undefined ? {} : { command }), ...(fn === undefined ? {} : { function: fn }) };

@@ -30,6 +30,11 @@ describe('graph validation (T8)', () => {
     expect(message).toMatch(/task 'c': depends on itself/);
   });
 
+  it('reads a null command or function as absent: a step must still name exactly one (found by fuzzing)', () => {
+    expect(problems({ tasks: [{ key: 'a', run: { function: null }, verify: { command: 'true' } }] })).toMatch(/task 'a': run must name exactly one of command or function/);
+    expect(parseGraphSpec({ tasks: [{ key: 'a', run: { command: null, function: 'f' }, verify: { function: 'v' } }] }).tasks[0]!.spec.run).toEqual({ function: 'f' });
+  });
+
   it('shows the cycle', () => {
     expect(problems({ tasks: [task('a', ['c']), task('b', ['a']), task('c', ['b'])] })).toMatch(/dependency cycle: a -> c -> b -> a/);
     expect(findCycle([{ key: 'x', dependsOn: [] }])).toBeUndefined();
