@@ -78,9 +78,25 @@ export async function callObjectFunction(
   call: { key: string; actor: string; operation: string },
   args: readonly unknown[] = [],
 ): Promise<ObjectOutcomeRow> {
-  const row = (await callStore<ObjectOutcomeRow>(db, fn, [call.key, call.actor, ...args]))[0]!;
+  return checkedOutcome((await callStore<ObjectOutcomeRow>(db, fn, [call.key, call.actor, ...args]))[0]!, call);
+}
+
+/** The row of a call the store accepted; a refusal (already recorded as an event) is thrown as its typed error. */
+export function checkedOutcome(row: ObjectOutcomeRow, call: { key: string; actor: string; operation: string }): ObjectOutcomeRow {
   if (!row.ok) {
     throw refusalError({ ...call, refusal: row.refusal!, reason: row.reason ?? row.refusal!, state: toObjectState(row) });
   }
   return row;
+}
+
+/** An outcome row that came back as JSON (through `baton.agent_call`): its times become Dates again. */
+export function outcomeFromJson(json: Record<string, unknown>): ObjectOutcomeRow {
+  const at = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+  return {
+    ...(json as ObjectOutcomeRow),
+    holder_since: at(json.holder_since),
+    holder_heartbeat_at: at(json.holder_heartbeat_at),
+    offered_at: at(json.offered_at),
+    at: at(json.at)!,
+  };
 }

@@ -1,0 +1,57 @@
+// The agent API's one way into the store: `baton.agent_call(secret, operation, args)`
+// (src/db/functions/tokens.sql), which authenticates the token and acts as its identity. This
+// module turns its reply into a result or baton's typed error; it never names an actor.
+import { createHash } from 'node:crypto';
+import type { Queryable } from '../db/queryable.js';
+import { callStoreValue } from '../db/storeCall.js';
+import { StaleClaimError } from '../errors.js';
+import { checkedOutcome, outcomeFromJson, toObjectSnapshot, toObjectState } from '../objects/objectOutcome.js';
+import { ForbiddenError, UnauthenticatedError } from './errors.js';
+import type { OperationName } from './operations.js';
+
+interface AgentCallReply {
+  ok: boolean;
+  refusal?: string;
+  reason?: string;
+  identity?: string;
+  taskId?: string;
+  claimVersion?: number;
+  task?: { status: string; owner: string | null; claimVersion: number };
+  object?: Record<string, unknown>;
+  result?: unknown;
+}
+
+const UNAUTHENTICATED = new Set(['unauthenticated', 'revoked', 'expired']);
+
+/** The SHA-256 the store keeps of a token's secret, as hex. */
+export function secretSha256(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/**
+ * Performs `operation` with the token `secret` through the store, and returns its result: object
+ * operations return the object's state (its content too for `object.read`), the rest what the
+ * store answered. A refusal is thrown as UnauthenticatedError, ForbiddenError, StaleClaimError
+ * or the object store's refusal errors, each already recorded as an event.
+ */
+export async function callAgentStore(db: Queryable, secret: string, operation: OperationName, args: Record<string, unknown>): Promise<unknown> {
+  const reply = await callStoreValue<AgentCallReply>(db, 'agent_call', [secret, operation, JSON.stringify(args)]);
+  if (!reply.ok) {
+    const reason = reply.reason ?? reply.refusal ?? 'refused';
+    if (reply.refusal === 'stale_claim') {
+      throw new StaleClaimError(reply.taskId!, reply.identity!, Number(reply.claimVersion), operation, {
+        status: reply.task!.status,
+        owner: reply.task!.owner,
+        claimVersion: Number(reply.task!.claimVersion),
+      });
+    }
+    if (UNAUTHENTICATED.has(reply.refusal ?? '')) throw new UnauthenticatedError(reply.refusal!, reason);
+    throw new ForbiddenError(reply.refusal ?? 'forbidden', reason);
+  }
+  if (!reply.object) return reply.result ?? null;
+  const row = checkedOutcome(outcomeFromJson(reply.object), { key: String(args.key), actor: reply.identity!, operation: operation.slice('object.'.length) });
+  if (operation === 'object.log') return reply.result;
+  if (operation === 'object.read') return toObjectSnapshot(row);
+  if (operation === 'object.suggest') return { suggestionId: Number(row.suggestion_id), state: toObjectState(row) };
+  return toObjectState(row);
+}

@@ -1,0 +1,45 @@
+import { BatonError } from '../errors.js';
+
+/** Thrown when a call's token is missing, unknown, revoked or expired; the refusal is recorded. */
+export class UnauthenticatedError extends BatonError {
+  override readonly name = 'UnauthenticatedError';
+  readonly code = 'unauthenticated';
+  constructor(readonly refusal: string, readonly detail: string) {
+    super(detail);
+  }
+}
+
+/**
+ * Thrown when a valid token may not make the call: it lacks the scope, or the operation needs a
+ * run token. The refusal is recorded against the token's identity.
+ */
+export class ForbiddenError extends BatonError {
+  override readonly name = 'ForbiddenError';
+  readonly code = 'forbidden';
+  constructor(readonly refusal: string, readonly detail: string) {
+    super(detail);
+  }
+}
+
+/** Thrown when a request body is larger than the server reads; nothing was done. */
+export class RequestTooLargeError extends BatonError {
+  override readonly name = 'RequestTooLargeError';
+  readonly code = 'request_too_large';
+  constructor(readonly limitBytes: number) {
+    super(`the request body is larger than ${limitBytes} bytes`);
+  }
+}
+
+/** Thrown when a token makes calls faster than the server allows; try again after `retryAfterMs`. */
+export class RateLimitedError extends BatonError {
+  override readonly name = 'RateLimitedError';
+  readonly code = 'rate_limited';
+  override readonly retryable = true;
+  constructor(readonly retryAfterMs: number) {
+    super(`too many calls with this token: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
+  }
+
+  override get details(): Record<string, unknown> {
+    return { retryAfterMs: this.retryAfterMs };
+  }
+}

@@ -1,0 +1,151 @@
+// The agent API's operations (SPEC U3, U7): one table, served over HTTP (`POST /v1/<name>`), over
+// MCP (one tool per operation) and by the `baton` command. Each input schema is declared once here
+// and is used to validate HTTP bodies and MCP arguments and to write the OpenAPI document. No
+// operation has a field that names the actor: the actor is the token's identity (SPEC T5), and
+// every schema is strict, so a request that tries to name one is refused, not ignored.
+import { z } from 'zod';
+import {
+  ACTOR_MAX_CHARS,
+  CONTENT_MAX_BYTES,
+  CONTENT_REF_MAX_CHARS,
+  NOTE_MAX_CHARS,
+  OBJECT_ACCESS_LEVELS,
+  OBJECT_KEY_PATTERN,
+  SILENCE_TIMEOUT_MS_MAX,
+} from '../objects/types.js';
+import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
+
+/** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
+export type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
+
+/** The scopes a token can be given; `admin` includes every other. */
+export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'admin'] as const;
+export type TokenScope = (typeof TOKEN_SCOPES)[number];
+
+/** Scopes a token gets unless told otherwise. */
+export const TOKEN_SCOPES_DEFAULT: readonly TokenScope[] = ['read', 'notes', 'objects'];
+
+/** Longest a `pool.claim` waits for work. */
+export const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
+
+/** Every string Postgres must store exactly as given; JSON values are checked the same way, keys included. */
+const str = () => z.string().refine(isStorableText, UNSTORABLE_TEXT);
+const json = z.unknown().refine((v) => isStorableText(JSON.stringify(v ?? null)), `a string in it ${UNSTORABLE_TEXT}`);
+
+const key = str().regex(OBJECT_KEY_PATTERN, 'object keys are 1 to 200 letters, digits or ._/:@+- and start with a letter or digit');
+const counter = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const note = str().min(1).max(NOTE_MAX_CHARS);
+const identity = str().min(1).max(ACTOR_MAX_CHARS);
+const content = str().refine((s) => Buffer.byteLength(s, 'utf8') <= CONTENT_MAX_BYTES, `content is at most ${CONTENT_MAX_BYTES} bytes`);
+const contentRef = str().min(1).max(CONTENT_REF_MAX_CHARS);
+const taskId = str().min(1).max(200);
+
+/** Exactly one of content and contentRef. */
+function withContent<T extends z.ZodRawShape>(shape: T) {
+  return z
+    .strictObject({ ...shape, content: content.optional(), contentRef: contentRef.optional() })
+    .refine((v) => {
+      const given = v as { content?: unknown; contentRef?: unknown };
+      return (given.content === undefined) !== (given.contentRef === undefined);
+    }, 'give exactly one of content and contentRef');
+}
+
+export interface Operation {
+  scope: OperationScope;
+  description: string;
+  input: z.ZodType;
+}
+
+const op = (scope: OperationScope, description: string, input: z.ZodType): Operation => ({ scope, description, input });
+
+/** Every operation of the agent API, by name. */
+export const OPERATIONS = {
+  whoami: op('read', "The token's identity, scopes, expiry, and the claim it is bound to, if any.", z.strictObject({})),
+  context: op(
+    'run',
+    "Your task: its description, payload and verification, where to work (repo, base), the claim version, the pinned upstream revisions with their notes, and the task's own notes.",
+    z.strictObject({}),
+  ),
+  heartbeat: op(
+    'run',
+    'Tell baton you are alive and, optionally, how far you are. A pooled run must beat more often than its heartbeat timeout or the task is recovered and your later calls are refused.',
+    z.strictObject({ progress: z.record(z.string(), json).optional() }),
+  ),
+  submit: op(
+    'run',
+    'Submit the commit you pushed as the work of a pooled run (fenced on your claim). Someone other than you verifies it before dependent tasks start.',
+    z.strictObject({ revision: str().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, 'a full git commit id (40 or 64 lowercase hex digits)') }),
+  ),
+  'tool.call': op(
+    'run',
+    'An external side effect through the worker\'s tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.',
+    z.strictObject({ tool: str().min(1).max(100), step: str().min(1).max(100), params: json.optional() }),
+  ),
+  'note.add': op(
+    'notes',
+    "Add a note to a task's discussion (a run token: its own task). A note never claims or releases anything.",
+    z.strictObject({ text: str().min(1).max(10_000), taskId: taskId.optional() }),
+  ),
+  'notes.list': op('read', "A task's notes, oldest first (a run token: its own task unless taskId says otherwise).", z.strictObject({ taskId: taskId.optional() })),
+  'pool.claim': op(
+    'submit',
+    'Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task\'s context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.',
+    z.strictObject({ pool: str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'pool names are 1 to 63 lowercase letters, digits, _ or -'), waitSeconds: z.number().int().min(0).max(POOL_CLAIM_WAIT_SECONDS_MAX).optional() }),
+  ),
+  'object.create': op(
+    'objects',
+    'Create a shared object; you get write access and administer its grants.',
+    z
+      .strictObject({
+        key,
+        content: content.optional(),
+        contentRef: contentRef.optional(),
+        silenceTimeoutMs: z.number().int().min(1).max(SILENCE_TIMEOUT_MS_MAX).optional(),
+        defaultAccess: z.enum(OBJECT_ACCESS_LEVELS).optional(),
+      })
+      .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef'),
+  ),
+  'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", z.strictObject({ key, grantee: identity, access: z.enum(OBJECT_ACCESS_LEVELS) })),
+  'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', z.strictObject({ key })),
+  'object.read': op('read', 'The content and its version; records that you read this version.', z.strictObject({ key })),
+  'object.check': op('read', 'Refused unless the version you last read is current: call it just before an irreversible step.', z.strictObject({ key })),
+  'object.log': op(
+    'read',
+    "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.",
+    z.strictObject({ key, afterSeq: z.number().int().nonnegative().max(2 ** 31 - 1).optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+  ),
+  'object.take': op('objects', 'Take the single-writer role now, from whoever holds it; returns your fencing token.', z.strictObject({ key, reason: note.optional() })),
+  'object.write': op('objects', 'Compare-and-swap write naming the version you read and your token.', withContent({ key, version: counter, token: counter })),
+  'object.heartbeat': op('objects', 'Tell the store you, the holder, are alive.', z.strictObject({ key, token: counter })),
+  'object.release': op('objects', 'Give the role up.', z.strictObject({ key, token: counter, reason: note.optional() })),
+  'object.offer': op(
+    'objects',
+    'Offer the role to a successor at a version; your writes are refused while the offer is open. It reserves nothing: a third party may still take the object.',
+    z.strictObject({ key, token: counter, version: counter, successor: identity }),
+  ),
+  'object.accept': op('objects', 'Accept the offer made to you at the version offered, and become the holder.', z.strictObject({ key, version: counter })),
+  'object.decline': op('objects', 'Decline the offer made to you.', z.strictObject({ key, reason: note.optional() })),
+  'object.withdraw': op('objects', 'Withdraw your open offer.', z.strictObject({ key, token: counter })),
+  'object.suggest': op('objects', 'Propose new content based on a version; the holder decides.', withContent({ key, baseVersion: counter, note: note.optional() })),
+  'object.approve': op('objects', 'Apply a suggestion made on the current version (holder only).', z.strictObject({ key, token: counter, suggestionId: counter })),
+} as const satisfies Record<string, Operation>;
+
+export type OperationName = keyof typeof OPERATIONS;
+
+export function isOperationName(name: string): name is OperationName {
+  return Object.hasOwn(OPERATIONS, name);
+}
+
+/** One line per problem, each naming where it is; an unexpected field is called out as such. */
+export function describeInputProblems(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const where = issue.path.length ? issue.path.join('.') : 'input';
+      if (issue.code === 'unrecognized_keys') {
+        const named = issue.keys.join(', ');
+        return `unexpected field(s) ${named}${issue.keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ': the actor is always the token\'s identity' : ''}`;
+      }
+      return `${where}: ${issue.message}`;
+    })
+    .join('; ');
+}

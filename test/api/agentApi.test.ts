@@ -1,0 +1,181 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { describe, expect, it } from 'vitest';
+import { mcpToolName } from '../../src/api/agentApi.js';
+import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
+import { revokeToken } from '../../src/api/tokens.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { uniqueObjectKey } from '../helpers/objects.js';
+import { call, tokenFor, useAgentServer } from './helpers.js';
+
+const db = useTestDatabase();
+const api = useAgentServer(() => db);
+
+/** An MCP client of the SDK, over Streamable HTTP, with `secret` as its bearer token. */
+async function mcpClient(secret: string) {
+  const client = new Client({ name: 'baton-test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+  const use = async (operation: OperationName, input: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name: mcpToolName(operation), arguments: input })) as { isError?: boolean; content: { text: string }[] };
+    const body = JSON.parse(result.content[0]!.text);
+    if (result.isError) throw Object.assign(new Error(body.detail), body);
+    return body;
+  };
+  return { client, use };
+}
+
+async function events(subjectKind: string, subjectId: string) {
+  const { rows } = await db.pool.query(
+    'SELECT kind, actor, reason, details FROM baton.events WHERE subject_kind = $1 AND subject_id = $2 ORDER BY subject_seq',
+    [subjectKind, subjectId],
+  );
+  return rows as { kind: string; actor: string; reason: string | null; details: Record<string, unknown> }[];
+}
+
+describe('the agent API over MCP and HTTP', () => {
+  it('lists its operations as MCP tools and runs a handoff whose actors all come from the tokens', async () => {
+    const [a, b, c] = await Promise.all(['agent-a', 'agent-b', 'agent-c'].map((who) => tokenFor(db, who)));
+    const key = uniqueObjectKey('plans/release.md');
+    const A = await mcpClient(a!.secret);
+    const B = await mcpClient(b!.secret);
+    const C = await mcpClient(c!.secret);
+    try {
+      const { tools } = await A.client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(Object.keys(OPERATIONS).map((o) => mcpToolName(o as OperationName)).sort());
+      expect(await A.use('whoami')).toMatchObject({ identity: 'agent-a', scopes: ['notes', 'objects', 'read'] });
+
+      await A.use('object.create', { key, content: 'plan v1' });
+      await A.use('object.grant', { key, grantee: 'agent-b', access: 'write' });
+      await A.use('object.grant', { key, grantee: 'agent-c', access: 'write' });
+      const taken = await A.use('object.take', { key, reason: 'drafting' });
+      expect(taken.holder).toBe('agent-a');
+      const written = await A.use('object.write', { key, version: 1, token: taken.token, content: 'plan v2' });
+      const offered = await A.use('object.offer', { key, token: written.token, version: written.version, successor: 'agent-b' });
+      expect(offered.offer).toMatchObject({ to: 'agent-b', version: 2 });
+      // While the offer is open, the giver's writes are refused (O5).
+      await expect(A.use('object.write', { key, version: 2, token: written.token, content: 'late' })).rejects.toMatchObject({ code: 'handoff_pending' });
+      const accepted = await B.use('object.accept', { key, version: 2 });
+      expect(accepted.holder).toBe('agent-b');
+      expect((await B.use('object.read', { key })).content).toBe('plan v2');
+
+      // B offers to A again; C overtakes the open offer by taking the role.
+      await B.use('object.offer', { key, token: accepted.token, version: 2, successor: 'agent-a' });
+      const overtaken = await C.use('object.take', { key, reason: 'urgent fix' });
+      expect(overtaken).toMatchObject({ holder: 'agent-c', offer: null });
+
+      const log = (await C.use('object.log', { key })) as { kind: string; actor: string }[];
+      expect(log.map((e) => `${e.kind}:${e.actor}`)).toEqual([
+        'created:agent-a',
+        'granted:agent-a',
+        'granted:agent-a',
+        'taken:agent-a',
+        'written:agent-a',
+        'offered:agent-a',
+        'handoff_pending_refused:agent-a',
+        'accepted:agent-b',
+        'offered:agent-b',
+        'overtaken:agent-c',
+        'taken_over:agent-c',
+      ]);
+    } finally {
+      await Promise.all([A.client.close(), B.client.close(), C.client.close()]);
+    }
+  });
+
+  it('never lets token A act as B: no field, header or parameter changes the actor, and each attempt is refused', async () => {
+    const a = await tokenFor(db, 'mallory');
+    const key = uniqueObjectKey('victim/config');
+    const victim = await tokenFor(db, 'victim');
+    expect((await call(api.url, victim.secret, 'object.create', { key, content: 'v1' })).status).toBe(200);
+    const before = await events('object', key);
+
+    for (const field of ['actor', 'as', 'owner', 'identity', 'user']) {
+      const attempt = await call(api.url, a.secret, 'object.take', { key, [field]: 'victim' });
+      expect(attempt.status, field).toBe(400);
+      expect(attempt.body).toMatchObject({ code: 'invalid_input' });
+      expect(attempt.body.detail).toMatch(new RegExp(`unexpected field\\(s\\) ${field}: the actor is always the token's identity`));
+    }
+    // Headers and query parameters that name someone are not read at all: the call is made as mallory.
+    const disguised = await fetch(`${api.url}/v1/object.grant?actor=victim&as=victim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json', 'x-baton-actor': 'victim', 'x-forwarded-user': 'victim' },
+      body: JSON.stringify({ key, grantee: 'mallory', access: 'write' }),
+    });
+    expect(disguised.status).toBe(403);
+    expect(((await disguised.json()) as { detail: string }).detail).toMatch(/grant of .* by mallory refused: only victim, who created/);
+    // Two bearer tokens in one header are no token at all.
+    const doubled = await call(api.url, undefined, 'whoami', {}, { authorization: `Bearer ${a.secret} ${victim.secret}` });
+    expect(doubled.status).toBe(401);
+
+    const after = await events('object', key);
+    expect(after.slice(before.length).map((e) => `${e.kind}:${e.actor}`)).toEqual(['permission_refused:mallory']);
+    const { rows: grants } = await db.pool.query('SELECT actor FROM baton.object_permissions WHERE object_key = $1', [key]);
+    expect(grants.map((g) => g.actor)).toEqual(['victim']);
+  });
+
+  it('refuses a revoked or expired token, a token without the scope, and a run operation without a run token, recording each', async () => {
+    const reader = await tokenFor(db, 'reader-1', ['read']);
+    const revoked = await tokenFor(db, 'revoked-1');
+    const expiring = await tokenFor(db, 'expiring-1', ['read'], 300);
+    const client = await db.login('baton_client');
+    await revokeToken(client.pool, { id: revoked.token.id, actor: 'operator', reason: 'laptop lost' });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+
+    const noScope = await call(api.url, reader.secret, 'object.create', { key: uniqueObjectKey('scoped') });
+    expect(noScope).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'scope' } });
+    expect(noScope.body.detail).toMatch(/has scope read; object.create needs objects/);
+    const notRun = await call(api.url, reader.secret, 'context');
+    expect(notRun).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'not_a_run' } });
+    const gone = await call(api.url, revoked.secret, 'whoami');
+    expect(gone).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'revoked' } });
+    expect(gone.body.detail).toMatch(/revoked at .* by operator: laptop lost/);
+    const old = await call(api.url, expiring.secret, 'whoami');
+    expect(old).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'expired' } });
+    const forged = await call(api.url, `${reader.secret.slice(0, -2)}xx`, 'whoami');
+    expect(forged).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'unauthenticated' } });
+
+    const refusals = (who: string) => events('agent', who).then((es) => es.filter((e) => e.kind === 'api_refused').map((e) => e.details.refusal));
+    expect(await refusals('reader-1')).toEqual(['scope', 'not_a_run']);
+    expect(await refusals('revoked-1')).toEqual(['revoked']);
+    expect(await refusals('expiring-1')).toEqual(['expired']);
+    expect(await refusals('anonymous')).toContain('unauthenticated');
+  });
+
+  it('answers bad input with a specific 4xx problem and changes nothing', async () => {
+    const t = await tokenFor(db, 'careless');
+    const key = uniqueObjectKey('bad/input');
+    const count = async () => Number((await db.pool.query('SELECT count(*) FROM baton.events')).rows[0].count);
+    const before = await count();
+    const cases: [string, unknown, number, RegExp][] = [
+      ['object.create', '{"key": ', 400, /the body is not JSON/],
+      ['object.create', { key, content: 'x'.repeat(5 * 1024 * 1024) }, 413, /larger than 4194304 bytes/],
+      ['object.frobnicate', {}, 404, /no operation "object.frobnicate"; the operations are whoami, context/],
+      ['object.write', { key, version: '1', token: 1, content: 'x' }, 400, /version: Invalid input: expected number, received string/],
+      ['object.write', { key, version: 1, token: 1 }, 400, /give exactly one of content and contentRef/],
+      ['object.create', { key: '../etc/passwd' }, 400, /key: object keys are 1 to 200/],
+      ['note.add', { text: 'a\u0000b', taskId: 'x' }, 400, /NUL character/],
+      ['object.create', [1, 2], 400, /expected object, received array/],
+    ];
+    for (const [operation, body, status, detail] of cases) {
+      const reply = await call(api.url, t.secret, operation, body);
+      expect(reply.status, operation).toBe(status);
+      expect(reply.contentType).toBe('application/problem+json');
+      expect(reply.body.detail).toMatch(detail);
+    }
+    const missing = await call(api.url, undefined, 'whoami');
+    expect(missing).toMatchObject({ status: 401, body: { code: 'unauthenticated' } });
+    expect(missing.body.detail).toMatch(/Authorization: Bearer <token> header is required/);
+    expect((await fetch(`${api.url}/v1/whoami`)).status).toBe(405);
+    expect((await fetch(`${api.url}/nowhere`, { method: 'POST' })).status).toBe(404);
+    expect(await count()).toBe(before);
+    expect((await db.pool.query('SELECT 1 FROM baton.objects WHERE key = $1', [key])).rowCount).toBe(0);
+  });
+
+  it('serves an OpenAPI document of every operation, from the same schemas', async () => {
+    const doc = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, any> };
+    expect(Object.keys(doc.paths).sort()).toEqual(Object.keys(OPERATIONS).map((o) => `/v1/${o}`).sort());
+    const write = doc.paths['/v1/object.write'].post.requestBody.content['application/json'].schema;
+    expect(write.required).toEqual(['key', 'version', 'token']);
+    expect(write.additionalProperties).toBe(false);
+  });
+});
