@@ -33,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
  */
 function withToolAccess(runner: Runner, gateway: ToolGateway, identity: string): Runner {
   return {
+    ...runner,
     run: (ctx) =>
       runner.run({
         ...ctx,

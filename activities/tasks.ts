@@ -1,8 +1,11 @@
 import { Context } from '@temporalio/activity';
+import { createAgentApi, newTokenSecret } from '../src/api/agentApi.js';
+import { secretSha256 } from '../src/api/agentStore.js';
 import type { Queryable } from '../src/db/queryable.js';
 import { claimTask as claimTaskSql } from '../src/db/sql/claimTask.js';
 import { failAttempt } from '../src/db/sql/failAttempt.js';
 import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
+import { issueRunToken } from '../src/db/sql/poolRuns.js';
 import { recordVerification } from '../src/db/sql/recordVerification.js';
 import { releaseClaim } from '../src/db/sql/releaseClaim.js';
 import { rerunStaleTask } from '../src/db/sql/rerunStaleTask.js';
@@ -120,14 +123,23 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       // extend the lease in Postgres.
       const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
       beat();
-      const keepAlive = setInterval(() => beat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
+      const runner = deps.runnerFor(claim.spec);
+      const keepAlive = runner.relaysHeartbeats ? undefined : setInterval(() => beat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
         const graph = await selectGraphSource(db, claim.graphId);
-        const artifact = await deps.runnerFor(claim.spec).run({
+        const artifact = await runner.run({
           claim,
           ...graph,
           signal: ctx.cancellationSignal,
           log: () => {},
+          heartbeatTimeoutMs: input.heartbeatTimeoutMs,
+          openAgentApi: async (run) => {
+            const token = newTokenSecret();
+            const agent = claim.spec.run.agent ?? claim.taskId;
+            await issueRunToken(db, fence, agent, secretSha256(token));
+            const api = createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } });
+            return { api, token, identity: agent };
+          },
           heartbeat: async (progress) => {
             beat(progress);
             try {

@@ -159,6 +159,9 @@ class MethodNotAllowedError extends BatonError {
 
 /** RFC 9457 problem details: a stable `code`, a specific `detail`, and what the caller needs to act. */
 export function problemOf(error: unknown): { type: string; title: string; status: number; code: string; detail: string; [extra: string]: unknown } {
+  // A problem that came from another endpoint (`baton mcp` relaying a run's) is passed on as it came.
+  const relayed = (error as { problem?: ReturnType<typeof problemOf> } | null)?.problem;
+  if (relayed && typeof relayed.code === 'string') return relayed;
   const status = error instanceof MethodNotAllowedError ? 405 : error instanceof RequestTooLargeError ? 413 : errorResponse(error).httpStatus;
   const code = error instanceof BatonError ? error.code : 'internal';
   const name = error instanceof Error ? error.name : 'Error';

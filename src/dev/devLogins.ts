@@ -12,6 +12,7 @@ import { generateSecret, readSecretFile, SecretFileUnreadableError, writeSecretF
 export const DEV_LOGINS = {
   worker: { login: 'baton_dev_worker', group: 'baton_worker' },
   client: { login: 'baton_dev_client', group: 'baton_client' },
+  agent: { login: 'baton_dev_agent', group: 'baton_agent' },
 } as const satisfies Record<string, { login: string; group: GroupRole }>;
 
 export type DevComponent = keyof typeof DEV_LOGINS;

@@ -85,7 +85,7 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
       ...isolatedParts(workspace),
       baseRevision,
       shimDir,
-      socketPath: path.join(workspace.dir, 'tool.sock'),
+      socketPath: path.join(workspace.dir, 'baton.sock'),
       commit: async () => {
         await mkdir(bundles, { recursive: true, mode: 0o700 });
         return fetchAgentCommit({

@@ -1,9 +1,10 @@
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
-import { startToolEndpoint, type ToolEndpoint } from '../tools/agentEndpoint.js';
+import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer, type AgentServer } from '../api/agentServer.js';
 import { openRunCheckout, protectWorkerFiles, type AgentCheckout } from './agentCheckout.js';
+import { git } from './git.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
@@ -27,10 +28,11 @@ export interface CommandRunnerOptions {
  * T10: starts the task's agent command in a per-task checkout (on a branch from the graph's
  * base with the pinned upstream revisions merged in), streams its output to the task's log,
  * heartbeats with progress, kills it on cancellation, and turns its commit into the artifact.
- * When the worker has tools, the agent gets a local endpoint bound to its claim (BATON_TOOL_URL,
- * BATON_TOOL_TOKEN) and `baton` on its PATH for `baton tool call`; never database credentials.
- * Isolated (S2), the agent runs under a uid of its own and/or in a sandbox, in a private clone,
- * and reaches the endpoint through a Unix socket in its folder (BATON_TOOL_SOCKET).
+ * The agent gets the agent API on an endpoint of its run (BATON_URL) with a token bound to its
+ * claim (BATON_TOKEN), `baton` on its PATH (`baton tool call`, `baton api`, `baton mcp`), and a
+ * ready `.mcp.json` for MCP clients; never database credentials. Isolated (S2), the agent runs
+ * under a uid of its own and/or in a sandbox, in a private clone, and reaches the endpoint through
+ * a Unix socket in its folder (BATON_SOCKET).
  */
 export function createCommandRunner(options: CommandRunnerOptions): Runner {
   const workDirReady = protectWorkerFiles(options.workDir, options.isolation);
@@ -48,11 +50,12 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
 
       const checkout = await openRunCheckout({ isolation: options.isolation, workDir: options.workDir, repo: ctx.repo, base: ctx.base, claim });
       try {
-        const tools = ctx.callTool ? await agentToolAccess(ctx.callTool, checkout) : undefined;
+        let agentProgress: Record<string, unknown> | undefined;
+        const access = ctx.openAgentApi ? await agentAccess(ctx, checkout, (progress) => (agentProgress = progress)) : undefined;
         let lastLine = '';
         let lines = 0;
         let pid: number | undefined;
-        const beat = async () => ctx.heartbeat({ host: hostname(), pid, lines, lastLine: lastLine.slice(0, 200) });
+        const beat = async () => ctx.heartbeat({ host: hostname(), pid, lines, lastLine: lastLine.slice(0, 200), ...(agentProgress ? { agent: agentProgress } : {}) });
         const agentAbort = new AbortController();
         const onCancel = () => agentAbort.abort(ctx.signal.reason);
         ctx.signal.addEventListener('abort', onCancel, { once: true });
@@ -75,7 +78,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
                 BATON_CLAIM: `${claim.taskId}@${claim.claimVersion}`,
                 BATON_CLAIM_VERSION: String(claim.claimVersion),
                 BATON_UPSTREAM_REVISIONS: JSON.stringify(claim.upstreamRevisions),
-                ...tools?.env,
+                ...access?.env,
               }),
             ),
             onStart: (p) => {
@@ -109,7 +112,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         } finally {
           clearInterval(timer);
           ctx.signal.removeEventListener('abort', onCancel);
-          await tools?.endpoint.close();
+          await access?.server.close();
         }
       } finally {
         await checkout.close();
@@ -118,8 +121,40 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
   };
 }
 
-/** The endpoint for this run's tool calls, and the agent environment that reaches it. */
-async function agentToolAccess(callTool: NonNullable<RunContext['callTool']>, checkout: AgentCheckout): Promise<{ endpoint: ToolEndpoint; env: Record<string, string> }> {
-  const endpoint = await startToolEndpoint(callTool, { socketPath: checkout.socketPath, owner: checkout.user });
-  return { endpoint, env: { ...endpoint.env, PATH: `${checkout.shimDir}${path.delimiter}${process.env.PATH ?? ''}` } };
+/** MCP clients (Claude Code and others read `.mcp.json`) start `baton mcp`, which reaches the run's endpoint. */
+const MCP_CONFIG = { mcpServers: { baton: { command: 'baton', args: ['mcp'] } } };
+
+/**
+ * This run's endpoint of the agent API and the environment that reaches it. The MCP config holds
+ * no secret (the token is in the environment) and is kept out of the agent's commits.
+ */
+async function agentAccess(
+  ctx: RunContext,
+  checkout: AgentCheckout,
+  reportProgress: (progress: Record<string, unknown>) => void,
+): Promise<{ server: AgentServer; env: Record<string, string> }> {
+  const { api, token } = await ctx.openAgentApi!({ callTool: ctx.callTool, reportProgress });
+  const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' });
+  try {
+    await writeFile(path.join(checkout.dir, '.mcp.json'), `${JSON.stringify(MCP_CONFIG, null, 2)}\n`, { mode: 0o644 });
+    // A private clone has its own .git folder (the agent has not run in it yet); a worktree shares its repository's.
+    const ownGit = path.join(checkout.dir, '.git');
+    const gitDir = (await stat(ownGit)).isDirectory() ? ownGit : path.resolve(ctx.repo!, await git(ctx.repo!, ['rev-parse', '--git-common-dir']));
+    const exclude = path.join(gitDir, 'info', 'exclude');
+    await mkdir(path.dirname(exclude), { recursive: true });
+    const excluded = await readFile(exclude, 'utf8').catch(() => '');
+    if (!excluded.split('\n').includes('/.mcp.json')) await appendFile(exclude, '\n/.mcp.json\n');
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+  return {
+    server,
+    env: {
+      [AGENT_URL_ENV]: server.url,
+      [AGENT_TOKEN_ENV]: token,
+      ...(server.socketPath ? { [AGENT_SOCKET_ENV]: server.socketPath } : {}),
+      PATH: `${checkout.shimDir}${path.delimiter}${process.env.PATH ?? ''}`,
+    },
+  };
 }

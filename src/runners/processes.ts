@@ -9,7 +9,7 @@ import { spawnWithOutsideNetwork } from './sandboxNetwork.js';
 export const OUTPUT_TAIL_BYTES = 4_096;
 
 // Agents and verification commands never receive database or Temporal credentials (S2, S4).
-const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_(?!TASK_|CLAIM|UPSTREAM|TOOL_).*)$/;
+const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_(?!TASK_|CLAIM|UPSTREAM).*)$/;
 
 /** The environment for an agent or verifier: this process's, minus credentials, plus `extra`. */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {

@@ -1,3 +1,4 @@
+import type { AgentApi, LocalRun } from '../api/agentApi.js';
 import { BatonError } from '../errors.js';
 import type { Artifact, Claim } from '../tasks/types.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
@@ -20,11 +21,25 @@ export interface RunContext {
    * fenced on this claim. Absent when the worker has no tools configured.
    */
   callTool?(call: ToolCallInput): Promise<ToolCallResult>;
+  /**
+   * U3, T5: issues this run's token, bound to this claim (its identity: the task's `run.agent`,
+   * else the task id), and returns the agent API a run endpoint serves with it, performing this
+   * run's tool calls and taking its agent's progress. (Absent: a runner used without a store, as
+   * some tests do; its agent gets no endpoint)
+   */
+  openAgentApi?(run: Pick<LocalRun, 'callTool' | 'reportProgress'>): Promise<{ api: AgentApi; token: string; identity: string }>;
+  /** The task's heartbeat timeout: a run silent for longer is recovered. (Default: 30 s) */
+  heartbeatTimeoutMs?: number;
 }
 
 /** Runs an agent for one claim and returns the artifact it produced. */
 export interface Runner {
   run(ctx: RunContext): Promise<Artifact>;
+  /**
+   * The runner calls `heartbeat` only while its agent is alive (it relays a remote agent's
+   * beats), so the run's own keep-alive must not tell Temporal it is. (Default: false)
+   */
+  relaysHeartbeats?: boolean;
 }
 
 /** What a verifier checks: the exact artifact, by its revision, with the task's verification. */

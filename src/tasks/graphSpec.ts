@@ -69,7 +69,10 @@ const keysOf = <T>(keys: Record<keyof T, true>): readonly string[] => Object.key
 const GRAPH_KEYS = keysOf<GraphSpec>({ id: true, repo: true, base: true, policy: true, tasks: true });
 const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true, onUpstreamChange: true });
 const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, dependsOn: true, description: true, run: true, verify: true, payload: true });
-const STEP_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true });
+const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
+const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true });
+/** Pool names, as the store checks them (0009_agent_api.sql). */
+const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -194,20 +197,33 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
   };
 }
 
-/** A task's `run` or `verify`: a command line, or a mapping naming exactly one of command or function. */
+/**
+ * A task's `run` or `verify`: a command line, or a mapping naming exactly one of command or
+ * function (or, to run, pool: remote agents of that pool do the work through the agent API). A
+ * run may name its agent (`agent:`), the identity its calls to the agent API are made as.
+ */
 function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] {
   const step = typeof input === 'string' ? { command: input } : input;
-  const exactlyOne = `${at}: ${name} must name exactly one of command or function${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
+  const kinds = name === 'run' ? ['command', 'function', 'pool'] : ['command', 'function'];
+  const exactlyOne = `${at}: ${name} must name exactly one of ${kinds.join(' or ')}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
   if (!isRecord(step)) {
     problems.push(exactlyOne);
     return {};
   }
-  checkKeys(step, STEP_KEYS, problems, at, `${name}.`);
+  checkKeys(step, name === 'run' ? RUN_KEYS : VERIFY_KEYS, problems, at, `${name}.`);
   // null counts as absent, as text() reads it: `function: null` must not pass for a named function.
-  if ((step.command == null) === (step.function == null)) problems.push(exactlyOne);
+  if (kinds.filter((k) => step[k] != null).length !== 1) problems.push(exactlyOne);
   const command = text(step.command, `${at}: ${name}.command`, problems, { max: 10_000 });
   const fn = text(step.function, `${at}: ${name}.function`, problems);
-  return { ...(command === undefined ? {} : { command }), ...(fn === undefined ? {} : { function: fn }) };
+  const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, problems) : undefined;
+  if (pool !== undefined && !POOL_PATTERN.test(pool)) problems.push(`${at}: run.pool must match ${POOL_PATTERN}`);
+  const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, problems, { max: 200 }) : undefined;
+  return {
+    ...(command === undefined ? {} : { command }),
+    ...(fn === undefined ? {} : { function: fn }),
+    ...(pool === undefined ? {} : { pool }),
+    ...(agent === undefined ? {} : { agent }),
+  };
 }
 
 function parseTask(raw: unknown, where: string, problems: Problems): GraphTaskSpec | undefined {

@@ -5,8 +5,12 @@ import type { TaskStatus } from './states.js';
 export interface TaskSpec {
   /** One line for people. */
   description: string;
-  /** What to run: a shell command (command runner) or a registered function name (function runner). */
-  run: { command?: string; function?: string };
+  /**
+   * What to run: a shell command (command runner), a registered function name (function runner),
+   * or a pool of remote agents that take the task through the agent API (pool runner). `agent`
+   * names the identity the run's agent acts as in the agent API. (Default agent: the task id)
+   */
+  run: { command?: string; function?: string; pool?: string; agent?: string };
   /** How to verify the artifact: a shell command run in a clean checkout of its commit, or a registered function. */
   verify: { command?: string; function?: string };
   /** Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership. (Default: none) */

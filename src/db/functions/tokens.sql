@@ -111,34 +111,34 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.agent_token_revoke TO baton_client;
 
--- A worker issues the token its run's agent uses, bound to the worker's claim (fenced).
+-- A worker issues the token its run's agent uses, bound to the worker's claim (a fenced owner write).
 CREATE FUNCTION baton.run_token_issue(
   p_task_id text, p_owner text, p_claim_version bigint, p_identity text, p_secret_sha256 bytea
-) RETURNS text LANGUAGE plpgsql
+) RETURNS baton.fenced_result LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    PERFORM baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
-    RETURN NULL;
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
   END IF;
-  RETURN (baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version)).id;
+  PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.run_token_issue TO baton_worker;
 
--- U7: the worker holding a claim offers its run to the agents of a pool (fenced).
-CREATE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_claim_version bigint, p_pool text) RETURNS boolean LANGUAGE plpgsql
+-- U7: the worker holding a claim offers its run to the agents of a pool (a fenced owner write).
+CREATE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_claim_version bigint, p_pool text)
+RETURNS baton.fenced_result LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    PERFORM baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
-    RETURN false;
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
   END IF;
   INSERT INTO baton.pool_runs (task_id, claim_version, pool, offered_by) VALUES (p_task_id, p_claim_version, p_pool, p_owner)
   ON CONFLICT (task_id, claim_version) DO NOTHING;
   IF FOUND THEN
     PERFORM baton.append_event('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
   END IF;
-  RETURN true;
+  RETURN baton.accepted_write(p_task_id);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.pool_offer TO baton_worker;
 

@@ -1,0 +1,141 @@
+import type { Command } from 'commander';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createAgentApi, createMcpServer, MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
+import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
+import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
+import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
+import { createToken, listTokens, parseLifetime, parseScopes, revokeToken } from '../api/tokens.js';
+import { errorResponseOf } from '../errors.js';
+import type { Log } from '../log.js';
+import { operatorActor, withCliContext } from './context.js';
+import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.js';
+
+/** Port `baton serve` listens on unless told otherwise. */
+export const SERVE_PORT_DEFAULT = 8484;
+/** How long a CLI call of the API may take; a pool claim adds its own wait. */
+const API_CALL_TIMEOUT_MS = 600_000;
+
+/** The agent API endpoint from the environment, or an error that says how to get one. */
+export function requireAgentEndpoint(): AgentEndpoint {
+  const endpoint = agentEndpointFromEnv();
+  if (!endpoint) {
+    throw new Error(`${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} are not set: inside a run the runner sets them; elsewhere point them at \`baton serve\` with a token from \`baton token create\``);
+  }
+  return endpoint;
+}
+
+/**
+ * Performs one operation for the CLI and prints its result as JSON. A refusal is logged with its
+ * code and sets the exit code of that code (2 the call is wrong, 3 the claim or role moved, 4 the
+ * tool refused, 5 outcome unknown); no answer at all exits 5 unless the call surely never arrived.
+ */
+export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: string, input: unknown): Promise<unknown> {
+  if (!isOperationName(operation)) throw new Error(`no operation ${operation}; the operations are ${Object.keys(OPERATIONS).join(', ')}`);
+  try {
+    return await callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof AgentApiError) {
+      log(`baton: ${operation} refused (${error.code}): ${error.detail}`);
+      process.exitCode = errorResponseOf(error.code).exitCode;
+    } else if (error instanceof HttpRequestError) {
+      log(`baton: no answer from ${endpoint.url} (${error.code}): ${error.message}`);
+      // Refused (or no socket): the call never arrived. Anything else: it may have been performed.
+      process.exitCode = errorResponseOf(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'tool_outcome_unknown').exitCode;
+    } else {
+      throw error;
+    }
+    return undefined;
+  }
+}
+
+/** Adds `baton serve`, `baton token ...`, `baton api` and `baton mcp`: the agents' door (docs/agents.md). */
+export function registerAgentCommands(program: Command, log: Log): void {
+  program
+    .command('serve')
+    .description(
+      'serve the agent API for agents and people outside runs: HTTP (POST /v1/<operation>), MCP (Streamable HTTP at /mcp) and ' +
+        '/openapi.json, authenticated by bearer tokens from `baton token create`; connects to Postgres as a member of baton_agent ' +
+        `(DATABASE_URL, else baton dev's agent login)`,
+    )
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', parsePort, SERVE_PORT_DEFAULT)
+    .option('--rate <calls>', 'calls per second one token may make on average', parsePositiveInt, RATE_LIMIT_DEFAULT.perSecond)
+    .option('--burst <calls>', 'calls one token may make at once', parsePositiveInt, RATE_LIMIT_DEFAULT.burst)
+    .option('--max-body <bytes>', 'largest request body read', parsePositiveInt, MAX_BODY_BYTES_DEFAULT)
+    .action(async (opts: { host: string; port: number; rate: number; burst: number; maxBody: number }) => {
+      await withCliContext(log, { migrate: false, login: 'agent', applicationName: 'baton serve', poolSize: 10 }, async ({ pool }) => {
+        const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst } });
+        const server = await startAgentServer(api, { host: opts.host, port: opts.port });
+        log(`baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`);
+        await untilSignal();
+        await server.close();
+      });
+    });
+
+  const token = program.command('token').description('tokens of the agent API: each carries the identity every call made with it acts as');
+  token
+    .command('create <identity>')
+    .description('issue a token for <identity>; prints the secret once on stdout (only its SHA-256 is stored)')
+    .option('--scope <scopes>', `comma-separated: ${TOKEN_SCOPES.join(', ')} (admin includes every other)`, TOKEN_SCOPES_DEFAULT.join(','))
+    .option('--expires <lifetime>', 'lifetime such as 90m, 12h or 30d (default: never expires; revoke it)')
+    .action(async (identity: string, opts: { scope: string; expires?: string }) => {
+      const scopes = parseScopes(opts.scope);
+      const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
+      await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
+        const { secret, token: t } = await createToken(pool, { identity, scopes, expiresInMs, createdBy: operatorActor() });
+        log(`token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}. The secret is shown once:`);
+        process.stdout.write(`${secret}\n`);
+      });
+    });
+  token
+    .command('list')
+    .description('list tokens (never their secrets)')
+    .addOption(jsonOption('one JSON token per line'))
+    .action(async (opts: { json?: boolean }) => {
+      await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
+        for (const t of await listTokens(pool)) {
+          const state = t.revokedAt ? `revoked ${t.revokedAt} by ${t.revokedBy}` : t.expiresAt ? `expires ${t.expiresAt}` : 'active';
+          process.stdout.write(opts.json ? `${JSON.stringify(t)}\n` : `${t.id}  ${t.identity.padEnd(20)}  ${t.scopes.join(',').padEnd(24)}  ${state}  last used ${t.lastUsedAt ?? 'never'}\n`);
+        }
+      });
+    });
+  token
+    .command('revoke <id>')
+    .description('revoke a token at once: every later call with it is refused (and recorded)')
+    .option('--reason <text>', 'why (recorded)')
+    .action(async (id: string, opts: { reason?: string }) => {
+      await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
+        const t = await revokeToken(pool, { id, actor: operatorActor(), reason: opts.reason });
+        log(`token ${t.id} of ${t.identity} revoked at ${t.revokedAt} by ${t.revokedBy}`);
+      });
+    });
+
+  program
+    .command('api <operation> [input]')
+    .description(
+      `for agents: perform one agent API operation (${Object.keys(OPERATIONS).join(', ')}) with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV}; ` +
+        '<input> is a JSON object (default {}). Prints the result as JSON. Exit 2 bad call or refused, 3 claim or role moved',
+    )
+    .action(async (operation: string, input: string | undefined) => {
+      let parsed: unknown = {};
+      try {
+        parsed = input === undefined ? {} : JSON.parse(input);
+      } catch (error) {
+        throw new Error(`the input is not JSON: ${(error as Error).message}`);
+      }
+      const result = await cliCall(log, requireAgentEndpoint(), operation, parsed);
+      if (process.exitCode === undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
+    });
+
+  program
+    .command('mcp')
+    .description(`for MCP clients: an MCP server on stdin/stdout whose tools are the agent API, reached with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} (a run's .mcp.json starts it)`)
+    .action(async () => {
+      const endpoint = requireAgentEndpoint();
+      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS));
+      const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+      await server.connect(new StdioServerTransport());
+      await closed;
+    });
+}
+

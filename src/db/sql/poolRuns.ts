@@ -1,0 +1,41 @@
+import type { Queryable } from '../queryable.js';
+import { callStore, type Fence } from '../storeCall.js';
+import { fencedWrite } from './fencedWrite.js';
+
+/** U3, T5: stores the SHA-256 of a run token for `identity`, good only while `fence` holds. */
+export function issueRunToken(db: Queryable, fence: Fence, identity: string, secretSha256: string) {
+  return fencedWrite(db, fence, 'run token', 'run_token_issue', [
+    fence.taskId,
+    fence.owner,
+    fence.claimVersion,
+    identity,
+    Buffer.from(secretSha256, 'hex'),
+  ]);
+}
+
+/** U7: offers the claimed task to the remote agents of `pool`; a second offer of the same claim changes nothing. */
+export function offerToPool(db: Queryable, fence: Fence, pool: string) {
+  return fencedWrite(db, fence, 'pool offer', 'pool_offer', [fence.taskId, fence.owner, fence.claimVersion, pool]);
+}
+
+/** A pooled run as its worker sees it: who took it, how long it has been silent (database clock), what it submitted. */
+export interface PoolRunState {
+  agent: string | null;
+  silentMs: number | null;
+  progress: Record<string, unknown> | null;
+  revision: string | null;
+}
+
+export async function poolRunState(db: Queryable, fence: Fence): Promise<PoolRunState> {
+  const [row] = await callStore<{ agent: string | null; silent_ms: string | null; progress: Record<string, unknown> | null; revision: string | null }>(
+    db,
+    'pool_run_state',
+    [fence.taskId, fence.claimVersion],
+  );
+  return {
+    agent: row?.agent ?? null,
+    silentMs: row?.silent_ms == null ? null : Number(row.silent_ms),
+    progress: row?.progress ?? null,
+    revision: row?.revision ?? null,
+  };
+}
