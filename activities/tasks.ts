@@ -19,15 +19,15 @@ import { AgentFailedError, type Runner, type Verifier } from '../src/runners/typ
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/tasks/isolateOwner.js';
 import type { TaskStatus } from '../src/tasks/states.js';
-import type { TaskRow } from '../src/tasks/types.js';
+import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
 import { withActivityFailures } from './failures.js';
 
 export interface TaskActivityDeps {
   db: Queryable;
   /** This worker's identity: the owner of every claim it takes (T5). Never taken from task input. */
   identity: string;
-  /** Picks the runner for a task spec (command or function). */
-  runnerFor(spec: { run: { command?: string; function?: string } }): Runner;
+  /** Picks the runner for a task spec (command, function or pool). */
+  runnerFor(spec: Pick<TaskSpec, 'run'>): Runner;
   verifierFor(spec: { verify: { command?: string; function?: string } }): Verifier;
 }
 

@@ -12,6 +12,7 @@ import { agentIsolationFromEnv, describeAgentIsolation, isolationWarning, resolv
 import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
 import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
+import { createPoolRunner } from './runners/poolRunner.js';
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
 import type { ToolAdapter } from './tools/types.js';
 
@@ -103,6 +104,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   if (warning) (options.log ?? stderrLog)(warning);
   const commandRunner = createCommandRunner({ workDir, isolation });
   const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
+  const poolRunner = createPoolRunner({ db: options.db, identity });
   const commandVerifier = createCommandVerifier({ workDir, isolation });
   const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
   const activities = {
@@ -110,7 +112,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
       db: options.db,
       identity,
       tools: options.tools ?? httpToolsFromEnv(),
-      runnerFor: (spec) => (spec.run.function ? functionRunner : commandRunner),
+      runnerFor: (spec) => (spec.run.pool ? poolRunner : spec.run.function ? functionRunner : commandRunner),
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),
     ...options.activityOverrides,

@@ -1635,32 +1635,31 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_claim_version bigint, p_pool text)
- RETURNS boolean
+ RETURNS baton.fenced_result
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    PERFORM baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
-    RETURN false;
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
   END IF;
   INSERT INTO baton.pool_runs (task_id, claim_version, pool, offered_by) VALUES (p_task_id, p_claim_version, p_pool, p_owner)
   ON CONFLICT (task_id, claim_version) DO NOTHING;
   IF FOUND THEN
     PERFORM baton.append_event('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
   END IF;
-  RETURN true;
+  RETURN baton.accepted_write(p_task_id);
 END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.pool_run_state(p_task_id text, p_claim_version bigint)
- RETURNS TABLE(agent text, silent_ms bigint, progress jsonb, revision text)
+ RETURNS TABLE(agent text, beat_at timestamp with time zone, silent_ms bigint, progress jsonb, revision text)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
-  SELECT r.agent, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
+  SELECT r.agent, r.beat_at, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
     FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
 $function$
 ;
@@ -2013,17 +2012,17 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.run_token_issue(p_task_id text, p_owner text, p_claim_version bigint, p_identity text, p_secret_sha256 bytea)
- RETURNS text
+ RETURNS baton.fenced_result
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
   IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    PERFORM baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
-    RETURN NULL;
+    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
   END IF;
-  RETURN (baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version)).id;
+  PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
+  RETURN baton.accepted_write(p_task_id);
 END $function$
 ;
 

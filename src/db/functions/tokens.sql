@@ -145,9 +145,9 @@ GRANT EXECUTE ON FUNCTION baton.pool_offer TO baton_worker;
 -- What the worker relaying a pooled run needs: who took it, how long it has been silent (database
 -- clock), its progress and its submitted revision.
 CREATE FUNCTION baton.pool_run_state(p_task_id text, p_claim_version bigint)
-RETURNS TABLE (agent text, silent_ms bigint, progress jsonb, revision text) LANGUAGE sql STABLE
+RETURNS TABLE (agent text, beat_at timestamptz, silent_ms bigint, progress jsonb, revision text) LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-  SELECT r.agent, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
+  SELECT r.agent, r.beat_at, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
     FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
 $$;
 GRANT EXECUTE ON FUNCTION baton.pool_run_state TO baton_worker;

@@ -21,19 +21,22 @@ export function offerToPool(db: Queryable, fence: Fence, pool: string) {
 /** A pooled run as its worker sees it: who took it, how long it has been silent (database clock), what it submitted. */
 export interface PoolRunState {
   agent: string | null;
+  /** When the agent last showed it is alive (its claim, a heartbeat, its submit); changes with every beat. */
+  beatAt: string | null;
   silentMs: number | null;
   progress: Record<string, unknown> | null;
   revision: string | null;
 }
 
 export async function poolRunState(db: Queryable, fence: Fence): Promise<PoolRunState> {
-  const [row] = await callStore<{ agent: string | null; silent_ms: string | null; progress: Record<string, unknown> | null; revision: string | null }>(
+  const [row] = await callStore<{ agent: string | null; beat_at: Date | null; silent_ms: string | null; progress: Record<string, unknown> | null; revision: string | null }>(
     db,
     'pool_run_state',
     [fence.taskId, fence.claimVersion],
   );
   return {
     agent: row?.agent ?? null,
+    beatAt: row?.beat_at?.toISOString() ?? null,
     silentMs: row?.silent_ms == null ? null : Number(row.silent_ms),
     progress: row?.progress ?? null,
     revision: row?.revision ?? null,

@@ -1,0 +1,91 @@
+// A remote agent for the pooled-run tests: a process of its own that holds only an API token (no
+// Postgres or Temporal credential). It asks for work from a pool, clones the repository its task
+// names, commits, pushes the commit to a branch, heartbeats and submits, over plain HTTP (`http`)
+// or as an MCP client over Streamable HTTP (`mcp`). `silent` stops after its first heartbeat and,
+// when told on stdin (any line), tries its submit anyway: the late write of a recovered agent.
+// Prints one JSON line per step. Usage: node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON>'
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export interface RemoteAgentConfig {
+  url: string;
+  token: string;
+  pool: string;
+  transport: 'http' | 'mcp';
+  behaviour: 'work' | 'silent';
+}
+
+const config = JSON.parse(process.argv[2]!) as RemoteAgentConfig;
+const say = (step: string, details: Record<string, unknown> = {}) => process.stdout.write(`${JSON.stringify({ step, ...details })}\n`);
+
+type Call = (operation: string, input: Record<string, unknown>, token: string) => Promise<{ ok: boolean; body: any }>;
+
+const httpCall: Call = async (operation, input, token) => {
+  const response = await fetch(`${config.url}/v1/${operation}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(input),
+  });
+  return { ok: response.ok, body: await response.json() };
+};
+
+const mcpClients = new Map<string, Client>();
+const mcpCall: Call = async (operation, input, token) => {
+  let client = mcpClients.get(token);
+  if (!client) {
+    client = new Client({ name: 'remote-agent', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${config.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    mcpClients.set(token, client);
+  }
+  const result = (await client.callTool({ name: operation.replaceAll('.', '_'), arguments: input })) as { isError?: boolean; content: { text: string }[] };
+  return { ok: !result.isError, body: JSON.parse(result.content[0]!.text) };
+};
+
+const call = config.transport === 'mcp' ? mcpCall : httpCall;
+
+async function main(): Promise<void> {
+  let work: any = null;
+  while (!work) {
+    const claimed = await call('pool.claim', { pool: config.pool, waitSeconds: 5 }, config.token);
+    if (!claimed.ok) throw new Error(`pool.claim refused: ${JSON.stringify(claimed.body)}`);
+    work = claimed.body;
+  }
+  const runToken: string = work.runToken;
+  say('claimed', { taskId: work.taskId, claimVersion: work.claimVersion, identity: work.identity });
+  const context = await call('context', {}, runToken);
+  say('context', { ok: context.ok, description: context.body.description, repo: context.body.repo });
+  const beat = await call('heartbeat', { progress: { phase: 'cloning' } }, runToken);
+  say('heartbeat', { ok: beat.ok });
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-remote-agent-'));
+  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=remote', '-c', 'user.email=remote@localhost', ...args], { encoding: 'utf8' }).trim();
+  execFileSync('git', ['clone', '-q', context.body.repo, dir]);
+  git('checkout', '-q', context.body.base);
+  writeFileSync(path.join(dir, 'review.txt'), `reviewed by ${work.identity} for ${work.taskId}\n`);
+  git('add', '-A');
+  git('commit', '-q', '-m', `review of ${work.key}`);
+  const revision = git('rev-parse', 'HEAD');
+
+  if (config.behaviour === 'silent') {
+    say('silent', { revision });
+    // Wait, saying nothing to baton, until the test says the task was recovered; then try anyway.
+    await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()));
+  } else {
+    const note = await call('note.add', { text: `review done: ${revision}` }, runToken);
+    say('note', { ok: note.ok });
+  }
+  git('push', '-q', 'origin', `HEAD:refs/heads/remote/${work.taskId.replaceAll('/', '-')}-${work.claimVersion}`);
+  const submitted = await call('submit', { revision }, runToken);
+  say('submit', { ok: submitted.ok, body: submitted.body, revision });
+  for (const client of mcpClients.values()) await client.close();
+}
+
+main().catch((error: unknown) => {
+  say('error', { message: error instanceof Error ? error.message : String(error) });
+  process.exitCode = 1;
+});

@@ -1,0 +1,176 @@
+// Remote agents (SPEC U7, issue 12): tasks that name a pool are claimed by a worker and offered to
+// agents that hold only an API token. Each agent here is a process of its own, with no Postgres or
+// Temporal credential in its environment: one speaks plain HTTP, one MCP. Real Postgres, real
+// Temporal, a real worker and `baton serve`'s API on its own baton_agent login.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmod, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { useTaskStack } from '../helpers/taskStack.js';
+import { tokenFor, useAgentServer } from './helpers.js';
+import type { RemoteAgentConfig } from './remoteAgent.js';
+
+const SCRIPT = fileURLToPath(new URL('./remoteAgent.ts', import.meta.url));
+const workDir = path.join(tmpdir(), `baton-remote-test-${randomUUID().slice(0, 8)}`);
+let repo: string;
+const agents: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(async () => {
+  repo = await createScriptedRepo();
+  await chmod(repo, 0o755);
+});
+
+afterAll(async () => {
+  for (const agent of agents) agent.kill('SIGKILL');
+  await rm(repo, { recursive: true, force: true });
+  await rm(workDir, { recursive: true, force: true });
+});
+
+const stack = useTaskStack({ worker: () => ({ workDir }) });
+const api = useAgentServer(() => stack.db);
+
+interface Step {
+  step: string;
+  [field: string]: any;
+}
+
+/** Starts a remote agent process; `steps` fills as it reports, `next(step)` waits for one. */
+function remoteAgent(config: Omit<RemoteAgentConfig, 'url'>) {
+  // Only what a process needs to run: no DATABASE_URL, PG*, TEMPORAL_* or BATON_* credential.
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir() };
+  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, JSON.stringify({ ...config, url: api.url })], { env, cwd: process.cwd() });
+  agents.push(child);
+  const steps: Step[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => steps.push(JSON.parse(line) as Step));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const next = (name: string, timeoutMs = 60_000) =>
+    waitFor(
+      `the agent's ${name}`,
+      async () => {
+        const found = steps.find((s) => s.step === name);
+        const failed = steps.find((s) => s.step === 'error');
+        if (failed) throw Object.assign(new Error(`agent failed: ${failed.message} ${stderr}`), { fatal: true });
+        if (!found) throw new Error(`steps so far: ${steps.map((s) => s.step).join(', ') || 'none'}`);
+        return found;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+  return { child, steps, next, exited, env };
+}
+
+async function taskEvents(taskId: string) {
+  const { rows } = await stack.db.pool.query(
+    `SELECT kind, actor, fence, details FROM baton.events WHERE subject_kind = 'task' AND subject_id = $1 ORDER BY subject_seq`,
+    [taskId],
+  );
+  return rows as { kind: string; actor: string; fence: number | null; details: Record<string, unknown> }[];
+}
+
+describe('remote agents of a pool', () => {
+  it('one over HTTP and one over MCP each claim a pooled task, heartbeat and submit; it is verified and its dependent released', async () => {
+    const id = `pool-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id,
+        repo,
+        policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 2 },
+        tasks: [
+          { key: 'review', description: 'review the plan', run: { pool: 'reviewers' }, verify: { command: 'grep -q "reviewed by" review.txt' } },
+          { key: 'ship', dependsOn: ['review'], run: { pool: 'reviewers' }, verify: { command: 'grep -q "reviewed by" review.txt' } },
+        ],
+      },
+      'test',
+    );
+    const [httpToken, mcpToken] = await Promise.all(
+      ['reviewer-http', 'reviewer-mcp'].map((who) => tokenFor(stack.db, who, ['read', 'notes', 'submit'])),
+    );
+    const overHttp = remoteAgent({ token: httpToken!.secret, pool: 'reviewers', transport: 'http', behaviour: 'work' });
+    const overMcp = remoteAgent({ token: mcpToken!.secret, pool: 'reviewers', transport: 'mcp', behaviour: 'work' });
+    for (const name of ['PATH', 'HOME']) expect(Object.keys(overHttp.env)).toContain(name);
+    expect(Object.keys(overHttp.env).some((k) => /^(DATABASE_URL|PG|TEMPORAL_|BATON_)/.test(k))).toBe(false);
+
+    const result = await stack.client.waitForGraph(id);
+    expect(result).toMatchObject({ verified: [`${id}/review`, `${id}/ship`], failed: [], blocked: [] });
+    expect(await overHttp.exited).toBe(0);
+    expect(await overMcp.exited).toBe(0);
+
+    const submitted = [...overHttp.steps, ...overMcp.steps].filter((s) => s.step === 'submit');
+    expect(submitted.map((s) => s.ok)).toEqual([true, true]);
+    const claimedBy = new Map([...overHttp.steps, ...overMcp.steps].filter((s) => s.step === 'claimed').map((s) => [s.taskId, s.identity]));
+    expect([...claimedBy.values()].sort()).toEqual(['reviewer-http', 'reviewer-mcp']);
+    for (const key of ['review', 'ship']) {
+      const task = await stack.client.task(`${id}/${key}`);
+      expect(task.status).toBe('verified');
+      const agent = claimedBy.get(task.id)!;
+      expect(task.artifact?.revision).toBe(submitted.find((s) => s.body.taskId === task.id)?.revision);
+      const kinds = (await taskEvents(task.id)).map((e) => `${e.kind}:${e.actor}`);
+      // The worker claims and submits; the agent takes the run from the pool and submits its commit, as itself.
+      expect(kinds).toEqual(
+        expect.arrayContaining([`offered_to_pool:${task.owner}`, `taken_from_pool:${agent}`, `agent_submitted:${agent}`, `submitted:${task.owner}`]),
+      );
+      const { rows: notes } = await stack.db.pool.query('SELECT author FROM baton.task_notes WHERE task_id = $1', [task.id]);
+      expect(notes.map((n) => n.author)).toEqual([agent]);
+    }
+    // The dependent was offered only after its upstream was verified.
+    const reviewVerified = (await taskEvents(`${id}/review`)).findIndex((e) => e.kind === 'verified');
+    expect(reviewVerified).toBeGreaterThan(-1);
+  });
+
+  it('recovers the task of an agent that goes silent after the heartbeat timeout, and refuses its late submit', async () => {
+    const id = `silent-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id,
+        repo,
+        policy: { heartbeatTimeoutMs: 3_000, maxAttempts: 3 },
+        tasks: [{ key: 'fix', run: { pool: 'night-shift' }, verify: { command: 'grep -q "reviewed by" review.txt' } }],
+      },
+      'test',
+    );
+    const taskId = `${id}/fix`;
+    const silentToken = await tokenFor(stack.db, 'sleepy', ['read', 'notes', 'submit']);
+    const silent = remoteAgent({ token: silentToken.secret, pool: 'night-shift', transport: 'http', behaviour: 'silent' });
+    const claimed = await silent.next('claimed');
+    await silent.next('silent');
+
+    // No beat for longer than the timeout: Temporal's heartbeat timeout ends the run and the claim moves on.
+    await waitFor(
+      'the silent claim to be recovered',
+      async () => {
+        const task = await stack.client.task(taskId);
+        if (task.claimVersion <= claimed.claimVersion) throw new Error(`still claim version ${task.claimVersion}, ${task.status}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const events = await taskEvents(taskId);
+    const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence');
+    expect(reclaim, JSON.stringify(events.map((e) => e.kind))).toBeDefined();
+
+    const helperToken = await tokenFor(stack.db, 'awake', ['read', 'notes', 'submit']);
+    const awake = remoteAgent({ token: helperToken.secret, pool: 'night-shift', transport: 'http', behaviour: 'work' });
+    expect((await awake.next('claimed')).claimVersion).toBeGreaterThan(claimed.claimVersion);
+
+    // Now the silent agent wakes up and submits under its old claim: refused, and recorded.
+    silent.child.stdin.write('go\n');
+    const late = await silent.next('submit');
+    expect(late.ok).toBe(false);
+    expect(late.body).toMatchObject({ code: 'stale_claim', status: 410 });
+    expect(late.body.detail).toMatch(new RegExp(`submit refused for task ${taskId}: sleepy holds claim version ${claimed.claimVersion}`));
+
+    const result = await stack.client.waitForGraph(id);
+    expect(result).toMatchObject({ verified: [taskId], failed: [] });
+    const task = await stack.client.task(taskId);
+    expect(task.artifact?.revision).toBe((await awake.next('submit')).revision);
+    expect(task.artifact?.revision).not.toBe(late.revision);
+    const refused = (await taskEvents(taskId)).filter((e) => e.kind === 'stale_write_refused' && e.actor === 'sleepy');
+    expect(refused.map((e) => [e.fence, e.details.action])).toEqual([[claimed.claimVersion, 'submit']]);
+  });
+});
