@@ -205,7 +205,7 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
 function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] {
   const step = typeof input === 'string' ? { command: input } : input;
   const kinds = name === 'run' ? ['command', 'function', 'pool'] : ['command', 'function'];
-  const exactlyOne = `${at}: ${name} must name exactly one of ${kinds.join(' or ')}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
+  const exactlyOne = `${at}: ${name} must name exactly one of ${name === 'run' ? 'command, function or pool' : 'command or function'}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
   if (!isRecord(step)) {
     problems.push(exactlyOne);
     return {};

@@ -92,7 +92,7 @@ describe('baton submit, status and events', () => {
         "  - unknown key 'polcy' (did you mean 'policy'?)",
         "  - task 'c': dependsOn must be a list of task keys",
         "  - task 'c': unknown key 'run.comand' (did you mean 'run.command'?)",
-        "  - task 'c': run must name exactly one of command or function",
+        "  - task 'c': run must name exactly one of command, function or pool",
         "  - task 'b': unknown dependency 'ghost'",
         '  - dependency cycle: a -> b -> a',
       ].join('\n'),

@@ -31,8 +31,20 @@ describe('graph validation (T8)', () => {
   });
 
   it('reads a null command or function as absent: a step must still name exactly one (found by fuzzing)', () => {
-    expect(problems({ tasks: [{ key: 'a', run: { function: null }, verify: { command: 'true' } }] })).toMatch(/task 'a': run must name exactly one of command or function/);
+    expect(problems({ tasks: [{ key: 'a', run: { function: null }, verify: { command: 'true' } }] })).toMatch(/task 'a': run must name exactly one of command, function or pool/);
     expect(parseGraphSpec({ tasks: [{ key: 'a', run: { command: null, function: 'f' }, verify: { function: 'v' } }] }).tasks[0]!.spec.run).toEqual({ function: 'f' });
+  });
+
+  it('takes a pool of remote agents to run a task, and an agent name, with the same strictness', () => {
+    const spec = parseGraphSpec({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'reviewers', agent: 'reviewer' }, verify: { command: 'true' } }] });
+    expect(spec.tasks[0]!.spec.run).toEqual({ pool: 'reviewers', agent: 'reviewer' });
+    expect(refusal({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'Reviewers!', command: 'x' }, verify: { function: 'f', pool: 'p' } }] }).problems).toEqual(
+      [
+        "task 'a': run must name exactly one of command, function or pool",
+        `task 'a': run.pool must match /^[a-z0-9][a-z0-9_-]{0,62}$/`,
+        "task 'a': unknown key 'verify.pool'",
+      ],
+    );
   });
 
   it('shows the cycle', () => {
@@ -83,7 +95,7 @@ describe('graph validation (T8)', () => {
       "unknown key 'policy.maxAttempt' (did you mean 'policy.maxAttempts'?)",
       "task 'build': unknown key 'dependOn' (did you mean 'dependsOn'?)",
       "task 'lint': unknown key 'run.comand' (did you mean 'run.command'?)",
-      "task 'lint': run must name exactly one of command or function",
+      "task 'lint': run must name exactly one of command, function or pool",
       "task 'lint': unknown key 'verify.retries'",
       "task 'docs': unknown key 'constructor'",
     ]);
