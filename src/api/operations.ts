@@ -28,9 +28,28 @@ export const TOKEN_SCOPES_DEFAULT: readonly TokenScope[] = ['read', 'notes', 'ob
 /** Longest a `pool.claim` waits for work. */
 export const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
 
+/** Deepest nesting a JSON value in a call may have (found by fuzzing: deeper values overflowed the stack). */
+const JSON_DEPTH_MAX = 64;
+
+/** How deep `value` nests, counted without recursion and without looking further than one level past the limit. */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length) {
+    const [v, depth] = pending.pop()!;
+    deepest = Math.max(deepest, depth);
+    if (depth > JSON_DEPTH_MAX || typeof v !== 'object' || v === null) continue;
+    for (const child of Object.values(v)) pending.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 /** Every string Postgres must store exactly as given; JSON values are checked the same way, keys included. */
 const str = () => z.string().refine(isStorableText, UNSTORABLE_TEXT);
-const json = z.unknown().refine((v) => isStorableText(JSON.stringify(v ?? null)), `a string in it ${UNSTORABLE_TEXT}`);
+const json = z
+  .unknown()
+  .refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`)
+  .refine((v) => depthOf(v) > JSON_DEPTH_MAX || isStorableText(JSON.stringify(v ?? null)), `a string in it ${UNSTORABLE_TEXT}`);
 
 const key = str().regex(OBJECT_KEY_PATTERN, 'object keys are 1 to 200 letters, digits or ._/:@+- and start with a letter or digit');
 const counter = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);

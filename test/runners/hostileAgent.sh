@@ -12,9 +12,9 @@ echo "UID $(id -u)"
 v=$(environ "$WORKER_PID" | sed -n 's/^BATON_TEST_CANARY=//p')
 if [ -n "$v" ]; then report worker_environ succeeded "$v"; else report worker_environ blocked; fi
 
-# Any other process's environment: the worker's canary, or a tool token that is not this run's.
+# Any other process's environment: the worker's canary, or an agent API token that is not this run's.
 v=$(for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null; done |
-  grep -E '^(BATON_TEST_CANARY|BATON_TOOL_TOKEN)=' | grep -vxF "BATON_TOOL_TOKEN=$BATON_TOOL_TOKEN" | cut -d= -f1 | sort -u | tr '\n' ,)
+  grep -E '^(BATON_TEST_CANARY|BATON_TOKEN)=' | grep -vxF "BATON_TOKEN=$BATON_TOKEN" | cut -d= -f1 | sort -u | tr '\n' ,)
 if [ -n "$v" ]; then report any_environ succeeded "$v"; else report any_environ blocked; fi
 
 # The baton home: a secret file only the worker's user may read, and the folder's listing.
@@ -24,12 +24,13 @@ if [ -n "$v" ]; then report baton_home_list succeeded "$v"; else report baton_ho
 v=$(ls "$WORK_DIR/logs" 2>/dev/null | tr '\n' ,)
 if [ -n "$v" ]; then report work_dir_list succeeded "$v"; else report work_dir_list blocked; fi
 
-# Another run, working at the same time: its uncommitted work, its token, its tool endpoint.
+# Another run, working at the same time: its uncommitted work, its token, its agent API endpoint
+# (BATON_URL, and BATON_SOCKET when it listens on a socket), used with `baton tool call`.
 if v=$(cat "$VICTIM_DIR/victim-secret.txt" 2>/dev/null); then report victim_worktree succeeded "$v"; else report victim_worktree blocked; fi
-token=$(environ "$VICTIM_PID" | sed -n 's/^BATON_TOOL_TOKEN=//p')
+token=$(environ "$VICTIM_PID" | sed -n 's/^BATON_TOKEN=//p')
 if [ -n "$token" ]; then report victim_token succeeded "$(printf %s "$token" | sha256sum | cut -c1-64)"; else report victim_token blocked; fi
-if [ -n "$token" ] && BATON_TOOL_TOKEN="$token" BATON_TOOL_URL="$(environ "$VICTIM_PID" | sed -n 's/^BATON_TOOL_URL=//p')" \
-  BATON_TOOL_SOCKET="$(environ "$VICTIM_PID" | sed -n 's/^BATON_TOOL_SOCKET=//p')" baton tool call payments stolen-step >/dev/null 2>&1; then
+if [ -n "$token" ] && BATON_TOKEN="$token" BATON_URL="$(environ "$VICTIM_PID" | sed -n 's/^BATON_URL=//p')" \
+  BATON_SOCKET="$(environ "$VICTIM_PID" | sed -n 's/^BATON_SOCKET=//p')" baton tool call payments stolen-step >/dev/null 2>&1; then
   report victim_tool_call succeeded
 else
   report victim_tool_call blocked
@@ -55,7 +56,7 @@ fi
 if kill -0 "$WORKER_PID" 2>/dev/null; then report signal_worker succeeded; else report signal_worker blocked; fi
 
 # A TCP service on the worker's 127.0.0.1 (say, Postgres or the Temporal dev server), other than
-# the tool endpoint: directly, and through 10.0.2.2, slirp4netns's name for the host's loopback.
+# the run's agent API endpoint: directly, and through 10.0.2.2, slirp4netns's name for the host's loopback.
 tcp() { node -e 'const s = require("net").connect(Number(process.argv[1]), process.argv[2]); s.on("connect", () => process.exit(0)); s.on("error", () => process.exit(1)); setTimeout(() => process.exit(1), 3000);' "$2" "$1" 2>/dev/null; }
 v=''
 for h in 127.0.0.1 10.0.2.2; do if tcp "$h" "$TCP_PORT"; then v="$v$h,"; fi; done

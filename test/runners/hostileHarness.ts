@@ -3,11 +3,16 @@
 // what the hostile agent reported as one JSON line. It runs as its own process so that its
 // initial environment (what /proc/<pid>/environ shows) holds the canary the test looks for.
 // Usage: node --import tsx hostileHarness.ts '<HarnessConfig JSON>'
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type http from 'node:http';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { problemOf, TOKEN_SECRET_PREFIX, type AgentApi } from '../../src/api/agentApi.js';
+import { UnauthenticatedError } from '../../src/api/errors.js';
 import { waitFor } from '../../src/dev/waitFor.js';
+import { InvalidInputError, NotFoundError } from '../../src/errors.js';
 import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import type { RunContext } from '../../src/runners/types.js';
@@ -46,7 +51,7 @@ export interface StoreTarget {
 export interface HarnessReport {
   attacks: Record<string, { outcome: 'succeeded' | 'blocked'; evidence: string }>;
   victimTokenSha: string;
-  /** Tool calls the victim's endpoint received: the victim itself makes none. */
+  /** Tool calls the victim's endpoint performed (with the victim's token): the victim itself makes none. */
   victimToolCalls: ToolCallInput[];
   hostileRevision?: string;
   hostileError?: string;
@@ -62,11 +67,60 @@ const VICTIM_COMMAND = [
   'echo "victim secret $BATON_TASK_ID" > victim-secret.txt',
   'echo "VICTIM_DIR $PWD"',
   'echo "UID $(id -u)"',
-  'echo "VICTIM_TOKEN_SHA $(printf %s "$BATON_TOOL_TOKEN" | sha256sum | cut -c1-64)"',
+  'echo "VICTIM_TOKEN_SHA $(printf %s "$BATON_TOKEN" | sha256sum | cut -c1-64)"',
   'while :; do sleep 0.2; done',
 ].join('\n');
 
 const toolResult = (call: ToolCallInput): ToolCallResult => ({ key: call.step, tool: call.tool, step: call.step, status: 'succeeded', result: { ok: true }, attempts: 1, sentNow: 1, reconciled: false });
+
+/**
+ * A stand-in for the agent API a run's endpoint serves (src/api/agentApi.ts), for runs built by
+ * hand without a store. The harness tests isolation (can an agent reach another run's endpoint,
+ * token or files), not the store: the store's own token checks (run tokens bound to a claim, other
+ * runs' tokens refused) are tested against the real API and Postgres in test/api and
+ * test/tools/agentAccess.test.ts. Like the real one, it performs `tool.call` with this run's
+ * `callTool` only for a bearer of this run's own random token, and answers anything else with a
+ * problem (401 for a wrong or missing token), so a call that succeeds proves the caller had the token.
+ */
+function standInAgentApi(token: string, callTool: ((call: ToolCallInput) => Promise<ToolCallResult>) | undefined): AgentApi {
+  const isToken = (secret: string) => secret.length === token.length && timingSafeEqual(Buffer.from(secret), Buffer.from(token));
+  async function perform(secret: string, operation: string, input: unknown): Promise<unknown> {
+    if (!isToken(secret)) throw new UnauthenticatedError('unauthenticated', "the token is not this run's");
+    if (operation !== 'tool.call') throw new NotFoundError(`this stand-in serves tool.call only, not ${JSON.stringify(operation)}`);
+    const call = (input ?? {}) as Partial<ToolCallInput>;
+    if (typeof call.tool !== 'string' || typeof call.step !== 'string') throw new InvalidInputError('tool.call needs tool and step');
+    if (!callTool) throw new InvalidInputError("this run's worker has no tools configured");
+    return callTool({ tool: call.tool, step: call.step, params: call.params ?? null });
+  }
+  function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const fail = (error: unknown) => {
+      const problem = problemOf(error);
+      if (!res.headersSent) res.writeHead(problem.status, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
+    };
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('error', fail);
+    req.once('end', () => {
+      const secret = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (secret === undefined || !isToken(secret)) return fail(new UnauthenticatedError('unauthenticated', "an Authorization: Bearer <this run's token> header is required"));
+      if (req.method !== 'POST' || new URL(req.url ?? '/', 'http://run').pathname !== '/v1/tool.call') {
+        return fail(new NotFoundError(`no route ${req.method} ${req.url}: this stand-in serves POST /v1/tool.call only`));
+      }
+      let input: unknown;
+      try {
+        input = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+      } catch {
+        return fail(new InvalidInputError('the body is not JSON'));
+      }
+      perform(secret, 'tool.call', input)
+        .then((result) => {
+          if (!res.headersSent) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result));
+        })
+        .catch(fail);
+    });
+  }
+  return { perform, handle };
+}
 
 function claimOf(graphId: string, key: string, command: string): Claim {
   return {
@@ -106,6 +160,11 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
     callTool: async (call) => {
       calls?.push(call);
       return toolResult(call);
+    },
+    // Each run's endpoint serves a stand-in of the agent API with a random token of that run's own (see standInAgentApi).
+    openAgentApi: async (run) => {
+      const token = `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+      return { api: standInAgentApi(token, run.callTool), token, identity: claim.taskId };
     },
   });
   const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));

@@ -86,7 +86,7 @@ describe('S4: a hostile command agent under per-run users with no sandbox (--age
 
 describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-network none', () => {
   requireIsolationHost({ root: true, bubblewrap: true });
-  it('is stopped everywhere, the outside included, and still reaches the tool endpoint through its socket', async () => {
+  it('is stopped everywhere, the outside included, and still reaches its agent API endpoint through its socket', async () => {
     const report = await attack({ network: 'none' });
     expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'blocked', own_tool_call: 'succeeded' });
     expect(report.wrote).toEqual([]);
@@ -107,7 +107,7 @@ describe('the same hostile agent against a deliberately weakened set-up (isolati
     expect(outcomes(report)).toEqual(Object.fromEntries(Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, tcp_outside: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded'])));
     const evidence = (name: string) => report.attacks[name]!.evidence;
     expect(evidence('worker_environ')).toBe(WORKER_CANARY);
-    expect(evidence('any_environ')).toBe('BATON_TEST_CANARY,BATON_TOOL_TOKEN,');
+    expect(evidence('any_environ')).toBe('BATON_TEST_CANARY,BATON_TOKEN,');
     expect(evidence('baton_home_file')).toBe(FILE_CANARY);
     expect(evidence('victim_token')).toBe(report.victimTokenSha);
     expect(evidence('victim_worktree')).toMatch(/^victim secret iso-/);

@@ -3,12 +3,16 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgentApi, newTokenSecret } from '../../src/api/agentApi.js';
+import { secretSha256 } from '../../src/api/agentStore.js';
+import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../../src/api/agentServer.js';
+import type { Fence } from '../../src/db/storeCall.js';
+import { issueRunToken } from '../../src/db/sql/poolRuns.js';
 import { selectEvents } from '../../src/db/sql/selectEvents.js';
 import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
 import { git } from '../../src/runners/git.js';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
-import { startToolEndpoint } from '../../src/tools/agentEndpoint.js';
 import { createHttpTool } from '../../src/tools/httpTool.js';
 import { parseHttpTools } from '../../src/tools/httpToolsConfig.js';
 import { createToolGateway, type ToolGateway } from '../../src/tools/toolGateway.js';
@@ -16,6 +20,7 @@ import type { ToolAdapter } from '../../src/tools/types.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { reclaim, runningTask } from '../helpers/tools.js';
+import { tokenFor } from '../api/helpers.js';
 
 let tool: ToolServerProcess;
 let tools: Record<string, ToolAdapter>;
@@ -61,6 +66,26 @@ beforeAll(() => {
   Object.assign(process.env, WORKER_SECRETS);
 });
 
+/** The identity a run token of these tests carries (a worker uses the task's `run.agent`, else the task id). */
+const RUN_AGENT = 'run-agent';
+
+/**
+ * The endpoint a worker gives the run holding `fence`, as activities/tasks.ts makes it: a run token
+ * issued through the store on the worker's login and bound to the claim, and the agent API on that
+ * login, whose tool calls go through the gateway fenced on the claim.
+ */
+async function runEndpoint(fence: Fence) {
+  const worker = await stack.db.login('baton_worker');
+  const token = newTokenSecret();
+  await issueRunToken(worker.pool, fence, RUN_AGENT, secretSha256(token));
+  const api = createAgentApi({
+    db: worker.pool,
+    localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, callTool: (call) => gateway.call(fence, call), reportProgress: () => {} },
+  });
+  const server = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
+  return { url: server.url, token, env: { [AGENT_URL_ENV]: server.url, [AGENT_TOKEN_ENV]: token }, close: () => server.close() };
+}
+
 afterAll(() => {
   for (const name of Object.keys(WORKER_SECRETS)) delete process.env[name];
 });
@@ -98,7 +123,7 @@ describe('agent access to the tool gateway', () => {
     const pr = JSON.parse(await git(repo, ['show', `${task.artifact!.revision}:pr.json`]));
     expect(pr).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', result: { key: `${taskId}:open-pr`, params: { title: 'v2 API' } } });
     const envNames = (await git(repo, ['show', `${task.artifact!.revision}:env-names.txt`])).split('\n');
-    expect(envNames).toEqual(expect.arrayContaining(['BATON_TOOL_URL', 'BATON_TOOL_TOKEN', 'BATON_CLAIM']));
+    expect(envNames).toEqual(expect.arrayContaining(['BATON_URL', 'BATON_TOKEN', 'BATON_CLAIM']));
     for (const secret of Object.keys(WORKER_SECRETS)) expect(envNames).not.toContain(secret);
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:open-pr`)).toHaveLength(1);
     const listed = await runCli(['tool', 'list', graph.id], cleanEnv({ DATABASE_URL: stack.db.url }));
@@ -118,32 +143,55 @@ describe('agent access to the tool gateway', () => {
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:charge`)).toHaveLength(1);
   });
 
-  it('refuses a wrong token and any attempt to name a task, owner or claim', async () => {
+  it("refuses a wrong token, another run's token, a token that is not a run's, and any attempt to name a task, owner or claim", async () => {
     const fence = await runningTask(stack.db.pool);
-    const endpoint = await startToolEndpoint((call) => gateway.call(fence, call));
+    const other = await runningTask(stack.db.pool);
+    const endpoint = await runEndpoint(fence);
+    const otherEndpoint = await runEndpoint(other);
+    const apiToken = await tokenFor(stack.db, 'someone', ['read', 'notes', 'objects', 'submit', 'admin']);
     try {
       const post = (token: string, body: unknown) =>
-        fetch(endpoint.url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
-      expect((await post('guess', { tool: 'payments', step: 's', params: {} })).status).toBe(401);
+        fetch(`${endpoint.url}/v1/tool.call`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const guessed = await post('guess', { tool: 'payments', step: 's', params: {} });
+      expect(guessed.status).toBe(401);
+      expect(guessed.headers.get('content-type')).toBe('application/problem+json');
+      expect(await guessed.json()).toMatchObject({ code: 'unauthenticated', refusal: 'unauthenticated' });
+      // A run token is good only on its own run's endpoint: the other run's token is refused here.
+      const stolen = await post(otherEndpoint.token, { tool: 'payments', step: 's', params: {} });
+      expect(stolen.status).toBe(403);
+      expect(await stolen.json()).toMatchObject({ code: 'forbidden', refusal: 'other_run' });
+      // Even an admin token is not a run's: tool calls need a run token.
+      const notRun = await post(apiToken.secret, { tool: 'payments', step: 's', params: {} });
+      expect(notRun.status).toBe(403);
+      expect(await notRun.json()).toMatchObject({ code: 'forbidden', refusal: 'not_a_run' });
       const named = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, taskId: 'other/task', claimVersion: 9 });
       expect(named.status).toBe(400);
-      expect(await named.text()).toMatch(/unexpected field\(s\) taskId, claimVersion/);
+      expect(await named.json()).toMatchObject({ code: 'invalid_input', detail: expect.stringMatching(/unexpected field\(s\) taskId, claimVersion/) });
+      const owner = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, owner: 'owner-b' });
+      expect(owner.status).toBe(400);
+      expect(await owner.json()).toMatchObject({ detail: expect.stringMatching(/unexpected field\(s\) owner: the actor is always the token's identity/) });
       expect(await selectToolCalls(stack.db.pool, fence.taskId)).toEqual([]);
+      expect(await selectToolCalls(stack.db.pool, other.taskId)).toEqual([]);
+      // The same endpoint with its own token does make the call: the refusals above were not for want of a working endpoint.
+      const own = await post(endpoint.token, { tool: 'payments', step: 's', params: {} });
+      expect(own.status, await own.clone().text()).toBe(200);
+      expect(await selectToolCalls(stack.db.pool, fence.taskId)).toEqual([expect.objectContaining({ key: `${fence.taskId}:s`, status: 'succeeded', owner: fence.owner })]);
     } finally {
       await endpoint.close();
+      await otherEndpoint.close();
     }
   });
 
   it("refuses a stale claim's call through the CLI (exit 3) and logs the refusal", async () => {
     const old = await runningTask(stack.db.pool);
-    const endpoint = await startToolEndpoint((call) => gateway.call(old, call));
+    const endpoint = await runEndpoint(old);
     try {
       await reclaim(stack.db.pool, old, 'owner-b');
       const result = await runCli(['tool', 'call', 'payments', 'charge', '--params', '{"amount":5}'], cleanEnv(endpoint.env));
       expect(result.code, result.output).toBe(3);
-      expect(result.output).toMatch(/StaleClaimError: tool_call refused for task/);
+      expect(result.output).toMatch(/tool\.call refused \(stale_claim\): tool\.call refused for task/);
       const refusal = (await selectEvents(stack.db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
-      expect(refusal).toMatchObject({ actor: 'owner-a', details: { action: 'tool_call' } });
+      expect(refusal).toMatchObject({ actor: RUN_AGENT, fence: 1, details: { action: 'tool.call' } });
       expect(await selectToolCalls(stack.db.pool, old.taskId)).toEqual([]);
     } finally {
       await endpoint.close();
@@ -152,7 +200,7 @@ describe('agent access to the tool gateway', () => {
 
   it('tells a caller what went wrong: unknown tool (exit 2), no endpoint (exit 1)', async () => {
     const fence = await runningTask(stack.db.pool);
-    const endpoint = await startToolEndpoint((call) => gateway.call(fence, call));
+    const endpoint = await runEndpoint(fence);
     try {
       const unknown = await runCli(['tool', 'call', 'mailer', 'send'], cleanEnv(endpoint.env));
       expect(unknown.code).toBe(2);
@@ -162,7 +210,7 @@ describe('agent access to the tool gateway', () => {
     }
     const missing = await runCli(['tool', 'call', 'payments', 'send'], cleanEnv({}));
     expect(missing.code).toBe(1);
-    expect(missing.output).toMatch(/BATON_TOOL_URL and BATON_TOOL_TOKEN are not set/);
+    expect(missing.output).toMatch(/BATON_URL and BATON_TOKEN are not set: inside a run the runner sets them/);
   });
 
   it('reads HTTP tools from BATON_HTTP_TOOLS and names what is wrong', () => {
