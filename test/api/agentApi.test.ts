@@ -171,6 +171,31 @@ describe('the agent API over MCP and HTTP', () => {
     expect((await db.pool.query('SELECT 1 FROM baton.objects WHERE key = $1', [key])).rowCount).toBe(0);
   });
 
+  it("gives the API's own database login nothing to forge with: no actor-taking function, no verification, no table", async () => {
+    const login = await db.login('baton_agent');
+    const victimKey = uniqueObjectKey('victim/plan');
+    const victim = await tokenFor(db, 'victim-2');
+    expect((await call(api.url, victim.secret, 'object.create', { key: victimKey, content: 'v1' })).status).toBe(200);
+    const attempts: [string, unknown[]][] = [
+      ['SELECT * FROM baton.object_take($1, $2)', [victimKey, 'victim-2']],
+      ['SELECT * FROM baton.object_grant($1, $2, $3, $4)', [victimKey, 'victim-2', 'mallory', 'write']],
+      ["SELECT * FROM baton.record_verification('t', 'v', 1, 'r', 'true', 0, 'd', '')", []],
+      ["SELECT * FROM baton.start_verification('t', 'v')", []],
+      ["SELECT * FROM baton.add_task_note('t', 'victim-2', NULL, 'forged')", []],
+      ["SELECT * FROM baton.agent_token_create('mallory', ARRAY['admin'], NULL, sha256('x'), 'mallory')", []],
+      ['SELECT secret_sha256 FROM baton.agent_tokens', []],
+      ["INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_0000000000000000', 'victim-2', ARRAY['admin'], sha256('x'), 'm')", []],
+    ];
+    for (const [sql, params] of attempts) {
+      await expect(login.pool.query(sql, params), sql).rejects.toMatchObject({ code: '42501' });
+    }
+    // Through the API, no operation verifies anything, and none is reachable by a made-up name.
+    expect(Object.keys(OPERATIONS).filter((o) => /verif/i.test(o))).toEqual([]);
+    expect((await call(api.url, victim.secret, 'verify', { revision: 'a'.repeat(40) })).status).toBe(404);
+    const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1`, [victimKey]);
+    expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:victim-2']);
+  });
+
   it('serves an OpenAPI document of every operation, from the same schemas', async () => {
     const doc = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, any> };
     expect(Object.keys(doc.paths).sort()).toEqual(Object.keys(OPERATIONS).map((o) => `/v1/${o}`).sort());
