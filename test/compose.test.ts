@@ -135,6 +135,16 @@ describe('docker-compose.yml: the production topology', () => {
     expectOf('baton-worker', 'TEMPORAL_ADDRESS', worker.TEMPORAL_ADDRESS).toBe('temporal:7233');
   });
 
+  it("serves the agent API from baton-agent-api on a login of its own that the migrator creates in the agent group", () => {
+    expectOf('baton-agent-api', 'runs baton serve', ((service('baton-agent-api').command ?? []) as string[]).join(' ')).toMatch(/bin\/baton\.js serve --host 0\.0\.0\.0/);
+    const login = new URL(interpolate(env('baton-agent-api').DATABASE_URL ?? '')).username;
+    expectOf('baton-agent-api', 'logs in as its own login', login).toBe('baton_app_agent');
+    expectOf('baton-agent-api', 'is not the worker login', login).not.toBe(new URL(interpolate(env('baton-worker').DATABASE_URL ?? '')).username);
+    const migrate = JSON.stringify(service('baton-migrate').command ?? '');
+    expectOf('baton-migrate', 'creates that login in the agent group', migrate).toMatch(/login baton_app_agent --role agent/);
+    expectOf('baton-agent-api', 'publishes 8484', (service('baton-agent-api').ports ?? []).map(String).join(' ')).toMatch(/8484:8484/);
+  });
+
   it('writes no password: each is a required variable from .env', () => {
     for (const name of Object.keys(services)) {
       for (const [key, value] of Object.entries(env(name))) {
