@@ -44,7 +44,7 @@ export interface AgentApiOptions {
   localRun?: LocalRun;
   /** (Default: 4 MiB) */
   maxBodyBytes?: number;
-  /** Per token. (Default: 50 calls/s, bursts of 200) */
+  /** Per token; each client address may make four times as many. (Default: 50 calls/s, bursts of 200) */
   rateLimit?: { perSecond: number; burst: number };
 }
 
@@ -58,7 +58,11 @@ export interface AgentApi {
 export function createAgentApi(options: AgentApiOptions): AgentApi {
   const { db, localRun } = options;
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT;
-  const limiter = rateLimiter(options.rateLimit ?? RATE_LIMIT_DEFAULT);
+  const rate = options.rateLimit ?? RATE_LIMIT_DEFAULT;
+  const limiter = rateLimiter(rate);
+  // Per address as well, at four times a token's rate: made-up tokens (each a bucket of its own, each
+  // refusal an event) cannot flood the store from one place.
+  const addressLimiter = rateLimiter({ perSecond: rate.perSecond * 4, burst: rate.burst * 4 });
 
   async function perform(secret: string, operation: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
     if (!isOperationName(operation)) {
@@ -129,6 +133,12 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
       req.resume();
       res.setHeader('allow', 'POST');
       return fail(new MethodNotAllowedError(`${req.method} ${url.pathname}: use POST${isMcp ? ' (this MCP endpoint is stateless: no SSE stream, no sessions)' : ''}`));
+    }
+    try {
+      addressLimiter.take(req.socket.remoteAddress ?? 'local');
+    } catch (error) {
+      req.resume();
+      return fail(error);
     }
     const secret = bearerSecret(req);
     if (secret === undefined) {

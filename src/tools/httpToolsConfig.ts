@@ -7,7 +7,7 @@ import type { ToolAdapter } from './types.js';
  * HTTP tools of a `baton worker`, as JSON: tool name -> HttpToolOptions, e.g.
  * `{"payments":{"url":"https://pay.example/charges","lookupUrl":"https://pay.example/charges/by-key/{key}",
  * "headers":{"authorization":"Bearer ..."},"timeoutMs":5000,"idempotent":true}}`. Agents never see it:
- * the runner strips BATON_* (except BATON_TASK_*, BATON_CLAIM*, BATON_UPSTREAM*, BATON_TOOL_*) from their environment.
+ * the runner strips BATON_* (except BATON_TASK_*, BATON_CLAIM*, BATON_UPSTREAM*) from their environment, then sets the run's BATON_URL, BATON_TOKEN, BATON_SOCKET.
  */
 export const HTTP_TOOLS_ENV = 'BATON_HTTP_TOOLS';
 

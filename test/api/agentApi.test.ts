@@ -1,7 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
-import { mcpToolName } from '../../src/api/agentApi.js';
+import { createAgentApi, mcpToolName } from '../../src/api/agentApi.js';
+import { startAgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
 import { useTestDatabase } from '../helpers/db.js';
@@ -194,6 +195,27 @@ describe('the agent API over MCP and HTTP', () => {
     expect((await call(api.url, victim.secret, 'verify', { revision: 'a'.repeat(40) })).status).toBe(404);
     const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1`, [victimKey]);
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:victim-2']);
+  });
+
+  it('limits the rate per token and per address, with Retry-After', async () => {
+    const login = await db.login('baton_agent');
+    const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.5, burst: 3 } }), { port: 0, host: '127.0.0.1' });
+    try {
+      const t = await tokenFor(db, 'hasty');
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call(limited.url, t.secret, 'whoami')).status);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      const refused = await fetch(`${limited.url}/v1/whoami`, { method: 'POST', headers: { authorization: `Bearer ${t.secret}` } });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(await refused.json()).toMatchObject({ code: 'rate_limited' });
+      // Made-up tokens each have a bucket of their own; the address's bucket (4 x 3) still runs out.
+      const guesses = [];
+      for (let i = 0; i < 12; i++) guesses.push((await call(limited.url, `baton_guess${i}`, 'whoami')).status);
+      expect(guesses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
   });
 
   it('serves an OpenAPI document of every operation, from the same schemas', async () => {
