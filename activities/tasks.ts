@@ -124,7 +124,20 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
       beat();
       const runner = deps.runnerFor(claim.spec);
-      const keepAlive = runner.relaysHeartbeats ? undefined : setInterval(() => beat(), Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
+      // Temporal hears that the run is alive only when Postgres has just heard it too: a worker cut
+      // off from Postgres (but not from Temporal) goes silent, and the heartbeat timeout hands its
+      // task to a worker that can reach the store, instead of holding it until its calls fail.
+      let keepAliveInFlight = false;
+      const keepAlive = runner.relaysHeartbeats
+        ? undefined
+        : setInterval(() => {
+            if (keepAliveInFlight) return;
+            keepAliveInFlight = true;
+            heartbeatTask(db, fence, input.heartbeatTimeoutMs)
+              .then(() => beat())
+              .catch((error: unknown) => ctx.log.warn('run not kept alive: Postgres did not record its heartbeat', { taskId: input.taskId, error: String(error) }))
+              .finally(() => (keepAliveInFlight = false));
+          }, Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
         const graph = await selectGraphSource(db, claim.graphId);
         const artifact = await runner.run({
@@ -141,12 +154,13 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             return { api, token, identity: agent };
           },
           heartbeat: async (progress) => {
-            beat(progress);
             try {
               await heartbeatTask(db, fence, input.heartbeatTimeoutMs, progress);
+              beat(progress);
             } catch (error) {
-              // A lost claim stops the agent; a database blip does not: Temporal still hears the
-              // heartbeat, and the submit is fenced whenever it comes.
+              // A lost claim stops the agent. A database blip does not, and Temporal is not told the
+              // run is alive: if Postgres stays out of reach past the heartbeat timeout, the task is
+              // recovered by a worker that can reach it, and this one's submit is fenced whenever it comes.
               if (error instanceof StaleClaimError) throw error;
               ctx.log.warn('heartbeat not recorded in Postgres', { taskId: input.taskId, error: String(error) });
             }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { readEnv } from '../config.js';
 
 // Postgres int8 (bigint) columns hold claim versions and event ids; they fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -6,12 +7,32 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 /** Pool size baton opens unless told otherwise. */
 export const POOL_SIZE_DEFAULT = 10;
 
+/**
+ * How long one query may wait for its answer before it fails (and its connection is dropped). A
+ * server that stops answering without closing the connection (a partition, a frozen host) must fail
+ * a call in seconds, not when TCP gives up a quarter of an hour later: a run whose heartbeats cannot
+ * reach Postgres then goes silent to Temporal too and is recovered elsewhere. Longer than any query
+ * baton makes. (Default: 60 s; `BATON_QUERY_TIMEOUT_MS`)
+ */
+export const QUERY_TIMEOUT_MS_DEFAULT = 60_000;
+export const QUERY_TIMEOUT_ENV = 'BATON_QUERY_TIMEOUT_MS';
+/** How long opening a connection may take. (Default: 15 s, or the query timeout if shorter) */
+export const CONNECT_TIMEOUT_MS_DEFAULT = 15_000;
+
 /** Opens a pool against `connectionString`; a bad URL fails on first use with pg's own error. */
-export function createPool(connectionString: string, options: { max?: number; applicationName?: string } = {}): pg.Pool {
+export function createPool(connectionString: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): pg.Pool {
+  const fromEnv = Number(readEnv(QUERY_TIMEOUT_ENV));
+  const queryTimeoutMs = options.queryTimeoutMs ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : QUERY_TIMEOUT_MS_DEFAULT);
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? POOL_SIZE_DEFAULT,
     application_name: options.applicationName ?? 'baton',
+    query_timeout: queryTimeoutMs,
+    // A connection that takes longer to open than a query may take to answer is as lost.
+    connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS_DEFAULT, queryTimeoutMs),
+    // The kernel notices a dead peer of an idle connection too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   // An idle client losing its server (Postgres restarted) must not crash the process; the next
   // query reconnects. Say so once per error rather than staying silent.
