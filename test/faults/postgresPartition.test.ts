@@ -125,10 +125,10 @@ describe('T11, T4: a worker cut off from Postgres mid-run', () => {
     await cutOff.stop();
     cutOff = undefined;
   });
-  it('hands its tasks to a worker that reaches Postgres in seconds when the partition never ends in an error (no reset, no refusal)', { timeout: 330_000 }, async () => {
+  it('hands its tasks to a worker that reaches Postgres, well before its long-running agents end, when the partition never ends in an error (no reset, no refusal)', { timeout: 330_000 }, async () => {
     // The worker keeps polling Temporal while its Postgres calls hang: the tasks it held, and any
     // recovery activity it picks up, must not wait for TCP to give up (about 15 minutes). Its agents
-    // work for 90 s, as long-running agents do, so their own end cannot be what frees the tasks.
+    // work for 150 s, as long-running agents do, so their own end cannot be what frees the tasks.
     const AGENT_MS = 150_000;
     const blackholeHome = await mkdtemp(path.join(tmpdir(), 'baton-pg-blackhole-'));
     stops.push(() => rm(blackholeHome, { recursive: true, force: true }));
