@@ -124,18 +124,22 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
       beat();
       const runner = deps.runnerFor(claim.spec);
-      // Temporal hears that the run is alive only when Postgres has just heard it too: a worker cut
+      // Temporal hears that the run is alive only when Postgres has just answered too: a worker cut
       // off from Postgres (but not from Temporal) goes silent, and the heartbeat timeout hands its
       // task to a worker that can reach the store, instead of holding it until its calls fail.
+      let finished = false;
       let keepAliveInFlight = false;
       const keepAlive = runner.relaysHeartbeats
         ? undefined
         : setInterval(() => {
             if (keepAliveInFlight) return;
             keepAliveInFlight = true;
-            heartbeatTask(db, fence, input.heartbeatTimeoutMs)
-              .then(() => beat())
-              .catch((error: unknown) => ctx.log.warn('run not kept alive: Postgres did not record its heartbeat', { taskId: input.taskId, error: String(error) }))
+            // A ping, not a write: the lease and the claim are the runner's heartbeats' business.
+            db.query('SELECT 1')
+              .then(() => {
+                if (!finished) beat();
+              })
+              .catch((error: unknown) => ctx.log.warn('run not kept alive: Postgres does not answer', { taskId: input.taskId, error: String(error) }))
               .finally(() => (keepAliveInFlight = false));
           }, Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
@@ -189,6 +193,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
         throw error;
       } finally {
+        finished = true;
         clearInterval(keepAlive);
       }
     },

@@ -76,8 +76,9 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
       case 'tool.call':
         return callTool(secret, args as unknown as ToolCallInput);
       case 'heartbeat': {
-        const beat = (await callAgentStore(db, secret, operation, args)) as { pooled: boolean; claimVersion: number };
-        if (localRun && !beat.pooled && args.progress) localRun.reportProgress(args.progress as Record<string, unknown>);
+        const beat = (await callAgentStore(db, secret, operation, args)) as { taskId: string; pooled: boolean; claimVersion: number };
+        const thisRun = localRun && beat.taskId === localRun.taskId && beat.claimVersion === localRun.claimVersion;
+        if (thisRun && !beat.pooled && args.progress) localRun.reportProgress(args.progress as Record<string, unknown>);
         return beat;
       }
       case 'pool.claim':
@@ -100,6 +101,8 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
   async function claimFromPool(secret: string, args: { pool: string; waitSeconds?: number }, signal?: AbortSignal): Promise<unknown> {
     const deadline = Date.now() + (args.waitSeconds ?? 0) * 1000;
     for (;;) {
+      // A caller that has gone away must not be handed a run nobody would receive.
+      if (signal?.aborted) return null;
       // A fresh secret per attempt: only the one handed out is ever stored, as its hash.
       const runToken = newTokenSecret();
       const claimed = await callAgentStore(db, secret, 'pool.claim', { pool: args.pool, runSecretSha256: secretSha256(runToken) });
@@ -110,7 +113,19 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
   }
 
   function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const url = new URL(req.url ?? '/', 'http://agent-api');
+    try {
+      route(req, res);
+    } catch (error) {
+      // Nothing a request holds may take the process down (a run's endpoint lives in the worker).
+      req.resume();
+      const problem = problemOf(error);
+      if (!res.headersSent) res.writeHead(problem.status, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
+    }
+  }
+
+  function route(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // Only the path is read, and without URL parsing, which throws on some request targets.
+    const url = { pathname: (req.url ?? '/').split('?')[0]! };
     const answer = (status: number, body: unknown, contentType = 'application/json') => {
       if (!res.headersSent) res.writeHead(status, { 'content-type': contentType }).end(JSON.stringify(body));
     };

@@ -32,7 +32,9 @@ export interface AgentServer {
  */
 export async function startAgentServer(api: AgentApi, listen: AgentServerListen): Promise<AgentServer> {
   // The host is never used (the socket URL's is made up), so a request without one is answered like any other.
-  const server = http.createServer({ requireHostHeader: false }, (req, res) => api.handle(req, res));
+  // A caller gets 15 s to send its headers and 60 s for its whole request: slow senders cannot hold
+  // connections (and their buffered bodies) for Node's default five minutes.
+  const server = http.createServer({ requireHostHeader: false, headersTimeout: 15_000, requestTimeout: 60_000 }, (req, res) => api.handle(req, res));
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     if (!socket.writable || socket.bytesWritten) {
       socket.destroy();

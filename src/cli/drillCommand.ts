@@ -1,10 +1,11 @@
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { runClaimRaceDrill } from '../drills/d1ClaimRace.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, runWorkerKillDrill } from '../drills/d2WorkerKill.js';
-import { runStaleSubmitDrill } from '../drills/d3StaleSubmit.js';
-import { runFailedVerificationDrill } from '../drills/d4FailedVerification.js';
+import { runFrozenOwnerDrill } from '../drills/d3StaleSubmit.js';
+import { runRejectedCommitDrill } from '../drills/d4FailedVerification.js';
 import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
 import type { DrillResult } from '../drills/types.js';
 import type { Log } from '../log.js';
@@ -24,7 +25,9 @@ interface DrillOptions {
   claimTrials: number;
   killTrials: number;
   killLanes: number;
-  trials: number;
+  freezeTrials: number;
+  rejectTrials: number;
+  keep?: boolean;
   heartbeatTimeoutMs: number;
   toolCalls: number;
   toolKillTrials: number;
@@ -35,13 +38,16 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .command('drill')
     .description(
       `run the failure drill D1-D5 against the deployment named by ${DATABASE_URL_ENV} / ${TEMPORAL_ADDRESS_ENV} ` +
-        '(or an embedded stack it starts itself); drill graphs are named d1-*, d2-*, ...; exits non-zero if any drill fails',
+        '(or a private embedded stack it starts itself, removed afterwards unless --keep); drill graphs are named d1-*, d2-*, ... ' +
+        '(in a deployment they stay: its record is append-only); exits non-zero if any drill fails',
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
     .option('--kill-trials <n>', 'D2: owners silenced after claiming (SIGKILL right away, SIGKILL mid-run, SIGSTOP mid-run, in turn)', parsePositiveInt, 6)
     .option('--kill-lanes <n>', 'D2: trials run at once, each lane with two worker processes of its own', parsePositiveInt, 3)
-    .option('--trials <n>', 'D3 and D4: trials each', parsePositiveInt, 50)
+    .option('--freeze-trials <n>', 'D3: owners frozen (SIGSTOP) mid-run, recovered through the heartbeat timeout, then resumed', parsePositiveInt, 3)
+    .option('--reject-trials <n>', 'D4: graphs whose commit a real verifier rejects', parsePositiveInt, 3)
+    .option('--keep', 'keep the private stack (its database and logs) after the drill')
     .option('--heartbeat-timeout-ms <ms>', 'D2 and D5: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
     .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseNonNegativeInt, D5_KILL_TRIALS_DEFAULT)
@@ -52,9 +58,10 @@ export function registerDrillCommand(program: Command, log: Log): void {
         throw new Error(`set both ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV} to drill a deployment, or neither for a private embedded stack`);
       }
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
+      const privateHome = path.join(batonHome(), 'drill');
       const open = await openStack(
         log,
-        external ? {} : { home: path.join(batonHome(), 'drill'), postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
+        external ? {} : { home: privateHome, postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
         // The drill plays every part (client, worker, the owner's test-only moves): it keeps the migrating login.
         'admin',
       );
@@ -82,8 +89,20 @@ export function registerDrillCommand(program: Command, log: Log): void {
             log,
           }),
         );
-        await step('D3', () => runStaleSubmitDrill(open.pool, { trials: opts.trials }));
-        await step('D4', () => runFailedVerificationDrill(open.pool, { trials: opts.trials }));
+        await step('D3', () =>
+          runFrozenOwnerDrill({
+            pool: open.pool,
+            temporal,
+            workerEnv,
+            trials: opts.freezeTrials,
+            lanes: opts.killLanes,
+            heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
+            log,
+          }),
+        );
+        await step('D4', () =>
+          runRejectedCommitDrill({ pool: open.pool, temporal, workerEnv, trials: opts.rejectTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log }),
+        );
         await step('D5', () =>
           runToolReconciliationDrill({
             pool: open.pool,
@@ -100,6 +119,9 @@ export function registerDrillCommand(program: Command, log: Log): void {
         if (results.some((r) => !r.passed)) process.exitCode = 1;
       } finally {
         await open.close();
+        if (!external && !opts.keep) await rm(privateHome, { recursive: true, force: true });
+        else if (!external) log(`Kept the drill's stack in ${privateHome}.`);
+        else log('The drill graphs (d1-* to d5-*) stay in the deployment: its record is append-only.');
       }
     });
 }

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
+import pg from 'pg';
 import { BatonError } from '../errors.js';
 import type { Queryable } from './queryable.js';
 import { adoptSchema, ensureRoles, OWNER_ROLE } from './roles.js';
@@ -107,7 +107,11 @@ export async function loadDefinitions(dir: string = DEFINITIONS_DIR): Promise<De
 export async function migrate(pool: pg.Pool, migrations?: Migration[], definitions?: Definition[]): Promise<MigrateResult> {
   const allMigrations = migrations ?? (await loadMigrations());
   const allDefinitions = definitions ?? (await loadDefinitions());
-  const client = await pool.connect();
+  // A connection of its own, without the pool's query timeout: a migrator may wait long for the lock
+  // and a migration may run long on a big table. Ended, not returned: it never goes back to a pool
+  // while it might still hold the lock.
+  const client = new pg.Client({ ...(pool as unknown as { options: pg.ClientConfig }).options, query_timeout: 0 });
+  await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [MIGRATION_LOCK_KEY]);
     try {
@@ -118,7 +122,7 @@ export async function migrate(pool: pg.Pool, migrations?: Migration[], definitio
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [MIGRATION_LOCK_KEY]);
     }
   } finally {
-    client.release();
+    await client.end();
   }
 }
 

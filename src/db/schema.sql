@@ -29,11 +29,13 @@ CREATE TABLE baton.agent_tokens (
   revoked_by text,
   revoke_reason text,
   last_used_at timestamp with time zone,
+  parent_token_id text,
   task_id text,
   claim_version bigint,
   CONSTRAINT agent_tokens_check CHECK (((task_id IS NULL) = (claim_version IS NULL))),
   CONSTRAINT agent_tokens_id_check CHECK ((id ~ '^tok_[0-9a-f]{16}$'::text)),
   CONSTRAINT agent_tokens_identity_check CHECK (((length(identity) >= 1) AND (length(identity) <= 200))),
+  CONSTRAINT agent_tokens_parent_token_id_fkey FOREIGN KEY (parent_token_id) REFERENCES baton.agent_tokens(id),
   CONSTRAINT agent_tokens_pkey PRIMARY KEY (id),
   CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'admin'::text])),
   CONSTRAINT agent_tokens_secret_sha256_check CHECK ((length(secret_sha256) = 32)),
@@ -380,6 +382,7 @@ DECLARE
   v_scope text := baton.agent_operation_scope(p_operation);
   a jsonb := coalesce(p_args, '{}'::jsonb);
   k baton.agent_tokens;
+  parent baton.agent_tokens;
   t baton.tasks;
   r baton.pool_runs;
   o baton.object_outcome;
@@ -398,6 +401,19 @@ BEGIN
   END IF;
   IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
     RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
+  END IF;
+  -- A pooled run's token is good only while the token that took the run is.
+  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
+  IF FOUND AND parent.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
+  END IF;
+  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
+  END IF;
+  IF k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN
+    RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
     t := baton.lock_task(k.task_id);
@@ -430,7 +446,7 @@ BEGIN
   WHEN 'heartbeat' THEN
     UPDATE baton.pool_runs SET beat_at = now(), progress = coalesce(a->'progress', progress)
      WHERE task_id = t.id AND claim_version = t.claim_version;
-    RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('claimVersion', t.claim_version, 'pooled', FOUND, 'at', baton.object_ts(now())));
+    RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'pooled', FOUND, 'at', baton.object_ts(now())));
   WHEN 'submit' THEN
     IF coalesce(a->>'revision', '') !~ '^[0-9a-f]{40}([0-9a-f]{24})?$' THEN
       PERFORM baton.agent_invalid(format('revision must be a full git commit id (40 or 64 hex digits), not %s', coalesce(a->>'revision', 'none')));
@@ -478,7 +494,14 @@ BEGIN
      ORDER BY r2.offered_at, r2.task_id FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
     IF NOT FOUND THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
     t := baton.lock_task(r.task_id);
-    k := baton.agent_token_insert(k.identity, array_remove(k.scopes, 'admin') || ARRAY['read'], NULL, v_secret_sha256, k.identity, t.id, t.claim_version);
+    -- Its claim may have moved since the offer was read (recovered and claimed again): no run then.
+    IF t.status <> 'running' OR t.claim_version <> r.claim_version THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
+    -- The run token may read, write notes and use objects as its taker may (admin: all three), take no
+    -- further runs, and lives no longer than the token that took it.
+    k := baton.agent_token_insert(k.identity,
+      ARRAY(SELECT s FROM unnest(CASE WHEN 'admin' = ANY (k.scopes) THEN ARRAY['read', 'notes', 'objects'] ELSE k.scopes || ARRAY['read'] END) s
+             WHERE s IN ('read', 'notes', 'objects')),
+      k.expires_at, v_secret_sha256, k.identity, t.id, r.claim_version, k.id);
     UPDATE baton.pool_runs SET agent = k.identity, taken_at = now(), beat_at = now(), token_id = k.id
      WHERE task_id = r.task_id AND claim_version = r.claim_version;
     PERFORM baton.append_event('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
@@ -604,7 +627,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint)
+CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint, p_parent_token_id text DEFAULT NULL::text)
  RETURNS baton.agent_tokens
  LANGUAGE plpgsql
 AS $function$
@@ -619,9 +642,10 @@ BEGIN
   IF p_expires_at IS NOT NULL AND p_expires_at <= now() THEN
     PERFORM baton.agent_invalid(format('expiry %s is not in the future', baton.object_ts(p_expires_at)));
   END IF;
-  INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version)
+  INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version, parent_token_id)
   VALUES ('tok_' || substr(md5(random()::text || clock_timestamp()::text), 1, 16), p_identity,
-          ARRAY(SELECT DISTINCT s FROM unnest(p_scopes) s ORDER BY s), p_secret_sha256, p_created_by, p_expires_at, p_task_id, p_claim_version)
+          ARRAY(SELECT DISTINCT s FROM unnest(p_scopes) s ORDER BY s), p_secret_sha256, p_created_by, p_expires_at, p_task_id, p_claim_version,
+          p_parent_token_id)
   RETURNING * INTO k;
   RETURN k;
 END $function$
@@ -2447,7 +2471,7 @@ function baton.agent_task_context(baton.tasks,baton.agent_tokens): {baton_owner=
 
 function baton.agent_token_create(text,text[],bigint,bytea,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint): {baton_owner=X/baton_owner}
+function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text): {baton_owner=X/baton_owner}
 
 function baton.agent_token_list(): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

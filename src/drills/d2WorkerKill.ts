@@ -30,6 +30,8 @@ export interface WorkerKillDrillOptions {
   heartbeatTimeoutMs?: number;
   /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 60s) */
   trialDeadlineMs?: number;
+  /** How trials silence their owner, in turn. (Default: every way) */
+  silences?: readonly Silence[];
   log?: Log;
 }
 
@@ -38,8 +40,8 @@ export interface WorkerKillDrillOptions {
  * mid-run, or SIGSTOP mid-run (a frozen worker, resumed once its task is recovered: its late
  * writes must all be refused).
  */
-const SILENCES = ['killed after its claim', 'killed mid-run', 'frozen mid-run'] as const;
-type Silence = (typeof SILENCES)[number];
+export const SILENCES = ['killed after its claim', 'killed mid-run', 'frozen mid-run'] as const;
+export type Silence = (typeof SILENCES)[number];
 
 /**
  * D2: real worker processes run a scripted agent in a git worktree; the claimant is silenced
@@ -52,8 +54,9 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
   const lanes = Math.max(1, Math.min(options.lanes ?? 1, options.trials));
+  const silences = options.silences ?? SILENCES;
   const repo = await createScriptedRepo();
-  const tally: Tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, violations: [], recoveryMs: [] };
+  const tally: Tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, frozenTrials: 0, frozenTrialsRefused: 0, violations: [], recoveryMs: [] };
   let done = 0;
   const fleets: WorkerFleet[] = [];
   try {
@@ -64,10 +67,10 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
         const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
         // Each lane takes the next trial, so the silences interleave across lanes.
         for (let trial = next++; trial < options.trials; trial = next++) {
-          const silence = SILENCES[trial % SILENCES.length]!;
+          const silence = silences[trial % silences.length]!;
           await runTrial({ ...options, client, fleet, repo, silence, heartbeatTimeoutMs, trialDeadlineMs }, tally);
           done++;
-          log(`D2 trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
+          log(`${silences.length === 1 ? 'D3' : 'D2'} trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
         }
       }),
     );
@@ -81,6 +84,7 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
     'D2',
     'SIGKILL or SIGSTOP the owner after it claims',
     {
+      ...(options.silences ? { silences: silences.join(', ') } : {}),
       trials: options.trials,
       lanes,
       recovered: tally.recovered,
@@ -88,6 +92,8 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
       orphanAgents: tally.orphans,
       lateWritesLanded: tally.lateWrites,
       lateWritesRefused: tally.refusedLateWrites,
+      frozenTrials: tally.frozenTrials,
+      frozenTrialsRefused: tally.frozenTrialsRefused,
       recoveryP50Ms: percentile(50),
       recoveryP99Ms: percentile(99),
       recoveryMaxMs: sorted.at(-1) ?? 'n/a',
@@ -113,6 +119,9 @@ interface Tally {
   orphans: number;
   lateWrites: number;
   refusedLateWrites: number;
+  /** Trials whose owner was frozen and resumed, and those of them whose late write was refused and logged. */
+  frozenTrials: number;
+  frozenTrialsRefused: number;
   violations: string[];
   recoveryMs: number[];
 }
@@ -210,6 +219,8 @@ async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string,
   const events = await late();
   const landed = events.filter((e) => e.kind !== 'stale_write_refused');
   tally.refusedLateWrites += events.length - landed.length;
+  tally.frozenTrials++;
+  if (events.length > landed.length) tally.frozenTrialsRefused++;
   tally.lateWrites += landed.length;
   for (const e of landed) tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
 }

@@ -7,6 +7,7 @@ import { StaleClaimError } from '../errors.js';
 import type { Artifact } from '../tasks/types.js';
 import { claimFence, reclaim } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
+import { runWorkerKillDrill, type WorkerKillDrillOptions } from './d2WorkerKill.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /** Submits an artifact under a fence; throws StaleClaimError when refused. */
@@ -17,8 +18,9 @@ function artifact(revision: string): Artifact {
 }
 
 /**
- * D3: A claims, goes silent and the task is reclaimed by B; then A's late submit arrives, then B's.
- * Passes when A's is refused and logged, and B's is accepted exactly once.
+ * D3 on the store alone: A claims, goes silent and the task is reclaimed by B; then A's late submit
+ * arrives, then B's. Passes when A's is refused and logged, and B's is accepted exactly once. (The
+ * tests run it against broken fences too; `baton drill` runs `runFrozenOwnerDrill`.)
  */
 export async function runStaleSubmitDrill(db: Queryable, options: { trials: number; submit?: SubmitFn }): Promise<DrillResult> {
   const submit = options.submit ?? submitTask;
@@ -49,4 +51,21 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
     else violations.push(`${taskId}: expected B's artifact submitted once, found ${task.status} ${task.artifact?.revision} by ${task.owner}, ${submits} submit event(s)`);
   }
   return drillResult('D3', "old owner's submit after a reclaim", { trials: options.trials, refused, logged, accepted }, violations);
+}
+
+/**
+ * D3 through the real paths, as `baton drill` runs it: a worker process is frozen (SIGSTOP) mid-run;
+ * Temporal's heartbeat timeout hands its task to another worker, which recovers the claim and
+ * finishes the task; then the frozen worker is resumed and its late writes (heartbeat, submit)
+ * arrive. Passes when, in every trial, the task was recovered, a late write of the resumed owner
+ * was refused and logged (`stale_write_refused`), and none landed.
+ */
+export async function runFrozenOwnerDrill(options: Omit<WorkerKillDrillOptions, 'silences'>): Promise<DrillResult> {
+  const result = await runWorkerKillDrill({ ...options, silences: ['frozen mid-run'] });
+  const figure = (name: string) => result.figures[name] ?? 'n/a';
+  const violations = [...result.violations];
+  const silent = options.trials - Number(figure('frozenTrialsRefused'));
+  if (silent > 0) violations.push(`${silent} resumed owner(s) made no late write that was refused and logged`);
+  const shown = ['trials', 'recovered', 'lateWritesRefused', 'lateWritesLanded', 'frozenTrialsRefused', 'recoveryP50Ms', 'recoveryP99Ms'];
+  return drillResult('D3', "a frozen owner's late writes after a reclaim", Object.fromEntries(shown.map((name) => [name, figure(name)])), violations);
 }

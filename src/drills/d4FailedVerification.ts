@@ -1,16 +1,27 @@
+import { rm } from 'node:fs/promises';
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { createBatonClient } from '../client.js';
 import type { Queryable } from '../db/queryable.js';
+import { selectEvents } from '../db/sql/selectEvents.js';
+import { selectTask } from '../db/sql/selectTasks.js';
+import { waitFor } from '../dev/waitFor.js';
+import { silentLog, type Log } from '../log.js';
+import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
+import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { claimTask } from '../db/sql/claimTask.js';
 import { recordVerification } from '../db/sql/recordVerification.js';
 import { selectGraphTasks } from '../db/sql/selectTasks.js';
 import { startVerification } from '../db/sql/startVerification.js';
 import { submitTask } from '../db/sql/submitTask.js';
 import { CLAIM_LEASE_MS_DEFAULT, claimFence } from '../testkit/claims.js';
-import { insertGraph } from '../testkit/graphs.js';
+import { insertGraph, uniqueGraphId } from '../testkit/graphs.js';
 import type { SubmitFn } from './d3StaleSubmit.js';
 import { drillResult, type DrillResult } from './types.js';
 
 /**
- * D4: per trial, a diamond (two upstream tasks, one dependent of both, one dependent of that).
+ * D4 on the store alone (the tests run it against broken variants; `baton drill` runs
+ * `runRejectedCommitDrill`): per trial, a diamond (two upstream tasks, one dependent of both, one dependent of that).
  * Upstream `a` passes verification, `b` fails it. Passes when neither dependent is ever ready or
  * claimable afterwards.
  */
@@ -44,4 +55,88 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
     }
   }
   return drillResult('D4', 'failed verification keeps dependents blocked', { trials: options.trials, blockedDependents, claimsRefused }, violations);
+}
+
+export interface RejectedCommitDrillOptions {
+  pool: pg.Pool;
+  temporal: Client;
+  /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
+  workerEnv: Record<string, string>;
+  trials: number;
+  /** (Default: 2 s) */
+  heartbeatTimeoutMs?: number;
+  log?: Log;
+}
+
+/** How long one trial may take before it counts as failed. */
+const REJECTED_TRIAL_DEADLINE_MS = 120_000;
+
+/**
+ * D4 through the real paths, as `baton drill` runs it: worker processes run real agents that
+ * commit; the verifier runs `b`'s verify command in a clean checkout of b's commit, and it fails
+ * (the commit lacks what the check needs). Passes when, in every trial, b is rejected by a real
+ * verification (a non-zero exit, recorded by a verifier other than its owner) and the dependents
+ * of b stay blocked and are never claimed, while a, with a passing check, is verified.
+ */
+export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions): Promise<DrillResult> {
+  const log = options.log ?? silentLog;
+  const repo = await createScriptedRepo();
+  const fleet = await startWorkerFleet({ name: 'drill-d4', env: options.workerEnv, size: 2 });
+  const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
+  const violations: string[] = [];
+  let rejected = 0;
+  let blockedDependents = 0;
+  try {
+    for (let trial = 0; trial < options.trials; trial++) {
+      const graph = await client.submitGraph(
+        {
+          id: uniqueGraphId('d4'),
+          repo,
+          policy: { heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 2_000, maxAttempts: 1, onVerificationFailure: 'fail' },
+          tasks: [
+            { key: 'a', run: { command: `echo a > a.txt; ${commitAll('a')}` }, verify: { command: 'test -f a.txt' } },
+            { key: 'b', run: { command: `echo b > b.txt; ${commitAll('b')}` }, verify: { command: 'test -f b-reviewed.txt' } },
+            { key: 'tests', dependsOn: ['a', 'b'], run: { command: `echo t > t.txt; ${commitAll('t')}` }, verify: { command: 'true' } },
+            { key: 'release', dependsOn: ['tests'], run: { command: `echo r > r.txt; ${commitAll('r')}` }, verify: { command: 'true' } },
+          ],
+        },
+        'drill',
+      );
+      const id = (key: string) => `${graph.id}/${key}`;
+      try {
+        const settled = await waitFor(
+          'a verified and b failed',
+          async () => {
+            const [a, b] = await Promise.all([selectTask(options.pool, id('a')), selectTask(options.pool, id('b'))]);
+            if (a.status !== 'verified' || b.status !== 'failed') throw new Error(`a ${a.status}, b ${b.status}`);
+            return b;
+          },
+          { timeoutMs: REJECTED_TRIAL_DEADLINE_MS, intervalMs: 100 },
+        );
+        const { rows } = await options.pool.query<{ passed: boolean; exit_code: number; verifier: string; revision: string }>(
+          'SELECT passed, exit_code, verifier, revision FROM baton.verifications WHERE task_id = $1',
+          [id('b')],
+        );
+        const real = rows.filter((r) => !r.passed && r.exit_code !== 0 && r.verifier !== settled.owner && r.revision === settled.artifact?.revision);
+        if (real.length === 1) rejected++;
+        else violations.push(`${id('b')}: expected one failed verification of its commit by another identity, found ${JSON.stringify(rows)}`);
+        for (const key of ['tests', 'release']) {
+          const task = await selectTask(options.pool, id(key));
+          const claims = (await selectEvents(options.pool, 'task', id(key))).filter((e) => e.kind === 'claimed');
+          if (task.status === 'blocked' && claims.length === 0) blockedDependents++;
+          else violations.push(`${id(key)} is ${task.status} with ${claims.length} claim(s) although b failed verification`);
+        }
+      } catch (error) {
+        violations.push(`${graph.id}: ${(error as Error).message}`);
+      } finally {
+        // The dependents would wait for b forever: end the trial's workflows.
+        await client.cancelGraph(graph.id, 'drill', 'D4 trial done').catch(() => undefined);
+      }
+      log(`D4 trial ${trial + 1}/${options.trials}`);
+    }
+  } finally {
+    await fleet.stop();
+    await rm(repo, { recursive: true, force: true });
+  }
+  return drillResult('D4', 'a real verifier rejects a real commit', { trials: options.trials, rejected, blockedDependents }, violations);
 }

@@ -136,14 +136,7 @@ async function agentAccess(
   const { api, token } = await ctx.openAgentApi!({ callTool: ctx.callTool, reportProgress });
   const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' });
   try {
-    await writeFile(path.join(checkout.dir, '.mcp.json'), `${JSON.stringify(MCP_CONFIG, null, 2)}\n`, { mode: 0o644 });
-    // A private clone has its own .git folder (the agent has not run in it yet); a worktree shares its repository's.
-    const ownGit = path.join(checkout.dir, '.git');
-    const gitDir = (await stat(ownGit)).isDirectory() ? ownGit : path.resolve(ctx.repo!, await git(ctx.repo!, ['rev-parse', '--git-common-dir']));
-    const exclude = path.join(gitDir, 'info', 'exclude');
-    await mkdir(path.dirname(exclude), { recursive: true });
-    const excluded = await readFile(exclude, 'utf8').catch(() => '');
-    if (!excluded.split('\n').includes('/.mcp.json')) await appendFile(exclude, '\n/.mcp.json\n');
+    await writeMcpConfig(checkout.dir, ctx.repo!);
   } catch (error) {
     await server.close();
     throw error;
@@ -157,4 +150,24 @@ async function agentAccess(
       PATH: `${checkout.shimDir}${path.delimiter}${process.env.PATH ?? ''}`,
     },
   };
+}
+
+/**
+ * Writes the run's `.mcp.json` and keeps it out of the agent's commits (`info/exclude`). Never
+ * through a link, and never over a file the repository has: created only where nothing is.
+ */
+async function writeMcpConfig(dir: string, repo: string): Promise<void> {
+  try {
+    await writeFile(path.join(dir, '.mcp.json'), `${JSON.stringify(MCP_CONFIG, null, 2)}\n`, { mode: 0o644, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw error;
+  }
+  // A private clone has its own .git folder (the agent has not run in it yet); a worktree shares its repository's.
+  const ownGit = path.join(dir, '.git');
+  const gitDir = (await stat(ownGit)).isDirectory() ? ownGit : path.resolve(repo, await git(repo, ['rev-parse', '--git-common-dir']));
+  const exclude = path.join(gitDir, 'info', 'exclude');
+  await mkdir(path.dirname(exclude), { recursive: true });
+  const excluded = await readFile(exclude, 'utf8').catch(() => '');
+  if (!excluded.split('\n').includes('/.mcp.json')) await appendFile(exclude, '\n/.mcp.json\n');
 }

@@ -218,6 +218,7 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
   const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, problems) : undefined;
   if (pool !== undefined && !POOL_PATTERN.test(pool)) problems.push(`${at}: run.pool must match ${POOL_PATTERN}`);
   const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, problems, { max: 200 }) : undefined;
+  if (agent !== undefined && pool !== undefined) problems.push(`${at}: run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token`);
   return {
     ...(command === undefined ? {} : { command }),
     ...(fn === undefined ? {} : { function: fn }),

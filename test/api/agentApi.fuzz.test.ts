@@ -274,6 +274,9 @@ describe("fuzzing a run's agent API endpoint (S3)", () => {
         fc.constantFrom('', start([]), start([auth()]), start([auth(), 'content-length: 5', ''])),
         fc.uint8Array({ minLength: 1, maxLength: 100 }).map((b) => Buffer.from(b).toString('latin1')),
         async (head, tail) => {
+          // Empty lines before a request are ignored (RFC 9112 2.2): a connection that sends only
+          // those and closes has sent no request, and gets no answer. Found by this property.
+          fc.pre(!/^[\r\n]*$/.test(head + tail));
           await freshRun();
           const sent = executed.length;
           const reply = await raw(Buffer.from(head + tail, 'latin1'));

@@ -1,10 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createAgentApi, mcpToolName } from '../../src/api/agentApi.js';
 import { startAgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
+import { claimTask } from '../../src/db/sql/claimTask.js';
+import { offerToPool } from '../../src/db/sql/poolRuns.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
 import { call, tokenFor, useAgentServer } from './helpers.js';
@@ -195,6 +199,40 @@ describe('the agent API over MCP and HTTP', () => {
     expect((await call(api.url, victim.secret, 'verify', { revision: 'a'.repeat(40) })).status).toBe(404);
     const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1`, [victimKey]);
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:victim-2']);
+  });
+
+  it('survives a request target URL parsing would choke on, and answers it as a problem', async () => {
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.end('POST //[ HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 4\d\d /);
+    expect(reply).toContain('application/problem+json');
+    expect((await call(api.url, (await tokenFor(db, 'after-crash')).secret, 'whoami')).status).toBe(200);
+  });
+
+  it("ends a pooled run's token with the token that took it, and never lets a run token take another run", async () => {
+    const worker = await db.login('baton_worker');
+    const graphId = await insertGraph(db.pool, { solo: [] }, { prefix: 'pooltok' });
+    const taskId = `${graphId}/solo`;
+    const claim = await claimTask(worker.pool, taskId, 'w-1', 60_000);
+    await offerToPool(worker.pool, { taskId, owner: 'w-1', claimVersion: claim!.claimVersion }, 'night');
+    const taker = await tokenFor(db, 'nightly', ['read', 'notes', 'submit']);
+    const taken = await call(api.url, taker.secret, 'pool.claim', { pool: 'night' });
+    expect(taken.status).toBe(200);
+    expect(taken.body).toMatchObject({ taskId, identity: 'nightly', claimVersion: claim!.claimVersion });
+    const run = taken.body.runToken as string;
+    expect((await call(api.url, run, 'whoami')).body).toMatchObject({ identity: 'nightly', scopes: ['notes', 'read'], taskId });
+    // A run token cannot take runs of its own, whatever its taker could.
+    expect((await call(api.url, run, 'pool.claim', { pool: 'night' })).body).toMatchObject({ code: 'forbidden', refusal: 'not_a_run' });
+    const client = await db.login('baton_client');
+    await revokeToken(client.pool, { id: taker.token.id, actor: 'operator', reason: 'stolen' });
+    const after = await call(api.url, run, 'heartbeat', {});
+    expect(after).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'revoked' } });
+    expect(after.body.detail).toMatch(/run token tok_[0-9a-f]{16} was taken with token tok_[0-9a-f]{16} of nightly, revoked at .* by operator: stolen/);
   });
 
   it('limits the rate per token and per address, with Retry-After', async () => {

@@ -3,7 +3,7 @@
 // names, commits, pushes the commit to a branch, heartbeats and submits, over plain HTTP (`http`)
 // or as an MCP client over Streamable HTTP (`mcp`). `silent` stops after its first heartbeat and,
 // when told on stdin (any line), tries its submit anyway: the late write of a recovered agent.
-// Prints one JSON line per step. Usage: node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON>'
+// Prints one JSON line per step. Usage: REMOTE_AGENT_TOKEN=... node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON without token>'
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,13 +14,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 export interface RemoteAgentConfig {
   url: string;
+  /** Passed in REMOTE_AGENT_TOKEN, not on the command line. */
   token: string;
   pool: string;
   transport: 'http' | 'mcp';
   behaviour: 'work' | 'silent';
 }
 
-const config = JSON.parse(process.argv[2]!) as RemoteAgentConfig;
+const config = { ...JSON.parse(process.argv[2]!), token: process.env.REMOTE_AGENT_TOKEN! } as RemoteAgentConfig;
 const say = (step: string, details: Record<string, unknown> = {}) => process.stdout.write(`${JSON.stringify({ step, ...details })}\n`);
 
 type Call = (operation: string, input: Record<string, unknown>, token: string) => Promise<{ ok: boolean; body: any }>;

@@ -42,8 +42,11 @@ export interface FunctionWorkerProcess extends WorkerProcess {
 
 /** Starts the worker process with `env` added (e.g. LD_PRELOAD and FAKETIME); resolves once it polls. */
 export async function spawnFunctionWorker(options: FunctionWorkerOptions, env: Record<string, string> = {}): Promise<FunctionWorkerProcess> {
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), THIS_FILE, JSON.stringify(options)], {
-    env: { ...process.env, ...env },
+  // The credential goes in the environment, never in argv: any user may read /proc/<pid>/cmdline
+  // (the hostile-agent tests, running beside this one, look there).
+  const { databaseUrl, ...rest } = options;
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), THIS_FILE, JSON.stringify(rest)], {
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const watched = watchChild(child);
@@ -96,7 +99,7 @@ function controlledAgent(options: FunctionWorkerOptions): AgentFunction {
 }
 
 if (process.argv[1] === THIS_FILE) {
-  const options = JSON.parse(process.argv[2]!) as FunctionWorkerOptions;
+  const options = { ...JSON.parse(process.argv[2]!), databaseUrl: process.env.DATABASE_URL! } as FunctionWorkerOptions;
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const pool = createPool(options.databaseUrl);
   const connection = await NativeConnection.connect({ address: options.temporalAddress });

@@ -36,14 +36,17 @@ describe('graph validation (T8)', () => {
   });
 
   it('takes a pool of remote agents to run a task, and an agent name, with the same strictness', () => {
-    const spec = parseGraphSpec({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'reviewers', agent: 'reviewer' }, verify: { command: 'true' } }] });
-    expect(spec.tasks[0]!.spec.run).toEqual({ pool: 'reviewers', agent: 'reviewer' });
+    const spec = parseGraphSpec({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'reviewers' }, verify: { command: 'true' } }, { key: 'b', run: { command: 'x', agent: 'reviewer' }, verify: { command: 'true' } }] });
+    expect(spec.tasks.map((t) => t.spec.run)).toEqual([{ pool: 'reviewers' }, { command: 'x', agent: 'reviewer' }]);
     expect(refusal({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'Reviewers!', command: 'x' }, verify: { function: 'f', pool: 'p' } }] }).problems).toEqual(
       [
         "task 'a': run must name exactly one of command, function or pool",
         `task 'a': run.pool must match /^[a-z0-9][a-z0-9_-]{0,62}$/`,
         "task 'a': unknown key 'verify.pool'",
       ],
+    );
+    expect(problems({ tasks: [{ key: 'a', run: { pool: 'p', agent: 'me' }, verify: { function: 'f' } }] })).toMatch(
+      /run.agent names a worker run's agent; a pooled run's agent is whoever takes it/,
     );
   });
 

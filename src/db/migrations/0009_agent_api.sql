@@ -3,7 +3,7 @@
 -- that. Only the token's SHA-256 is stored. A run token is bound to one claim of one task and is
 -- worthless once that claim moves. A pooled run is a claimed task a worker offers to remote agents
 -- of a pool; the agent that takes it works through the API and the worker relays its heartbeats
--- to Temporal. Functions: src/db/functions/agent_api.sql.
+-- to Temporal. Functions: src/db/functions/tokens.sql.
 
 ALTER TABLE baton.events DROP CONSTRAINT events_subject_kind_check;
 ALTER TABLE baton.events ADD CONSTRAINT events_subject_kind_check CHECK (subject_kind IN ('task', 'object', 'graph', 'agent'));
@@ -20,7 +20,9 @@ CREATE TABLE baton.agent_tokens (
   revoked_by text,
   revoke_reason text,
   last_used_at timestamptz,
-  -- A run token: good only while this claim of this task holds.
+  -- A run token: good only while this claim of this task holds (and, for a pooled run, while the
+  -- token that took it is good).
+  parent_token_id text REFERENCES baton.agent_tokens,
   task_id text REFERENCES baton.tasks,
   claim_version bigint,
   CHECK ((task_id IS NULL) = (claim_version IS NULL))
