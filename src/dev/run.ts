@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
 
 export interface RunResult {
   stdout: string;
@@ -26,4 +28,13 @@ export function run(
       },
     );
   });
+}
+
+/** The first executable `program` on PATH, or undefined. */
+export async function findProgram(program: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, program);
+    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+  }
+  return undefined;
 }

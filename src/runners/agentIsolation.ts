@@ -9,7 +9,7 @@ import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseU
 import { BATON_BIN } from './batonShim.js';
 import { findBubblewrap, findSlirp4netns, probeBubblewrap, probeOutsideNetwork, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
-import { findProgram } from './processes.js';
+import { findProgram } from '../dev/run.js';
 
 export type { AgentNetwork } from './bubblewrap.js';
 /** `per-run`: a fresh unprivileged uid and gid for every run (needs a root worker); `worker`: the worker's own user. */

@@ -1,7 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { access, constants } from 'node:fs/promises';
-import path from 'node:path';
 import { killAgentProcesses } from '../tasks/isolateOwner.js';
 import { spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
@@ -124,13 +122,4 @@ export function runConfined(
       else reject(new Error(`${argv.join(' ')} exited ${code ?? signal}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
     });
   });
-}
-
-/** The first executable `program` on PATH, or undefined. */
-export async function findProgram(program: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
-    const candidate = path.join(dir, program);
-    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
-  }
-  return undefined;
 }
