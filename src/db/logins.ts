@@ -34,8 +34,14 @@ export async function ensureComponentLogin(admin: Queryable, login: string, grou
   await admin.query(`CREATE ROLE ${role} LOGIN`).catch((error: { code?: string }) => {
     if (!DUPLICATE_ROLE.has(error.code ?? '')) throw error;
   });
-  await admin.query(`ALTER ROLE ${role} LOGIN NOCREATEDB NOCREATEROLE PASSWORD ${pg.escapeLiteral(scramSha256Verifier(password))}`);
+  await admin.query(`ALTER ROLE ${role} LOGIN NOCREATEDB NOCREATEROLE`);
+  await setRolePassword(admin, login, password);
   await admin.query(`GRANT ${group} TO ${role}`);
+}
+
+/** Sets `role`'s password, sending its SCRAM verifier so the password itself never reaches the server's statement text. */
+export async function setRolePassword(admin: Queryable, role: string, password: string): Promise<void> {
+  await admin.query(`ALTER ROLE ${pg.escapeIdentifier(role)} PASSWORD ${pg.escapeLiteral(scramSha256Verifier(password))}`);
 }
 
 /** `url` with its login and password replaced. */

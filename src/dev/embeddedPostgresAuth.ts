@@ -7,7 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import type { Log } from '../log.js';
-import { scramSha256Verifier } from '../db/scramVerifier.js';
+import { setRolePassword } from '../db/logins.js';
 import { generateSecret, readSecretFile, writeSecretFile } from './secretFile.js';
 import { waitFor } from './waitFor.js';
 
@@ -34,11 +34,6 @@ const INVALID_PASSWORD_SQLSTATE = '28P01';
 /** Replaces `dataDir/pg_hba.conf` with EMBEDDED_PG_HBA; the file keeps its owner and mode. A running server needs `pg_reload_conf()`. */
 export async function writeScramHba(dataDir: string): Promise<void> {
   await writeFile(path.join(dataDir, 'pg_hba.conf'), EMBEDDED_PG_HBA);
-}
-
-/** Sets `role`'s password, sending its SCRAM verifier so the password itself never reaches the server's statement text. */
-export async function setRolePassword(client: pg.ClientBase, role: string, password: string): Promise<void> {
-  await client.query(`ALTER ROLE ${client.escapeIdentifier(role)} PASSWORD ${client.escapeLiteral(scramSha256Verifier(password))}`);
 }
 
 /** Thrown when the embedded server accepts none of the passwords baton knows for it. */
