@@ -1,10 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { startFaultProxy, throughProxy, type FaultProxy } from '../../src/testkit/faultProxy.js';
 import { functionGraph, uniqueGraphId } from '../../src/testkit/graphs.js';
+import type { BatonWorker } from '../../src/worker.js';
 import { slowAgent } from '../helpers/agents.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { claimViolations, passingVerifier, recorded, type AgentRun } from './claimInvariants.js';
@@ -25,6 +27,22 @@ afterAll(async () => {
   await proxy?.close();
   if (home) await rm(home, { recursive: true, force: true });
 });
+
+/** A worker connected to Postgres directly, standing by to take over; stopped after the test. */
+async function startStandBy(pool: pg.Pool, identity: string): Promise<{ standBy: BatonWorker; runs: AgentRun[] }> {
+  const runs: AgentRun[] = [];
+  const standBy = await stack.temporal.createWorker(pool, {
+    identity,
+    agentFunctions: { work: recorded(identity, runs, slowAgent(1_000)) },
+    verifierFunctions: { pass: passingVerifier },
+  });
+  const running = standBy.run();
+  stops.push(async () => {
+    standBy.shutdown();
+    await running;
+  });
+  return { standBy, runs };
+}
 
 describe('T11, T4: a worker cut off from Postgres mid-run', () => {
   it('loses nothing, applies none of its writes twice, and lands none after its claims were taken over', async () => {
@@ -69,17 +87,7 @@ describe('T11, T4: a worker cut off from Postgres mid-run', () => {
     // Partition: its connections stay open but nothing crosses, past the leases' end on the
     // database clock. Meanwhile a worker connected directly stands by to take over.
     proxy.setMode({ kind: 'blackhole' });
-    const runs: AgentRun[] = [];
-    const standBy = await stack.temporal.createWorker(login.pool, {
-      identity: 'pg-stand-by',
-      agentFunctions: { work: recorded('pg-stand-by', runs, slowAgent(1_000)) },
-      verifierFunctions: { pass: passingVerifier },
-    });
-    const running = standBy.run();
-    stops.push(async () => {
-      standBy.shutdown();
-      await running;
-    });
+    const { standBy, runs } = await startStandBy(login.pool, 'pg-stand-by');
     await waitFor(
       "the cut-off worker's leases to run out on the database clock",
       async () => {
@@ -168,17 +176,7 @@ describe('T11, T4: a worker cut off from Postgres mid-run', () => {
     );
     hole.setMode({ kind: 'blackhole' });
     const cutAt = Date.now();
-    const runs: AgentRun[] = [];
-    const standBy = await stack.temporal.createWorker(login.pool, {
-      identity: 'pg-hole-stand-by',
-      agentFunctions: { work: recorded('pg-hole-stand-by', runs, slowAgent(1_000)) },
-      verifierFunctions: { pass: passingVerifier },
-    });
-    const running = standBy.run();
-    stops.push(async () => {
-      standBy.shutdown();
-      await running;
-    });
+    const { standBy, runs } = await startStandBy(login.pool, 'pg-hole-stand-by');
     await waitFor(
       'the stand-by worker to hold a and b under new claims',
       async () => {
