@@ -152,10 +152,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           heartbeatTimeoutMs: input.heartbeatTimeoutMs,
           openAgentApi: async (run) => {
             const token = newTokenSecret();
-            const agent = claim.spec.run.agent ?? claim.taskId;
-            await issueRunToken(db, fence, agent, secretSha256(token));
-            const api = createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } });
-            return { api, token, identity: agent };
+            await issueRunToken(db, fence, claim.spec.run.agent ?? claim.taskId, secretSha256(token));
+            return { api: createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } }), token };
           },
           heartbeat: async (progress) => {
             try {

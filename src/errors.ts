@@ -25,6 +25,7 @@ export const ERROR_RESPONSES = {
   unauthenticated: { httpStatus: 401, exitCode: 2 },
   forbidden: { httpStatus: 403, exitCode: 2 },
   request_too_large: { httpStatus: 413, exitCode: 2 },
+  method_not_allowed: { httpStatus: 405, exitCode: 2 },
   rate_limited: { httpStatus: 429, exitCode: 2 },
   insufficient_privilege: { httpStatus: 403, exitCode: 2 },
   no_open_offer: { httpStatus: 409, exitCode: 2 },

@@ -12,7 +12,7 @@ import type { Queryable } from '../db/queryable.js';
 import { BatonError, errorResponse, InvalidInputError, NotFoundError } from '../errors.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { callAgentStore, secretSha256 } from './agentStore.js';
-import { ForbiddenError, RateLimitedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
+import { ForbiddenError, MethodNotAllowedError, RateLimitedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
 import { describeInputProblems, isOperationName, OPERATIONS, type OperationName } from './operations.js';
 
 /** Largest request body read: a shared object's largest content, JSON-escaped, with room to spare. */
@@ -22,7 +22,7 @@ export const RATE_LIMIT_DEFAULT = { perSecond: 50, burst: 200 };
 /** How often a waiting `pool.claim` looks for work. */
 const POOL_CLAIM_POLL_MS = 500;
 /** Prefix of every secret baton issues, so secret scanners and people can tell what it is. */
-export const TOKEN_SECRET_PREFIX = 'baton_';
+const TOKEN_SECRET_PREFIX = 'baton_';
 
 /** A new token secret: 256 random bits. */
 export function newTokenSecret(): string {
@@ -118,8 +118,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
     } catch (error) {
       // Nothing a request holds may take the process down (a run's endpoint lives in the worker).
       req.resume();
-      const problem = problemOf(error);
-      if (!res.headersSent) res.writeHead(problem.status, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
+      sendProblem(res, error);
     }
   }
 
@@ -129,15 +128,9 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
     const answer = (status: number, body: unknown, contentType = 'application/json') => {
       if (!res.headersSent) res.writeHead(status, { 'content-type': contentType }).end(JSON.stringify(body));
     };
-    const fail = (error: unknown) => {
-      const problem = problemOf(error);
-      const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
-      if (error instanceof UnauthenticatedError || problem.code === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
-      if (error instanceof RateLimitedError) headers['retry-after'] = String(Math.ceil(error.retryAfterMs / 1000));
-      if (!res.headersSent) res.writeHead(problem.status, headers).end(JSON.stringify(problem));
-    };
+    const fail = (error: unknown) => sendProblem(res, error);
     if (req.method === 'GET' && url.pathname === '/healthz') return answer(200, { ok: true });
-    if (req.method === 'GET' && url.pathname === '/openapi.json') return answer(200, openApiDocument());
+    if (req.method === 'GET' && url.pathname === '/openapi.json') return answer(200, (openApi ??= openApiDocument()));
     const isMcp = url.pathname === '/mcp';
     const operation = url.pathname.startsWith('/v1/') ? url.pathname.slice('/v1/'.length) : undefined;
     if (!isMcp && operation === undefined) {
@@ -173,26 +166,27 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
   return { perform, handle };
 }
 
-/** Thrown for a route that exists but not with this method. */
-class MethodNotAllowedError extends BatonError {
-  override readonly name = 'MethodNotAllowedError';
-  readonly code = 'invalid_input';
-  constructor(readonly detail: string) {
-    super(detail);
-  }
-}
-
 /** RFC 9457 problem details: a stable `code`, a specific `detail`, and what the caller needs to act. */
 export function problemOf(error: unknown): { type: string; title: string; status: number; code: string; detail: string; [extra: string]: unknown } {
   // A problem that came from another endpoint (`baton mcp` relaying a run's) is passed on as it came.
   const relayed = (error as { problem?: ReturnType<typeof problemOf> } | null)?.problem;
   if (relayed && typeof relayed.code === 'string') return relayed;
-  const status = error instanceof MethodNotAllowedError ? 405 : error instanceof RequestTooLargeError ? 413 : errorResponse(error).httpStatus;
-  const code = error instanceof BatonError ? error.code : 'internal';
-  const name = error instanceof Error ? error.name : 'Error';
-  const detail = error instanceof BatonError ? error.message : 'the server failed; nothing was done that you need to repeat differently (see its log)';
-  const extra = error instanceof BatonError ? { ...error.details, ...('refusal' in error ? { refusal: (error as { refusal: unknown }).refusal } : {}) } : {};
-  return { type: `urn:baton:error:${code}`, title: name, status, code, detail, ...extra };
+  if (!(error instanceof BatonError)) {
+    const detail = 'the server failed; nothing was done that you need to repeat differently (see its log)';
+    return { type: 'urn:baton:error:internal', title: error instanceof Error ? error.name : 'Error', status: 500, code: 'internal', detail };
+  }
+  const { httpStatus } = errorResponse(error);
+  return { type: `urn:baton:error:${error.code}`, title: error.name, status: httpStatus, code: error.code, detail: error.message, ...error.details };
+}
+
+/** Answers with `error`'s problem details, unless an answer has begun; 401 and 429 with the headers they call for. */
+function sendProblem(res: http.ServerResponse, error: unknown): void {
+  if (res.headersSent) return;
+  const problem = problemOf(error);
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+  if (problem.code === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
+  if (typeof problem.retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(problem.retryAfterMs / 1000));
+  res.writeHead(problem.status, headers).end(JSON.stringify(problem));
 }
 
 function bearerSecret(req: http.IncomingMessage): string | undefined {
@@ -285,6 +279,9 @@ export function createMcpServer(perform: (operation: OperationName, input: unkno
   }
   return server;
 }
+
+/** The OpenAPI document, made on its first request: it depends on nothing but the operation table. */
+let openApi: Record<string, unknown> | undefined;
 
 /** The OpenAPI 3.1 document of the HTTP API, from the same schemas. */
 export function openApiDocument(): Record<string, unknown> {

@@ -7,6 +7,10 @@ export class UnauthenticatedError extends BatonError {
   constructor(readonly refusal: string, readonly detail: string) {
     super(detail);
   }
+
+  override get details(): Record<string, unknown> {
+    return { refusal: this.refusal };
+  }
 }
 
 /**
@@ -17,6 +21,19 @@ export class ForbiddenError extends BatonError {
   override readonly name = 'ForbiddenError';
   readonly code = 'forbidden';
   constructor(readonly refusal: string, readonly detail: string) {
+    super(detail);
+  }
+
+  override get details(): Record<string, unknown> {
+    return { refusal: this.refusal };
+  }
+}
+
+/** Thrown for a route of the API that exists, but not with the request's method. */
+export class MethodNotAllowedError extends BatonError {
+  override readonly name = 'MethodNotAllowedError';
+  readonly code = 'method_not_allowed';
+  constructor(readonly detail: string) {
     super(detail);
   }
 }

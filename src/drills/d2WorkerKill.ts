@@ -32,6 +32,8 @@ export interface WorkerKillDrillOptions {
   trialDeadlineMs?: number;
   /** How trials silence their owner, in turn. (Default: every way) */
   silences?: readonly Silence[];
+  /** The drill's name in progress lines. (Default: D2) */
+  label?: string;
   log?: Log;
 }
 
@@ -70,7 +72,7 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
           const silence = silences[trial % silences.length]!;
           await runTrial({ ...options, client, fleet, repo, silence, heartbeatTimeoutMs, trialDeadlineMs }, tally);
           done++;
-          log(`${silences.length === 1 ? 'D3' : 'D2'} trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
+          log(`${options.label ?? 'D2'} trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
         }
       }),
     );

@@ -60,12 +60,10 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
  * arrive. Passes when, in every trial, the task was recovered, a late write of the resumed owner
  * was refused and logged (`stale_write_refused`), and none landed.
  */
-export async function runFrozenOwnerDrill(options: Omit<WorkerKillDrillOptions, 'silences'>): Promise<DrillResult> {
-  const result = await runWorkerKillDrill({ ...options, silences: ['frozen mid-run'] });
-  const figure = (name: string) => result.figures[name] ?? 'n/a';
+export async function runFrozenOwnerDrill(options: Omit<WorkerKillDrillOptions, 'silences' | 'label'>): Promise<DrillResult> {
+  const result = await runWorkerKillDrill({ ...options, silences: ['frozen mid-run'], label: 'D3' });
   const violations = [...result.violations];
-  const silent = options.trials - Number(figure('frozenTrialsRefused'));
+  const silent = options.trials - Number(result.figures.frozenTrialsRefused);
   if (silent > 0) violations.push(`${silent} resumed owner(s) made no late write that was refused and logged`);
-  const shown = ['trials', 'recovered', 'lateWritesRefused', 'lateWritesLanded', 'frozenTrialsRefused', 'recoveryP50Ms', 'recoveryP99Ms'];
-  return drillResult('D3', "a frozen owner's late writes after a reclaim", Object.fromEntries(shown.map((name) => [name, figure(name)])), violations);
+  return drillResult('D3', "a frozen owner's late writes after a reclaim", result.figures, violations);
 }

@@ -3,14 +3,13 @@ import type { Queryable } from '../db/queryable.js';
 import { offerToPool, poolRunState } from '../db/sql/poolRuns.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { StaleClaimError } from '../errors.js';
+import { HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../tasks/graphSpec.js';
 import type { Artifact } from '../tasks/types.js';
 import { git } from './git.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
 /** How often the pool runner looks at its pooled run. (Default: 1 s) */
 export const POOL_POLL_INTERVAL_MS_DEFAULT = 1_000;
-/** Heartbeat timeout assumed when the run does not say. (Default: 30 s) */
-const HEARTBEAT_TIMEOUT_MS_DEFAULT = 30_000;
 
 export interface PoolRunnerOptions {
   db: Queryable;

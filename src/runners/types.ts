@@ -27,7 +27,7 @@ export interface RunContext {
    * run's tool calls and taking its agent's progress. (Absent: a runner used without a store, as
    * some tests do; its agent gets no endpoint)
    */
-  openAgentApi?(run: Pick<LocalRun, 'callTool' | 'reportProgress'>): Promise<{ api: AgentApi; token: string; identity: string }>;
+  openAgentApi?(run: Pick<LocalRun, 'callTool' | 'reportProgress'>): Promise<{ api: AgentApi; token: string }>;
   /** The task's heartbeat timeout: a run silent for longer is recovered. (Default: 30 s) */
   heartbeatTimeoutMs?: number;
 }

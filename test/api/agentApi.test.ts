@@ -8,6 +8,7 @@ import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
 import { claimTask } from '../../src/db/sql/claimTask.js';
 import { offerToPool } from '../../src/db/sql/poolRuns.js';
+import { waitFor } from '../../src/dev/waitFor.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
@@ -124,7 +125,15 @@ describe('the agent API over MCP and HTTP', () => {
     const expiring = await tokenFor(db, 'expiring-1', ['read'], 300);
     const client = await db.login('baton_client');
     await revokeToken(client.pool, { id: revoked.token.id, actor: 'operator', reason: 'laptop lost' });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Expired by the database's clock, the one the store checks (asked of the table, so no call is refused early).
+    await waitFor(
+      'the token to expire',
+      async () => {
+        const { rows } = await db.pool.query('SELECT expires_at <= now() AS expired FROM baton.agent_tokens WHERE id = $1', [expiring.token.id]);
+        if (!rows[0].expired) throw new Error('not yet');
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
 
     const noScope = await call(api.url, reader.secret, 'object.create', { key: uniqueObjectKey('scoped') });
     expect(noScope).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'scope' } });
@@ -237,7 +246,7 @@ describe('the agent API over MCP and HTTP', () => {
 
   it('limits the rate per token and per address, with Retry-After', async () => {
     const login = await db.login('baton_agent');
-    const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.5, burst: 3 } }), { port: 0, host: '127.0.0.1' });
+    const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.01, burst: 3 } }), { port: 0, host: '127.0.0.1' });
     try {
       const t = await tokenFor(db, 'hasty');
       const statuses = [];

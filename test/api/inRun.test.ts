@@ -3,34 +3,21 @@
 // identity its task names, through `baton api`, `baton object` and an MCP client started from the
 // run's .mcp.json. Real Postgres, real Temporal, a real worker.
 import { randomUUID } from 'node:crypto';
-import { chmod, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createObject, grantObjectAccess } from '../../src/objects/objectStore.js';
 import { git } from '../../src/runners/git.js';
-import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { commitAll } from '../../src/testkit/scriptedRepo.js';
+import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
 
 const PROBE = fileURLToPath(new URL('./mcpStdioProbe.ts', import.meta.url));
 // The agent's folder has no node_modules: tsx is named by its path in baton's tree.
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url));
-const workDir = path.join(tmpdir(), `baton-inrun-test-${randomUUID().slice(0, 8)}`);
-let repo: string;
 
-beforeAll(async () => {
-  repo = await createScriptedRepo();
-  await chmod(repo, 0o755);
-});
-
-afterAll(async () => {
-  await rm(repo, { recursive: true, force: true });
-  await rm(workDir, { recursive: true, force: true });
-});
-
-const stack = useTaskStack({ worker: () => ({ workDir }) });
+const workspace = useCommandWorkspace('inrun');
+const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
 
 describe('the agent API inside a run', () => {
   it('serves a command agent as its task\'s agent: context, notes, shared objects and MCP over stdio, with no way to name another actor', async () => {
@@ -48,13 +35,12 @@ describe('the agent API inside a run', () => {
       `if baton api note.add '{"text":"x","actor":"lead"}' 2> forged-field.txt; then echo accepted >> forged-field.txt; fi`,
       `if baton object take ${key} --as lead 2> forged-as.txt; then echo accepted >> forged-as.txt; fi`,
       `node --import ${TSX} ${PROBE} > mcp.json`,
-      'test ! -e .gitignore || cat .gitignore',
       commitAll('agent work'),
     ].join('\n');
     await stack.client.submitGraph(
       {
         id,
-        repo,
+        repo: workspace.repo,
         tasks: [{ key: 'plan', description: 'revise the plan', run: { command: agent, agent: 'planner' }, verify: { command: 'test -s context.json && test -s mcp.json' } }],
       },
       'test',
@@ -62,7 +48,7 @@ describe('the agent API inside a run', () => {
     expect(await stack.client.waitForGraph(id)).toMatchObject({ verified: [`${id}/plan`], failed: [] });
     const task = await stack.client.task(`${id}/plan`);
     const revision = task.artifact!.revision;
-    const file = async (name: string) => git(repo, ['show', `${revision}:${name}`]);
+    const file = async (name: string) => git(workspace.repo, ['show', `${revision}:${name}`]);
 
     const context = JSON.parse(await file('context.json'));
     expect(context).toMatchObject({ identity: 'planner', taskId: `${id}/plan`, key: 'plan', description: 'revise the plan', claimVersion: task.claimVersion, upstream: [] });
@@ -77,7 +63,7 @@ describe('the agent API inside a run', () => {
     expect(mcp.forged).toMatchObject({ isError: true, body: expect.stringMatching(/Input validation error[\s\S]*actor/) });
 
     // The MCP config was there for the agent, but kept out of its commit.
-    const committed = (await git(repo, ['show', '--name-only', '--format=', revision])).split('\n');
+    const committed = (await git(workspace.repo, ['show', '--name-only', '--format=', revision])).split('\n');
     expect(committed).not.toContain('.mcp.json');
     expect(committed).toEqual(expect.arrayContaining(['context.json', 'mcp.json']));
 

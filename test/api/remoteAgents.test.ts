@@ -4,35 +4,25 @@
 // Temporal, a real worker and `baton serve`'s API on its own baton_agent login.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { tokenFor, useAgentServer } from './helpers.js';
 import type { RemoteAgentConfig } from './remoteAgent.js';
 
 const SCRIPT = fileURLToPath(new URL('./remoteAgent.ts', import.meta.url));
-const workDir = path.join(tmpdir(), `baton-remote-test-${randomUUID().slice(0, 8)}`);
-let repo: string;
 const agents: ChildProcessWithoutNullStreams[] = [];
-
-beforeAll(async () => {
-  repo = await createScriptedRepo();
-  await chmod(repo, 0o755);
-});
 
 afterAll(async () => {
   for (const agent of agents) agent.kill('SIGKILL');
-  await rm(repo, { recursive: true, force: true });
-  await rm(workDir, { recursive: true, force: true });
 });
 
-const stack = useTaskStack({ worker: () => ({ workDir }) });
+const workspace = useCommandWorkspace('remote');
+const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
 const api = useAgentServer(() => stack.db);
 
 interface Step {
@@ -70,10 +60,10 @@ function remoteAgent(config: Omit<RemoteAgentConfig, 'url'>) {
 
 async function taskEvents(taskId: string) {
   const { rows } = await stack.db.pool.query(
-    `SELECT kind, actor, fence, details FROM baton.events WHERE subject_kind = 'task' AND subject_id = $1 ORDER BY subject_seq`,
+    `SELECT id, kind, actor, fence, details FROM baton.events WHERE subject_kind = 'task' AND subject_id = $1 ORDER BY subject_seq`,
     [taskId],
   );
-  return rows as { kind: string; actor: string; fence: number | null; details: Record<string, unknown> }[];
+  return rows as { id: number; kind: string; actor: string; fence: number | null; details: Record<string, unknown> }[];
 }
 
 describe('remote agents of a pool', () => {
@@ -82,7 +72,7 @@ describe('remote agents of a pool', () => {
     await stack.client.submitGraph(
       {
         id,
-        repo,
+        repo: workspace.repo,
         policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 2 },
         tasks: [
           { key: 'review', description: 'review the plan', run: { pool: 'reviewers' }, verify: { command: 'grep -q "reviewed by" review.txt' } },
@@ -120,9 +110,10 @@ describe('remote agents of a pool', () => {
       const { rows: notes } = await stack.db.pool.query('SELECT author FROM baton.task_notes WHERE task_id = $1', [task.id]);
       expect(notes.map((n) => n.author)).toEqual([agent]);
     }
-    // The dependent was offered only after its upstream was verified.
-    const reviewVerified = (await taskEvents(`${id}/review`)).findIndex((e) => e.kind === 'verified');
-    expect(reviewVerified).toBeGreaterThan(-1);
+    // The dependent was offered to the pool only after its upstream's verification was recorded.
+    const reviewVerified = (await taskEvents(`${id}/review`)).find((e) => e.kind === 'verified')!;
+    const shipOffered = (await taskEvents(`${id}/ship`)).find((e) => e.kind === 'offered_to_pool')!;
+    expect(Number(shipOffered.id)).toBeGreaterThan(Number(reviewVerified.id));
   });
 
   it('recovers the task of an agent that goes silent after the heartbeat timeout, and refuses its late submit', async () => {
@@ -130,7 +121,7 @@ describe('remote agents of a pool', () => {
     await stack.client.submitGraph(
       {
         id,
-        repo,
+        repo: workspace.repo,
         policy: { heartbeatTimeoutMs: 3_000, maxAttempts: 3 },
         tasks: [{ key: 'fix', run: { pool: 'night-shift' }, verify: { command: 'grep -q "reviewed by" review.txt' } }],
       },

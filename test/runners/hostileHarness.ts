@@ -3,13 +3,13 @@
 // what the hostile agent reported as one JSON line. It runs as its own process so that its
 // initial environment (what /proc/<pid>/environ shows) holds the canary the test looks for.
 // Usage: node --import tsx hostileHarness.ts '<HarnessConfig JSON>'
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { problemOf, TOKEN_SECRET_PREFIX, type AgentApi } from '../../src/api/agentApi.js';
+import { newTokenSecret, problemOf, type AgentApi } from '../../src/api/agentApi.js';
 import { UnauthenticatedError } from '../../src/api/errors.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { InvalidInputError, NotFoundError } from '../../src/errors.js';
@@ -163,8 +163,8 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
     },
     // Each run's endpoint serves a stand-in of the agent API with a random token of that run's own (see standInAgentApi).
     openAgentApi: async (run) => {
-      const token = `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
-      return { api: standInAgentApi(token, run.callTool), token, identity: claim.taskId };
+      const token = newTokenSecret();
+      return { api: standInAgentApi(token, run.callTool), token };
     },
   });
   const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));

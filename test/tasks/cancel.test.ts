@@ -3,32 +3,18 @@
 // even one that left its process group. Real Postgres, real Temporal, real command agents under
 // the worker's default isolation.
 import { randomUUID } from 'node:crypto';
-import { chmod, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readdir, readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { NotFoundError } from '../../src/errors.js';
-import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { graphWorkflowId } from '../../workflows/definitions.js';
+import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const MARK_ENV = 'BATON_TEST_CANCEL_MARK';
-const workDir = path.join(tmpdir(), `baton-cancel-test-${randomUUID().slice(0, 8)}`);
-let repo: string;
 
-beforeAll(async () => {
-  repo = await createScriptedRepo();
-  // Per-run agent users clone it: other users must be able to read it.
-  await chmod(repo, 0o755);
-});
-
-afterAll(async () => {
-  await rm(repo, { recursive: true, force: true });
-  await rm(workDir, { recursive: true, force: true });
-});
-
-const stack = useTaskStack({ worker: () => ({ workDir }) });
+const workspace = useCommandWorkspace('cancel');
+const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
 
 /** Pids of every process on this host whose environment carries `mark` (root reads any /proc/<pid>/environ). */
 async function processesMarked(mark: string): Promise<number[]> {
@@ -49,7 +35,7 @@ describe('cancelling a graph', () => {
     await stack.client.submitGraph(
       {
         id,
-        repo,
+        repo: workspace.repo,
         policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1 },
         tasks: [
           // Works "for hours": one sleep in its group, one in a session of its own, then waits. (The
@@ -101,7 +87,7 @@ describe('cancelling a graph', () => {
 
   it('leaves a finished task as it is and says so; an unknown graph is an error', async () => {
     const id = `cancel-done-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, repo, tasks: [{ key: 'quick', run: { command: 'echo done > done.txt && git add done.txt && git -c user.name=a -c user.email=a@localhost commit -qm done' }, verify: { command: 'test -f done.txt' } }] }, 'test');
+    await stack.client.submitGraph({ id, repo: workspace.repo, tasks: [{ key: 'quick', run: { command: 'echo done > done.txt && git add done.txt && git -c user.name=a -c user.email=a@localhost commit -qm done' }, verify: { command: 'test -f done.txt' } }] }, 'test');
     await stack.client.waitForGraph(id);
     expect(await stack.client.cancelGraph(id, 'operator-ann', 'too late')).toEqual({ cancelled: [], left: [{ taskId: `${id}/quick`, status: 'verified' }] });
     expect((await stack.client.events(`${id}/quick`)).some((e) => e.kind === 'cancelled')).toBe(false);
