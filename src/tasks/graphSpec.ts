@@ -17,7 +17,10 @@ export const HEARTBEAT_TIMEOUT_MS_DEFAULT = 10_000;
 export const HEARTBEAT_TIMEOUT_MS_RANGE = [1_000, 3_600_000] as const;
 /** Allowed attempts per task. */
 export const MAX_ATTEMPTS_RANGE = [1, 100] as const;
-/** Default number of runs of one task (first run, reruns after rejection and reclaims after silence). */
+/**
+ * Default number of runs of one task on one set of inputs (first run, reruns after rejection and
+ * reclaims after silence); an operator's rerun or one for an upstream change starts a fresh count.
+ */
 export const MAX_ATTEMPTS_DEFAULT = 3;
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;

@@ -202,6 +202,40 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     expect(runFailures.get(`${id}/work`)).toBe(2);
   });
 
+  it("starts a fresh count of attempts on an operator's rerun: a task failed for its attempts runs again", async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    // flaky fails the first run of each task: with one attempt, the task fails.
+    await stack.client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
+    expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    await stack.client.rerunTask(`${id}/work`, 'operator', 'the worktree is back');
+    const work = await settled(id, 'work', 'verified');
+    expect(work).toMatchObject({ claimVersion: 2, attempts: 1, verifiedRevision: 'rev-work-2' });
+    expect((await stack.client.events(`${id}/work`)).map((e) => e.kind)).toEqual([
+      'created', 'claimed', 'claim_released', 'failed', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified',
+    ]);
+  });
+
+  it('does not count re-runs for upstream changes against the attempts: a one-attempt dependent follows every new upstream revision', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id,
+        policy: { heartbeatTimeoutMs: 5_000, maxAttempts: 1 },
+        tasks: [
+          { key: 'up', run: { function: 'commit' }, verify: { function: 'pass' } },
+          { key: 'down', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['up'] },
+        ],
+      },
+      'test',
+    );
+    await stack.client.waitForGraph(id);
+    for (const round of [2, 3]) {
+      await stack.client.rerunTask(`${id}/up`, 'operator', `API v${round + 1}`);
+      const down = await settled(id, 'down', 'verified', (t) => t.claimVersion === round);
+      expect(down).toMatchObject({ attempts: 1, upstreamRevisions: { up: `rev-up-${round}` }, verifiedRevision: `rev-down-${round}` });
+    }
+  });
+
   it("counts an artifact the store refuses as the agent's failure, and fails the task when attempts are used", async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
     await stack.client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] }, 'test');

@@ -29,6 +29,9 @@ BEGIN
   END IF;
   UPDATE baton.tasks SET status = p_to,
          owner = CASE WHEN p_to = 'ready' THEN NULL ELSE owner END,
+         -- policy.maxAttempts bounds the runs on one set of inputs: a task sent round again by an
+         -- operator or for an upstream change starts afresh (a rejected one retried does not).
+         attempts = CASE WHEN p_kind IN ('rerun_requested', 'rerun_after_stale') THEN 0 ELSE attempts END,
          lease_expires_at = NULL,
          -- A task sent round again is built on its dependencies' current verified revisions.
          upstream_revisions = CASE WHEN p_to = 'ready' THEN coalesce((
