@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
@@ -7,7 +7,9 @@ import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, runWorkerKillDrill } from '../drill
 import { runFrozenOwnerDrill } from '../drills/d3StaleSubmit.js';
 import { runRejectedCommitDrill } from '../drills/d4FailedVerification.js';
 import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
+import { RESTART_TRIALS_DEFAULT, runPostgresRestartDrill, runTemporalRestartDrill } from '../drills/restarts.js';
 import type { DrillResult } from '../drills/types.js';
+import { resolveTemporalCli } from '../dev/temporalCli.js';
 import type { Log } from '../log.js';
 import { openStack } from './stack.js';
 import { parseNonNegativeInt, parsePositiveInt } from './options.js';
@@ -18,6 +20,14 @@ function printResults(results: DrillResult[], log: Log): void {
     process.stdout.write(`${r.drill}  ${r.passed ? 'PASS' : 'FAIL'}  ${r.title.padEnd(44)}  ${figures}\n`);
     for (const v of r.violations) log(`    ${v}`);
   }
+}
+
+/** A new folder under `parent` that the embedded Postgres's OS user can reach (see startEmbeddedPostgres). */
+async function privateFolder(parent: string, prefix: string): Promise<string> {
+  await mkdir(parent, { recursive: true });
+  const folder = await mkdtemp(path.join(parent, prefix));
+  await chmod(folder, 0o755);
+  return folder;
 }
 
 interface DrillOptions {
@@ -31,6 +41,7 @@ interface DrillOptions {
   heartbeatTimeoutMs: number;
   toolCalls: number;
   toolKillTrials: number;
+  restartTrials: number;
 }
 
 export function registerDrillCommand(program: Command, log: Log): void {
@@ -38,8 +49,10 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .command('drill')
     .description(
       `run the failure drill D1-D5 against the deployment named by ${DATABASE_URL_ENV} / ${TEMPORAL_ADDRESS_ENV} ` +
-        '(or a private embedded stack it starts itself, removed afterwards unless --keep); drill graphs are named d1-*, d2-*, ... ' +
-        '(in a deployment they stay: its record is append-only); exits non-zero if any drill fails',
+        '(or a private embedded stack it starts itself, removed afterwards unless --keep), then R1 and R2: ' +
+        'a Postgres and a Temporal dev server the drill starts for the purpose (the other half being the deployment\'s) ' +
+        'are restarted mid-graph; drill graphs are named d1-*, ..., r2-* (in a deployment they stay: its record is append-only); ' +
+        'exits non-zero if any drill fails',
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
@@ -47,8 +60,9 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .option('--kill-lanes <n>', 'D2: trials run at once, each lane with two worker processes of its own', parsePositiveInt, 3)
     .option('--freeze-trials <n>', 'D3: owners frozen (SIGSTOP) mid-run, recovered through the heartbeat timeout, then resumed', parsePositiveInt, 3)
     .option('--reject-trials <n>', 'D4: graphs whose commit a real verifier rejects', parsePositiveInt, 3)
+    .option('--restart-trials <n>', 'R1 and R2: restarts of each server mid-graph (0 skips both)', parseNonNegativeInt, RESTART_TRIALS_DEFAULT)
     .option('--keep', 'keep the private stack (its database and logs) after the drill')
-    .option('--heartbeat-timeout-ms <ms>', 'D2 and D5: heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
+    .option('--heartbeat-timeout-ms <ms>', 'heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
     .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseNonNegativeInt, D5_KILL_TRIALS_DEFAULT)
     .action(async (opts: DrillOptions) => {
@@ -59,6 +73,8 @@ export function registerDrillCommand(program: Command, log: Log): void {
       }
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const privateHome = path.join(batonHome(), 'drill');
+      // The servers R1 and R2 restart live in the private stack's folder, or in one of their own.
+      const restartHome = external ? await privateFolder(batonHome(), 'drill-restarts-') : privateHome;
       const open = await openStack(
         log,
         external ? {} : { home: privateHome, postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
@@ -114,14 +130,20 @@ export function registerDrillCommand(program: Command, log: Log): void {
             log,
           }),
         );
+        if (opts.restartTrials > 0) {
+          const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
+          await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartHome, 'r1'), temporal }));
+          const temporalCliPath = open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path;
+          await step('R2', () => runTemporalRestartDrill({ ...restarts, home: path.join(restartHome, 'r2'), pool: open.pool, temporalCliPath }));
+        }
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else printResults(results, log);
         if (results.some((r) => !r.passed)) process.exitCode = 1;
       } finally {
         await open.close();
-        if (!external && !opts.keep) await rm(privateHome, { recursive: true, force: true });
-        else if (!external) log(`Kept the drill's stack in ${privateHome}.`);
-        else log('The drill graphs (d1-* to d5-*) stay in the deployment: its record is append-only.');
+        if (!opts.keep) await rm(restartHome, { recursive: true, force: true });
+        else log(`Kept the drill's ${external ? 'restarted servers' : 'stack'} in ${restartHome}.`);
+        if (external) log('The drill graphs (d1-* to d5-*, r2-*) stay in the deployment: its record is append-only.');
       }
     });
 }

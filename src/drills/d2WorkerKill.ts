@@ -11,7 +11,7 @@ import { uniqueGraphId } from '../testkit/graphs.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import type { WorkerProcess } from '../testkit/workerProcess.js';
-import { drillResult, type DrillResult } from './types.js';
+import { drillResult, percentile, type DrillResult } from './types.js';
 
 /** Heartbeat timeout the drill runs with unless told otherwise. */
 export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
@@ -80,8 +80,6 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
     await Promise.all(fleets.map((f) => f.stop()));
     await rm(repo, { recursive: true, force: true });
   }
-  const sorted = [...tally.recoveryMs].sort((a, b) => a - b);
-  const percentile = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 'n/a';
   return drillResult(
     'D2',
     'SIGKILL or SIGSTOP the owner after it claims',
@@ -96,9 +94,9 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
       lateWritesRefused: tally.refusedLateWrites,
       frozenTrials: tally.frozenTrials,
       frozenTrialsRefused: tally.frozenTrialsRefused,
-      recoveryP50Ms: percentile(50),
-      recoveryP99Ms: percentile(99),
-      recoveryMaxMs: sorted.at(-1) ?? 'n/a',
+      recoveryP50Ms: percentile(tally.recoveryMs, 50),
+      recoveryP99Ms: percentile(tally.recoveryMs, 99),
+      recoveryMaxMs: percentile(tally.recoveryMs, 100),
       heartbeatTimeoutMs,
     },
     tally.violations,

@@ -1,6 +1,7 @@
 /** One drill's outcome: pass/fail plus the figures `baton drill` prints. */
 export interface DrillResult {
-  drill: 'D1' | 'D2' | 'D3' | 'D4' | 'D5';
+  /** D1-D5 (SPEC), R1 and R2 (restarts of Postgres and of the Temporal server, SPEC T11). */
+  drill: 'D1' | 'D2' | 'D3' | 'D4' | 'D5' | 'R1' | 'R2';
   title: string;
   passed: boolean;
   figures: Record<string, number | string>;
@@ -18,4 +19,10 @@ export function drillResult(
   violations: string[],
 ): DrillResult {
   return { drill, title, passed: violations.length === 0, figures, violations: violations.slice(0, MAX_VIOLATIONS_LISTED) };
+}
+
+/** The `p`th percentile (nearest rank) of `values`, or `n/a` when there are none. */
+export function percentile(values: readonly number[], p: number): number | 'n/a' {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 'n/a';
 }

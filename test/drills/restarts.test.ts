@@ -1,0 +1,60 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { runPostgresRestartDrill, runTemporalRestartDrill } from '../../src/drills/restarts.js';
+import { useTaskStack } from '../helpers/taskStack.js';
+
+const stack = useTaskStack();
+const homes: string[] = [];
+
+afterAll(async () => {
+  for (const home of homes) await rm(home, { recursive: true, force: true });
+});
+
+/** A folder for a restarted server's state, reachable by the postgres OS user when run as root. */
+async function home(): Promise<string> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'baton-restart-'));
+  await chmod(folder, 0o755);
+  homes.push(folder);
+  return folder;
+}
+
+// SPEC T11 as `baton drill` runs it (rows R1 and R2): two trials each, so the first restart
+// comes while the first wave (a, b) runs and the second while c runs; for Postgres the first is
+// a fast shutdown and the second a crash (`immediate`, recovered from its WAL at the next start).
+describe('T11: the servers baton depends on are restarted mid-graph (drill rows R1, R2)', () => {
+  it('R1: Postgres stopped and restarted; every task verified exactly once', async () => {
+    const result = await runPostgresRestartDrill({ trials: 2, home: await home(), temporal: stack.temporal.client, workerEnv: stack.workerEnv });
+    expect(result.violations).toEqual([]);
+    expect(result.title).toContain('fast, immediate');
+    expect(result.figures).toMatchObject({ trials: 2, tasks: 10, verified: 10, lost: 0, duplicated: 0 });
+  }, 600_000);
+
+  it('R2: the Temporal server SIGKILLed and restarted on its state; every task verified exactly once', async () => {
+    const result = await runTemporalRestartDrill({
+      trials: 2,
+      home: await home(),
+      pool: stack.db.pool,
+      workerEnv: stack.workerEnv,
+      temporalCliPath: inject('temporalCliPath'),
+    });
+    expect(result.violations).toEqual([]);
+    expect(result.figures).toMatchObject({ trials: 2, tasks: 10, verified: 10, lost: 0, duplicated: 0 });
+  }, 600_000);
+
+  it('R2 fails when the server comes back without its state (the workflows are gone)', async () => {
+    const result = await runTemporalRestartDrill({
+      trials: 1,
+      home: await home(),
+      pool: stack.db.pool,
+      workerEnv: stack.workerEnv,
+      temporalCliPath: inject('temporalCliPath'),
+      forgetState: true,
+      trialDeadlineMs: 30_000,
+    });
+    expect(result.passed).toBe(false);
+    expect(result.figures.lost).toBeGreaterThan(0);
+    expect(result.violations[0]).toMatch(/not complete after 30000 ms/);
+  }, 300_000);
+});
