@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, readdir, readFile, stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { generateSecret, readSecretFile, writeSecretFile } from '../src/dev/secr
 import { waitFor } from '../src/dev/waitFor.js';
 import { BATON_BIN } from '../src/testkit/workerProcess.js';
 import { cleanEnv } from './helpers/cli.js';
+import { usePostgresHomes } from './helpers/postgresHomes.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** What an agent could read of baton: the source tree, its docs, scripts and tests. */
@@ -26,21 +27,14 @@ const KNOWN_DEFAULTS = ['baton', 'password', 'postgres', 'baton_ci', ''];
 const SUPERUSER = 'postgres';
 const isRoot = userInfo().uid === 0;
 
-const homes: string[] = [];
+/** A fresh baton home the `postgres` OS user can reach (the embedded server may run as it). */
+const newHome = usePostgresHomes('baton-credentials');
 const stops: Array<() => Promise<void>> = [];
 
+// Registered after the homes' clean-up, so it runs before it (after-hooks run in reverse order).
 afterAll(async () => {
   for (const stop of stops) await stop().catch(() => {});
-  for (const home of homes) await rm(home, { recursive: true, force: true });
 });
-
-/** A fresh baton home the `postgres` OS user can reach (the embedded server may run as it). */
-async function newHome(): Promise<string> {
-  const home = await mkdtemp(path.join(tmpdir(), 'baton-credentials-'));
-  await chmod(home, 0o755);
-  homes.push(home);
-  return home;
-}
 
 async function start(dataDir: string, options: { port?: number; log?: (line: string) => void } = {}): Promise<RunningPostgres> {
   const server = await startEmbeddedPostgres({ dataDir, ...options });

@@ -61,7 +61,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .option('--freeze-trials <n>', 'D3: owners frozen (SIGSTOP) mid-run, recovered through the heartbeat timeout, then resumed', parsePositiveInt, 3)
     .option('--reject-trials <n>', 'D4: graphs whose commit a real verifier rejects', parsePositiveInt, 3)
     .option('--restart-trials <n>', 'R1 and R2: restarts of each server mid-graph (0 skips both)', parseNonNegativeInt, RESTART_TRIALS_DEFAULT)
-    .option('--keep', 'keep the private stack (its database and logs) after the drill')
+    .option('--keep', "keep the private stack and R1's and R2's servers (their data and logs) after the drill")
     .option('--heartbeat-timeout-ms <ms>', 'heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
     .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
     .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseNonNegativeInt, D5_KILL_TRIALS_DEFAULT)
@@ -73,8 +73,6 @@ export function registerDrillCommand(program: Command, log: Log): void {
       }
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const privateHome = path.join(batonHome(), 'drill');
-      // The servers R1 and R2 restart live in the private stack's folder, or in one of their own.
-      const restartHome = external ? await privateFolder(batonHome(), 'drill-restarts-') : privateHome;
       const open = await openStack(
         log,
         external ? {} : { home: privateHome, postgresPort: 0, temporalPort: 0, headless: true, ephemeralTemporal: true },
@@ -86,7 +84,10 @@ export function registerDrillCommand(program: Command, log: Log): void {
         TEMPORAL_ADDRESS: open.stack.temporal.connectionOptions.address ?? '',
         TEMPORAL_NAMESPACE: open.stack.temporal.namespace,
       };
+      // The servers R1 and R2 restart live in the private stack's folder, or in one of their own.
+      let restartHome = external ? undefined : privateHome;
       try {
+        const restartsIn = (restartHome ??= await privateFolder(batonHome(), 'drill-restarts-'));
         const temporal = await open.temporal();
         const results: DrillResult[] = [];
         const step = async (name: string, run: () => Promise<DrillResult>) => {
@@ -132,17 +133,17 @@ export function registerDrillCommand(program: Command, log: Log): void {
         );
         if (opts.restartTrials > 0) {
           const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
-          await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartHome, 'r1'), temporal }));
+          await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartsIn, 'r1'), temporal }));
           const temporalCliPath = open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path;
-          await step('R2', () => runTemporalRestartDrill({ ...restarts, home: path.join(restartHome, 'r2'), pool: open.pool, temporalCliPath }));
+          await step('R2', () => runTemporalRestartDrill({ ...restarts, home: path.join(restartsIn, 'r2'), pool: open.pool, temporalCliPath }));
         }
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else printResults(results, log);
         if (results.some((r) => !r.passed)) process.exitCode = 1;
       } finally {
         await open.close();
-        if (!opts.keep) await rm(restartHome, { recursive: true, force: true });
-        else log(`Kept the drill's ${external ? 'restarted servers' : 'stack'} in ${restartHome}.`);
+        if (restartHome && !opts.keep) await rm(restartHome, { recursive: true, force: true });
+        else if (restartHome) log(`Kept the drill's ${external ? 'restarted servers' : 'stack'} in ${restartHome}.`);
         if (external) log('The drill graphs (d1-* to d5-*, r2-*) stay in the deployment: its record is append-only.');
       }
     });

@@ -81,17 +81,18 @@ export async function runPostgresRestartDrill(options: PostgresRestartDrillOptio
   const port = await freePort();
   const start = () => startEmbeddedPostgres({ dataDir, port });
   let postgres: RunningPostgres = await start();
-  await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
-  const adminUrl = withDatabase(postgres.url, DEV_DATABASE_NAME);
-  const pool = createPool(adminUrl);
+  let pool: pg.Pool | undefined;
   let fleet: WorkerFleet | undefined;
   try {
+    await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
+    const adminUrl = withDatabase(postgres.url, DEV_DATABASE_NAME);
+    pool = createPool(adminUrl);
     await migrate(pool);
     const logins = await ensureDevLogins(pool, adminUrl, options.home);
     fleet = await startWorkerFleet({ name: 'drill-r1', env: { ...options.workerEnv, DATABASE_URL: logins.worker }, size: 2 });
     const client = createBatonClient({ db: pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
-    const stops = POSTGRES_STOPS.filter((mode) => Array.from({ length: options.trials }, (_, t) => postgresStop(t)).includes(mode));
-    return await runRestartTrials('R1', `Postgres stopped (${stops.join(', ')}) mid-graph, restarted`, options, {
+    const stops = new Set(Array.from({ length: options.trials }, (_, trial) => postgresStop(trial)));
+    return await runRestartTrials('R1', `Postgres stopped (${[...stops].join(', ')}) mid-graph, restarted`, options, {
       pool,
       client,
       restart: async (trial) => {
@@ -102,7 +103,7 @@ export async function runPostgresRestartDrill(options: PostgresRestartDrillOptio
     });
   } finally {
     await fleet?.stop();
-    await pool.end();
+    await pool?.end();
     await postgres.stop();
   }
 }

@@ -1,15 +1,16 @@
-import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readdir } from 'node:fs/promises';
 import { describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { usePostgresHomes } from '../helpers/postgresHomes.js';
+
+/** BATON_HOME of the drill, where R1's Postgres lives. */
+const newHome = usePostgresHomes('baton-drill-home');
 
 describe('baton drill against a live deployment', () => {
   it('runs D1-D5, R1 and R2, prints one result per drill as JSON and exits 0 when all pass', async () => {
     const db = await createTestDatabase({ migrate: false });
-    const home = await mkdtemp(path.join(tmpdir(), 'baton-drill-home-'));
-    await chmod(home, 0o755); // R1's Postgres may run as the postgres OS user
+    const home = await newHome();
     try {
       const env = cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), BATON_HOME: home, TEMPORAL_CLI_PATH: inject('temporalCliPath') });
       const result = await runCli(
@@ -29,7 +30,6 @@ describe('baton drill against a live deployment', () => {
       expect(await readdir(home)).not.toContainEqual(expect.stringMatching(/^drill-restarts-/));
     } finally {
       await db.drop();
-      await rm(home, { recursive: true, force: true });
     }
   }, 300_000);
 });

@@ -1,24 +1,11 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { runPostgresRestartDrill, runTemporalRestartDrill } from '../../src/drills/restarts.js';
+import { usePostgresHomes } from '../helpers/postgresHomes.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const stack = useTaskStack();
-const homes: string[] = [];
-
-afterAll(async () => {
-  for (const home of homes) await rm(home, { recursive: true, force: true });
-});
-
-/** A folder for a restarted server's state, reachable by the postgres OS user when run as root. */
-async function home(): Promise<string> {
-  const folder = await mkdtemp(path.join(tmpdir(), 'baton-restart-'));
-  await chmod(folder, 0o755);
-  homes.push(folder);
-  return folder;
-}
+/** A folder for a restarted server's state. */
+const home = usePostgresHomes('baton-restart');
 
 // SPEC T11 as `baton drill` runs it (rows R1 and R2): two trials each, so the first restart
 // comes while the first wave (a, b) runs and the second while c runs; for Postgres the first is
