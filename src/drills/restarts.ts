@@ -273,14 +273,21 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
       },
     );
     if (done) tally.completionMs.push(Date.now() - up);
-    await audit(pool, graph.id, tally);
+    const audit = await auditGraph(pool, graph.id);
+    tally.verified += audit.verified;
+    tally.reclaimed += audit.reclaimed;
+    tally.duplicated += audit.duplicated.length;
+    tally.violations.push(...audit.duplicated);
   } catch (error) {
     tally.violations.push(`${graph.id}: ${(error as Error).message}`);
   }
 }
 
-/** Counts each task of `graphId` that is verified, verified twice, or needed another claim. */
-async function audit(pool: pg.Pool, graphId: string, tally: RestartTally): Promise<void> {
+/**
+ * What the record says of graph `graphId`: how many of its tasks are verified, which were verified
+ * more than once (one line each), and how many needed more than one claim.
+ */
+export async function auditGraph(pool: pg.Pool, graphId: string): Promise<{ verified: number; duplicated: string[]; reclaimed: number }> {
   const { rows } = await pool.query<{ id: string; status: string; verified_events: number; passes: number; claims: number }>(
     `SELECT t.id, t.status,
             (SELECT count(*) FROM baton.events e WHERE e.subject_kind = 'task' AND e.subject_id = t.id AND e.kind = 'verified')::int AS verified_events,
@@ -289,12 +296,11 @@ async function audit(pool: pg.Pool, graphId: string, tally: RestartTally): Promi
        FROM baton.tasks t WHERE t.graph_id = $1 ORDER BY t.id`,
     [graphId],
   );
-  for (const task of rows) {
-    if (task.status === 'verified') tally.verified++;
-    if (task.verified_events > 1 || task.passes > 1) {
-      tally.duplicated++;
-      tally.violations.push(`${task.id}: verified ${task.verified_events} times, ${task.passes} passing verifications`);
-    }
-    if (task.claims > 1) tally.reclaimed++;
-  }
+  return {
+    verified: rows.filter((task) => task.status === 'verified').length,
+    duplicated: rows
+      .filter((task) => task.verified_events > 1 || task.passes > 1)
+      .map((task) => `${task.id}: verified ${task.verified_events} times, ${task.passes} passing verifications`),
+    reclaimed: rows.filter((task) => task.claims > 1).length,
+  };
 }

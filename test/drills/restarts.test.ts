@@ -1,5 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
-import { runPostgresRestartDrill, runTemporalRestartDrill } from '../../src/drills/restarts.js';
+import { auditGraph, runPostgresRestartDrill, runTemporalRestartDrill } from '../../src/drills/restarts.js';
+import { claimFence, reclaim } from '../../src/testkit/claims.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
 import { usePostgresHomes } from '../helpers/postgresHomes.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
@@ -44,4 +46,17 @@ describe('T11: the servers baton depends on are restarted mid-graph (drill rows 
     expect(result.figures.lost).toBeGreaterThan(0);
     expect(result.violations[0]).toMatch(/not complete after 30000 ms/);
   }, 300_000);
+
+  // The rows' exactly-once check, shown to fail: no restart above produced a double.
+  it('the audit reports a task verified twice and one claimed twice', async () => {
+    const graphId = await insertGraph(stack.db.pool, { a: [], b: [] }, { prefix: 'r-audit', actor: 'test' });
+    expect(await auditGraph(stack.db.pool, graphId)).toEqual({ verified: 0, duplicated: [], reclaimed: 0 });
+    await reclaim(stack.db.pool, await claimFence(stack.db.pool, `${graphId}/a`, 'first'), 'second');
+    for (let i = 0; i < 2; i++) await stack.db.pool.query("SELECT baton.append_event('task', $1, 'verified', 'forger')", [`${graphId}/b`]);
+    expect(await auditGraph(stack.db.pool, graphId)).toEqual({
+      verified: 0,
+      duplicated: [`${graphId}/b: verified 2 times, 0 passing verifications`],
+      reclaimed: 1,
+    });
+  });
 });
