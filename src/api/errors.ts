@@ -1,9 +1,7 @@
 import { BatonError } from '../errors.js';
 
-/** Thrown when a call's token is missing, unknown, revoked or expired; the refusal is recorded. */
-export class UnauthenticatedError extends BatonError {
-  override readonly name = 'UnauthenticatedError';
-  readonly code = 'unauthenticated';
+/** A call refused before anything was done; `refusal` names why in a word, as its event records it. */
+abstract class RefusedCallError extends BatonError {
   constructor(readonly refusal: string, readonly detail: string) {
     super(detail);
   }
@@ -13,20 +11,19 @@ export class UnauthenticatedError extends BatonError {
   }
 }
 
+/** Thrown when a call's token is missing, unknown, revoked or expired; the refusal is recorded. */
+export class UnauthenticatedError extends RefusedCallError {
+  override readonly name = 'UnauthenticatedError';
+  readonly code = 'unauthenticated';
+}
+
 /**
  * Thrown when a valid token may not make the call: it lacks the scope, or the operation needs a
  * run token. The refusal is recorded against the token's identity.
  */
-export class ForbiddenError extends BatonError {
+export class ForbiddenError extends RefusedCallError {
   override readonly name = 'ForbiddenError';
   readonly code = 'forbidden';
-  constructor(readonly refusal: string, readonly detail: string) {
-    super(detail);
-  }
-
-  override get details(): Record<string, unknown> {
-    return { refusal: this.refusal };
-  }
 }
 
 /** Thrown for a route of the API that exists, but not with the request's method. */

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
@@ -9,6 +9,7 @@ import { runRejectedCommitDrill } from '../drills/d4FailedVerification.js';
 import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
 import { RESTART_TRIALS_DEFAULT, runPostgresRestartDrill, runTemporalRestartDrill } from '../drills/restarts.js';
 import type { DrillResult } from '../drills/types.js';
+import { reachableDataFolder } from '../dev/embeddedPostgres.js';
 import { resolveTemporalCli } from '../dev/temporalCli.js';
 import type { Log } from '../log.js';
 import { openStack } from './stack.js';
@@ -20,14 +21,6 @@ function printResults(results: DrillResult[], log: Log): void {
     process.stdout.write(`${r.drill}  ${r.passed ? 'PASS' : 'FAIL'}  ${r.title.padEnd(44)}  ${figures}\n`);
     for (const v of r.violations) log(`    ${v}`);
   }
-}
-
-/** A new folder under `parent` that the embedded Postgres's OS user can reach (see startEmbeddedPostgres). */
-async function privateFolder(parent: string, prefix: string): Promise<string> {
-  await mkdir(parent, { recursive: true });
-  const folder = await mkdtemp(path.join(parent, prefix));
-  await chmod(folder, 0o755);
-  return folder;
 }
 
 interface DrillOptions {
@@ -87,7 +80,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
       // The servers R1 and R2 restart live in the private stack's folder, or in one of their own.
       let restartHome = external ? undefined : privateHome;
       try {
-        const restartsIn = (restartHome ??= await privateFolder(batonHome(), 'drill-restarts-'));
+        const restartsIn = (restartHome ??= await reachableDataFolder(batonHome(), 'drill-restarts-'));
         const temporal = await open.temporal();
         const results: DrillResult[] = [];
         const step = async (name: string, run: () => Promise<DrillResult>) => {

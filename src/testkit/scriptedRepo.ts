@@ -13,6 +13,14 @@ export async function createScriptedRepo(files: Record<string, string> = { 'READ
   return repo;
 }
 
+/**
+ * A scripted agent that works a while: prints `step 1` to `step <steps>` 50 ms apart (each line is
+ * progress its run reports), writes `file`, then commits everything.
+ */
+export function steppingAgent(steps: number, file: string): string {
+  return `for i in $(seq 1 ${steps}); do echo "step $i"; sleep 0.05; done; echo ${file} > ${file}; ${commitAll(file)}`;
+}
+
 /** A shell snippet that commits everything in the worktree as a scripted agent would. */
 export function commitAll(message: string): string {
   return `git add -A && git -c user.name=agent -c user.email=agent@localhost commit -q -m ${JSON.stringify(message)}`;

@@ -9,6 +9,10 @@ const stack = useTaskStack();
 /** A folder for a restarted server's state. */
 const home = usePostgresHomes('baton-restart');
 
+/** R2 on this file's database, with its own Temporal dev server in a fresh folder. */
+const temporalRestarts = async (options: { trials: number; forgetState?: boolean; trialDeadlineMs?: number }) =>
+  runTemporalRestartDrill({ ...options, home: await home(), pool: stack.db.pool, workerEnv: stack.workerEnv, temporalCliPath: inject('temporalCliPath') });
+
 // SPEC T11 as `baton drill` runs it (rows R1 and R2): two trials each, so the first restart
 // comes while the first wave (a, b) runs and the second while c runs; for Postgres the first is
 // a fast shutdown and the second a crash (`immediate`, recovered from its WAL at the next start).
@@ -21,27 +25,13 @@ describe('T11: the servers baton depends on are restarted mid-graph (drill rows 
   }, 600_000);
 
   it('R2: the Temporal server SIGKILLed and restarted on its state; every task verified exactly once', async () => {
-    const result = await runTemporalRestartDrill({
-      trials: 2,
-      home: await home(),
-      pool: stack.db.pool,
-      workerEnv: stack.workerEnv,
-      temporalCliPath: inject('temporalCliPath'),
-    });
+    const result = await temporalRestarts({ trials: 2 });
     expect(result.violations).toEqual([]);
     expect(result.figures).toMatchObject({ trials: 2, tasks: 10, verified: 10, lost: 0, duplicated: 0 });
   }, 600_000);
 
   it('R2 fails when the server comes back without its state (the workflows are gone)', async () => {
-    const result = await runTemporalRestartDrill({
-      trials: 1,
-      home: await home(),
-      pool: stack.db.pool,
-      workerEnv: stack.workerEnv,
-      temporalCliPath: inject('temporalCliPath'),
-      forgetState: true,
-      trialDeadlineMs: 30_000,
-    });
+    const result = await temporalRestarts({ trials: 1, forgetState: true, trialDeadlineMs: 30_000 });
     expect(result.passed).toBe(false);
     expect(result.figures.lost).toBeGreaterThan(0);
     expect(result.violations[0]).toMatch(/not complete after 30000 ms/);

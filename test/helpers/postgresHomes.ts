@@ -1,7 +1,7 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll } from 'vitest';
+import { reachableDataFolder } from '../../src/dev/embeddedPostgres.js';
 
 /**
  * Returns a maker of fresh folders (`<tmp>/<prefix>-...`) that the `postgres` OS user can reach,
@@ -13,8 +13,7 @@ export function usePostgresHomes(prefix: string): () => Promise<string> {
     for (const home of homes) await rm(home, { recursive: true, force: true });
   });
   return async () => {
-    const home = await mkdtemp(path.join(tmpdir(), `${prefix}-`));
-    await chmod(home, 0o755);
+    const home = await reachableDataFolder(tmpdir(), `${prefix}-`);
     homes.push(home);
     return home;
   };

@@ -7,6 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { NotFoundError } from '../../src/errors.js';
+import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { graphWorkflowId } from '../../workflows/definitions.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
@@ -87,7 +88,7 @@ describe('cancelling a graph', () => {
 
   it('leaves a finished task as it is and says so; an unknown graph is an error', async () => {
     const id = `cancel-done-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, repo: workspace.repo, tasks: [{ key: 'quick', run: { command: 'echo done > done.txt && git add done.txt && git -c user.name=a -c user.email=a@localhost commit -qm done' }, verify: { command: 'test -f done.txt' } }] }, 'test');
+    await stack.client.submitGraph({ id, repo: workspace.repo, tasks: [{ key: 'quick', run: { command: `echo done > done.txt && ${commitAll('done')}` }, verify: { command: 'test -f done.txt' } }] }, 'test');
     await stack.client.waitForGraph(id);
     expect(await stack.client.cancelGraph(id, 'operator-ann', 'too late')).toEqual({ cancelled: [], left: [{ taskId: `${id}/quick`, status: 'verified' }] });
     expect((await stack.client.events(`${id}/quick`)).some((e) => e.kind === 'cancelled')).toBe(false);
