@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { createAgentApi, newTokenSecret } from '../src/api/agentApi.js';
 import { secretSha256 } from '../src/api/agentStore.js';
@@ -15,10 +16,12 @@ import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
 import { startVerification } from '../src/db/sql/startVerification.js';
 import { submitTask } from '../src/db/sql/submitTask.js';
 import { InvalidInputError, StaleClaimError } from '../src/errors.js';
-import { AgentFailedError, type Runner, type Verifier } from '../src/runners/types.js';
+import { checkArtifact } from '../src/runners/artifactCheck.js';
+import { resolveCommit } from '../src/runners/git.js';
+import { AgentFailedError, type Runner, type VerificationResult, type Verifier } from '../src/runners/types.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/tasks/isolateOwner.js';
-import type { TaskStatus } from '../src/tasks/states.js';
+import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
 import { withActivityFailures } from './failures.js';
 
@@ -29,10 +32,27 @@ export interface TaskActivityDeps {
   /** Picks the runner for a task spec (command, function or pool). */
   runnerFor(spec: Pick<TaskSpec, 'run'>): Runner;
   verifierFor(spec: { verify: { command?: string; function?: string } }): Verifier;
+  /** T12: what an artifact must be before anything of it is verified. (Default: `checkArtifact`) */
+  checkArtifact?: typeof checkArtifact;
 }
 
 /** How often a verification tells Temporal it is alive, whatever the verifier does. */
 const VERIFY_KEEPALIVE_MS = 5_000;
+
+/**
+ * Attempts of one verification: at the last, a failure to verify (a checkout that cannot be made,
+ * a verifier that throws) is recorded as a rejection instead of being retried forever (T12).
+ */
+export const VERIFY_ATTEMPTS_MAX = 5;
+/** The command a verification records when baton refused the artifact before running anything of it. */
+export const ARTIFACT_CHECK_COMMAND = 'baton: artifact check';
+/** The command a verification records when it could not be carried out in VERIFY_ATTEMPTS_MAX attempts. */
+export const VERIFY_ATTEMPTS_COMMAND = 'baton: verification attempts';
+
+/** A rejection of `revision` decided by baton itself (`command`), for `reason`, recorded like any failed verification (T12). */
+function refusedArtifact(revision: string, command: string, reason: string): VerificationResult {
+  return { revision, command, exitCode: 1, outputDigest: `sha256:${createHash('sha256').update(reason).digest('hex')}`, outputTail: reason };
+}
 
 /** Identity the verifier records; distinct from the agent's by construction (T7). */
 export function verifierIdentity(identity: string): string {
@@ -224,10 +244,30 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const graph = await selectGraphSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
-      const result = await deps
-        .verifierFor(spec)
-        .verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal })
-        .finally(() => clearInterval(keepAlive));
+      let result: VerificationResult;
+      try {
+        // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.
+        const refusal = graph.repo
+          ? await (deps.checkArtifact ?? checkArtifact)({
+              repo: graph.repo,
+              revision: artifact.revision,
+              baseCommit: artifact.baseCommit ?? (await resolveCommit(graph.repo, graph.base)),
+              pins: current.upstreamRevisions,
+              protect: spec.verify.protect ?? [],
+              command: spec.verify.command,
+            })
+          : undefined;
+        result = refusal
+          ? refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal)
+          : await deps.verifierFor(spec).verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+      } catch (error) {
+        // T12: a verification that keeps failing (say, a commit no checkout can hold) is a rejection
+        // at its last attempt, not a retry forever; a cancelled one is just cancelled.
+        if (ctx.cancellationSignal.aborted || ctx.info.attempt < VERIFY_ATTEMPTS_MAX) throw error;
+        result = refusedArtifact(artifact.revision, VERIFY_ATTEMPTS_COMMAND, `the verification failed ${ctx.info.attempt} times: ${error instanceof Error ? error.message : String(error)}`);
+      } finally {
+        clearInterval(keepAlive);
+      }
       const outcome = await recordVerification(db, { taskId: input.taskId, verifier, claimVersion, ...result });
       return { status: outcome.status, revision: artifact.revision, released: outcome.released, staled: outcome.staled };
     },
@@ -262,7 +302,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** Marks the task cancelled (its workflow was cancelled); a finished task stays as it is. */
     async cancelTask(input: { taskId: string; reason: string }): Promise<void> {
       const task = await selectTask(db, input.taskId);
-      if (['verified', 'failed', 'cancelled', 'verifying', 'rejected', 'stale'].includes(task.status)) return;
+      if (TERMINAL_STATUSES.has(task.status)) return;
       await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'cancelled', kind: 'cancelled', reason: input.reason });
     },
 

@@ -15,10 +15,10 @@ import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWor
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
 import type { taskWorkflow } from '../workflows/taskWorkflow.js';
 
-/** Where a task may be cancelled from: it has not finished, and no verifier holds it. */
-const CANCELLABLE: readonly TaskStatus[] = ['blocked', 'ready', 'running', 'submitted'];
+/** Where a task may be cancelled from: anywhere it has not finished, a verification included (T12). */
+const CANCELLABLE: readonly TaskStatus[] = ['blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'];
 
-/** What a cancellation did: the tasks it cancelled, and those it left as they were (finished, or being verified). */
+/** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 export interface CancelOutcome {
   cancelled: string[];
   left: { taskId: string; status: TaskStatus }[];
@@ -55,7 +55,7 @@ export function createBatonClient(options: BatonClientOptions) {
       const status = CANCELLABLE.includes(task.status)
         ? await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason }).then(
             () => undefined,
-            // It moved on since it was read (say, to verifying): it is left as it is now.
+            // It finished since it was read (say, it was verified): it is left as it is now.
             async (error: unknown) => {
               if (!(error instanceof IllegalTransitionError)) throw error;
               return (await selectTask(db, task.id)).status;

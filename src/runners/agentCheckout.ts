@@ -6,7 +6,7 @@ import type { Claim } from '../tasks/types.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { openAgentWorkspace, type AgentWorkspace } from './agentWorkspace.js';
 import { ensureBatonShim } from './batonShim.js';
-import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, removeWorktree } from './git.js';
+import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, removeWorktree, resolveCommit } from './git.js';
 import type { Confinement } from './processes.js';
 import { AgentFailedError } from './types.js';
 
@@ -16,6 +16,8 @@ export interface AgentCheckout {
   dir: string;
   /** HEAD before the agent ran: the base with the pinned upstream revisions merged in. */
   baseRevision: string;
+  /** The commit the graph's base named when the checkout was made. */
+  baseCommit: string;
   /** Folder of the `baton` shim for the agent's PATH. */
   shimDir: string;
   /** Where the run's tool endpoint listens when the agent is isolated: a Unix socket in its folder. */
@@ -49,15 +51,17 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
     return git(dir, ['rev-parse', 'HEAD']);
   };
 
+  const baseCommit = await resolveCommit(repo, options.base);
   if (!isolation?.isolated) {
     const dir = path.join(options.workDir, 'worktrees', claim.graphId, `${claim.key}-v${claim.claimVersion}`);
-    await addWorktree(repo, dir, branch, options.base);
+    await addWorktree(repo, dir, branch, baseCommit);
     try {
       const baseRevision = await mergeUpstream(dir);
       const shimDir = await ensureBatonShim(options.workDir);
       return {
         dir,
         baseRevision,
+        baseCommit,
         shimDir,
         env: (base) => base,
         commit: async () => {
@@ -75,7 +79,6 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
 
   const workspace = await openAgentWorkspace(isolation, [options.workDir, repo]);
   try {
-    const baseCommit = await git(repo, ['rev-parse', '--verify', `${options.base}^{commit}`]);
     await cloneAt(repo, workspace.checkout, baseCommit, branch);
     const baseRevision = await mergeUpstream(workspace.checkout);
     const shimDir = await ensureBatonShim(workspace.dir);
@@ -84,6 +87,7 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
     return {
       ...isolatedParts(workspace),
       baseRevision,
+      baseCommit,
       shimDir,
       socketPath: path.join(workspace.dir, 'baton.sock'),
       commit: async () => {
@@ -115,13 +119,13 @@ export async function openVerifyCheckout(options: { isolation?: AgentIsolation; 
   if (!isolation?.isolated) {
     const dir = path.join(options.workDir, 'verify', `${options.taskId.replaceAll('/', '_')}-${randomUUID().slice(0, 8)}`);
     await addDetachedWorktree(repo, dir, options.revision);
-    return { dir, baseRevision: options.revision, shimDir: '', env: (base) => base, commit: async () => undefined, close: () => removeWorktree(repo, dir) };
+    return { dir, baseRevision: options.revision, baseCommit: options.revision, shimDir: '', env: (base) => base, commit: async () => undefined, close: () => removeWorktree(repo, dir) };
   }
   const workspace = await openAgentWorkspace(isolation, [options.workDir, repo]);
   try {
     await cloneAt(repo, workspace.checkout, options.revision);
     await workspace.handOver();
-    return { ...isolatedParts(workspace), baseRevision: options.revision, shimDir: '', commit: async () => undefined };
+    return { ...isolatedParts(workspace), baseRevision: options.revision, baseCommit: options.revision, shimDir: '', commit: async () => undefined };
   } catch (error) {
     await workspace.close();
     throw error;

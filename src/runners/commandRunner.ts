@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
@@ -52,6 +52,9 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       try {
         let agentProgress: Record<string, unknown> | undefined;
         const access = ctx.openAgentApi ? await agentAccess(ctx, checkout, (progress) => (agentProgress = progress)) : undefined;
+        if (access?.replacedMcpConfig) {
+          await log(`replaced the .mcp.json the repository holds with baton's own: nothing committed by an agent runs for the next one`);
+        }
         let lastLine = '';
         let lines = 0;
         let pid: number | undefined;
@@ -106,6 +109,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           return {
             revision,
             baseRevision: checkout.baseRevision,
+            baseCommit: checkout.baseCommit,
             testCommand: claim.spec.verify.command ?? claim.spec.verify.function ?? '',
             agentResult: { exitCode: outcome.exitCode, outputDigest: outcome.outputDigest },
           };
@@ -132,16 +136,18 @@ async function agentAccess(
   ctx: RunContext,
   checkout: AgentCheckout,
   reportProgress: (progress: Record<string, unknown>) => void,
-): Promise<{ server: AgentServer; env: Record<string, string> }> {
+): Promise<{ server: AgentServer; env: Record<string, string>; replacedMcpConfig: boolean }> {
   const { api, token } = await ctx.openAgentApi!({ callTool: ctx.callTool, reportProgress });
   const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' });
+  let replacedMcpConfig: boolean;
   try {
-    await writeMcpConfig(checkout.dir, ctx.repo!);
+    replacedMcpConfig = await writeMcpConfig(checkout.dir, ctx.repo!);
   } catch (error) {
     await server.close();
     throw error;
   }
   return {
+    replacedMcpConfig,
     server,
     env: {
       [AGENT_URL_ENV]: server.url,
@@ -153,16 +159,20 @@ async function agentAccess(
 }
 
 /**
- * Writes the run's `.mcp.json` and keeps it out of the agent's commits (`info/exclude`). Never
- * through a link, and never over a file the repository has: created only where nothing is.
+ * Writes the run's `.mcp.json` and keeps it out of the agent's commits (`info/exclude`). One the
+ * repository holds (committed by an earlier agent, say, to start a server of its own for the next
+ * one: T12) is removed first, and the run says so: true when it was. Never written through a link.
  */
-async function writeMcpConfig(dir: string, repo: string): Promise<void> {
-  try {
-    await writeFile(path.join(dir, '.mcp.json'), `${JSON.stringify(MCP_CONFIG, null, 2)}\n`, { mode: 0o644, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
-    throw error;
-  }
+async function writeMcpConfig(dir: string, repo: string): Promise<boolean> {
+  const file = path.join(dir, '.mcp.json');
+  const replaced = await rm(file, { force: false, recursive: true }).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return false;
+      throw error;
+    },
+  );
+  await writeFile(file, `${JSON.stringify(MCP_CONFIG, null, 2)}\n`, { mode: 0o644, flag: 'wx' });
   // A private clone has its own .git folder (the agent has not run in it yet); a worktree shares its repository's.
   const ownGit = path.join(dir, '.git');
   const gitDir = (await stat(ownGit)).isDirectory() ? ownGit : path.resolve(repo, await git(repo, ['rev-parse', '--git-common-dir']));
@@ -170,4 +180,5 @@ async function writeMcpConfig(dir: string, repo: string): Promise<void> {
   await mkdir(path.dirname(exclude), { recursive: true });
   const excluded = await readFile(exclude, 'utf8').catch(() => '');
   if (!excluded.split('\n').includes('/.mcp.json')) await appendFile(exclude, '\n/.mcp.json\n');
+  return replaced;
 }

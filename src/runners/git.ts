@@ -1,4 +1,4 @@
-import { mkdir, open, rm } from 'node:fs/promises';
+import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { run } from '../dev/run.js';
 import { runConfined, type Confinement } from './processes.js';
@@ -11,6 +11,11 @@ const COLLECT_TIMEOUT_MS = 600_000;
 /** git in a folder baton trusts: the shared repository, or a clone it made and has not handed over. */
 export function git(repo: string, args: string[]): Promise<string> {
   return run('git', ['-C', repo, ...GIT_IDENTITY, ...args]).then((r) => r.stdout.trim());
+}
+
+/** The commit `revision` (a branch, a tag, HEAD) names in `repo` now. */
+export function resolveCommit(repo: string, revision: string): Promise<string> {
+  return git(repo, ['rev-parse', '--verify', '--end-of-options', `${revision}^{commit}`]);
 }
 
 /** Creates a worktree at `dir` on a new branch from `base`; a leftover worktree there is replaced. */
@@ -51,7 +56,7 @@ export async function cloneAt(repo: string, dir: string, revision: string, branc
  * config and hooks are the agent's: `core.fsmonitor` alone would run the agent's code as the
  * worker, which is why `safe.directory` is no answer): git runs confined as the agent to write a
  * bundle of what HEAD adds to `known` into a file of the worker's, and the repository fetches
- * from that file with every object checked (`transfer.fsckObjects`).
+ * what it holds with every object checked (`transfer.fsckObjects`), as a push would be (S6).
  */
 export async function fetchAgentCommit(options: {
   repo: string;
@@ -77,10 +82,21 @@ export async function fetchAgentCommit(options: {
   } finally {
     await file.close();
   }
+  // git does not check the objects of a bundle it fetches (as of 2.39), so the bundle is unpacked
+  // into a quarantine of the worker's first (it borrows the repository's objects), and the repository
+  // fetches from there as from any remote, which checks every object it receives as strictly as a push.
+  const quarantine = `${options.bundleFile}.quarantine`;
   try {
-    await git(options.repo, ['-c', 'transfer.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', options.bundleFile, `+HEAD:refs/heads/${options.branch}`]);
+    await git(path.dirname(quarantine), ['init', '--quiet', '--bare', quarantine]);
+    const objects = await git(options.repo, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
+    await writeFile(path.join(quarantine, 'objects', 'info', 'alternates'), `${objects}\n`);
+    await git(quarantine, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', options.bundleFile, '+HEAD:refs/heads/agent']);
+    await git(options.repo, [
+      '-c', 'transfer.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', quarantine, `+refs/heads/agent:refs/heads/${options.branch}`,
+    ]);
   } finally {
     await rm(options.bundleFile, { force: true });
+    await rm(quarantine, { recursive: true, force: true });
   }
   return git(options.repo, ['rev-parse', '--verify', `refs/heads/${options.branch}^{commit}`]);
 }

@@ -5,7 +5,7 @@ import { selectTask } from '../db/sql/selectTasks.js';
 import { StaleClaimError } from '../errors.js';
 import { HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../tasks/graphSpec.js';
 import type { Artifact } from '../tasks/types.js';
-import { git } from './git.js';
+import { git, resolveCommit } from './git.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
 /** How often the pool runner looks at its pooled run. (Default: 1 s) */
@@ -25,7 +25,9 @@ export interface PoolRunnerOptions {
  * claim, heartbeats and submits its pushed commit. This runner relays each of the agent's beats to
  * Temporal (and the lease) and nothing else: when the agent goes silent, the run goes silent, the
  * heartbeat timeout ends the attempt, and the usual recovery reclaims the task, which moves the
- * claim and so voids the agent's token. The submitted revision must be in the graph's repository.
+ * claim and so voids the agent's token. The submitted revision must be in the graph's repository;
+ * the verifier then checks it as it checks any artifact (artifactCheck.ts): it must contain the base
+ * and the pinned upstream revisions and add something.
  */
 export function createPoolRunner(options: PoolRunnerOptions): Runner {
   const { db, identity } = options;
@@ -38,12 +40,14 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       if (!pool) throw new AgentFailedError(claim.taskId, 'the pool runner needs run.pool');
       const fence = { taskId: claim.taskId, owner: identity, claimVersion: claim.claimVersion };
       const timeoutMs = ctx.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_MS_DEFAULT;
+      // The base the agent starts from, as it is when the run is offered: its artifact must contain it (T12).
+      const baseCommit = ctx.repo ? await resolveCommit(ctx.repo, ctx.base) : undefined;
       await offerToPool(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {
         if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error(`run cancelled: ${String(ctx.signal.reason)}`);
         const state = await poolRunState(db, fence);
-        if (state.revision) return artifactOf(ctx, state.agent!, state.revision);
+        if (state.revision) return artifactOf(ctx, state.agent!, state.revision, baseCommit);
         if (state.agent === null) {
           // Nobody has taken it yet: the worker itself is what is alive.
           await ctx.heartbeat({ pool, waiting: true });
@@ -64,7 +68,7 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
   };
 }
 
-async function artifactOf(ctx: RunContext, agent: string, revision: string): Promise<Artifact> {
+async function artifactOf(ctx: RunContext, agent: string, revision: string, baseCommit: string | undefined): Promise<Artifact> {
   const { claim } = ctx;
   if (ctx.repo) {
     await git(ctx.repo, ['cat-file', '-e', `${revision}^{commit}`]).catch(() => {
@@ -75,5 +79,6 @@ async function artifactOf(ctx: RunContext, agent: string, revision: string): Pro
     revision,
     testCommand: claim.spec.verify.command ?? claim.spec.verify.function ?? '',
     agentResult: { exitCode: 0, outputDigest: createHash('sha256').update(`pool:${agent}:${revision}`).digest('hex') },
+    ...(baseCommit ? { baseCommit } : {}),
   };
 }

@@ -5,15 +5,31 @@ import { spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
 export const OUTPUT_TAIL_BYTES = 4_096;
+/** Longest line of an agent's output passed on whole; a longer one is passed on in pieces this long. */
+export const OUTPUT_LINE_MAX_CHARS = 64 * 1024;
 
-// Agents and verification commands never receive database or Temporal credentials (S2, S4).
-const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_(?!TASK_|CLAIM|UPSTREAM).*)$/;
+/**
+ * Names of the worker's environment an agent or verify command gets (S6): what a shell and git
+ * need, nothing else; a trailing `*` matches a prefix. Every other variable (a cloud key, another
+ * service's password) stays with the worker unless BATON_AGENT_ENV names it.
+ */
+export const AGENT_ENV_DEFAULT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR'] as const;
+/** More names for agents, comma-separated, as AGENT_ENV_DEFAULT writes them (`ANTHROPIC_API_KEY,OPENAI_*`). */
+export const AGENT_ENV_ENV = 'BATON_AGENT_ENV';
+// Never passed on, whatever BATON_AGENT_ENV says: database and Temporal credentials (S2, S4).
+const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_.*)$/;
 
-/** The environment for an agent or verifier: this process's, minus credentials, plus `extra`. */
-export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!SECRET_ENV.test(name)) env[name] = value;
-  return { ...env, ...extra };
+/** Whether `name` is one of `patterns` (a name, or a prefix ending in `*`). */
+function envNameMatches(name: string, patterns: readonly string[]): boolean {
+  return patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : name === p));
+}
+
+/** The environment for an agent or verify command: the allowed part of this process's, plus `extra`. */
+export function childEnv(extra: Record<string, string>, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const allowed = [...AGENT_ENV_DEFAULT, ...(env[AGENT_ENV_ENV] ?? '').split(',').map((n) => n.trim()).filter(Boolean)];
+  const child: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) if (envNameMatches(name, allowed) && !SECRET_ENV.test(name)) child[name] = value;
+  return { ...child, ...extra };
 }
 
 /** How an isolated command is started: under its own uid and gid, inside a sandbox, or both. */
@@ -70,6 +86,12 @@ export function runShell(
       const lines = (partial + text).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) options.onLine?.(line);
+      // Output that never ends a line is passed on in pieces: what is held back stays bounded, so
+      // reading any output costs time in proportion to its size (S6).
+      while (partial.length > OUTPUT_LINE_MAX_CHARS) {
+        options.onLine?.(partial.slice(0, OUTPUT_LINE_MAX_CHARS));
+        partial = partial.slice(OUTPUT_LINE_MAX_CHARS);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

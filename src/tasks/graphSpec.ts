@@ -73,7 +73,9 @@ const GRAPH_KEYS = keysOf<GraphSpec>({ id: true, repo: true, base: true, policy:
 const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true, onUpstreamChange: true });
 const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, dependsOn: true, description: true, run: true, verify: true, payload: true });
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
-const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true });
+const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
+/** Most paths one task's `verify.protect` may name. */
+export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
 const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -205,7 +207,7 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
  * function (or, to run, pool: remote agents of that pool do the work through the agent API). A
  * run may name its agent (`agent:`), the identity its calls to the agent API are made as.
  */
-function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] {
+function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] & TaskSpec['verify'] {
   const step = typeof input === 'string' ? { command: input } : input;
   const kinds = name === 'run' ? ['command', 'function', 'pool'] : ['command', 'function'];
   const exactlyOne = `${at}: ${name} must name exactly one of ${name === 'run' ? 'command, function or pool' : 'command or function'}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
@@ -222,12 +224,39 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
   if (pool !== undefined && !POOL_PATTERN.test(pool)) problems.push(`${at}: run.pool must match ${POOL_PATTERN}`);
   const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, problems, { max: 200 }) : undefined;
   if (agent !== undefined && pool !== undefined) problems.push(`${at}: run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token`);
+  const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, problems) : undefined;
   return {
     ...(command === undefined ? {} : { command }),
     ...(fn === undefined ? {} : { function: fn }),
     ...(pool === undefined ? {} : { pool }),
     ...(agent === undefined ? {} : { agent }),
+    ...(protect === undefined ? {} : { protect }),
   };
+}
+
+/**
+ * T12: `verify.protect`, the repository paths the agent may not change (docs/verification.md): each
+ * a path or glob (`test/**`) relative to the repository's top, as git matches pathspecs.
+ */
+function parseProtect(input: unknown, where: string, problems: Problems): string[] | undefined {
+  if (input === undefined || input === null) return undefined;
+  if (!Array.isArray(input)) {
+    problems.push(`${where} must be a list of paths`);
+    return undefined;
+  }
+  if (input.length > MAX_PROTECTED_PATHS) problems.push(`${where} names more than ${MAX_PROTECTED_PATHS} paths`);
+  const paths: string[] = [];
+  input.slice(0, MAX_PROTECTED_PATHS).forEach((entry, i) => {
+    const value = text(entry, `${where}[${i}]`, problems, { max: 4_096 });
+    if (value === undefined) return;
+    const segments = value.replace(/\/$/, '').split('/');
+    if (value.startsWith('/') || value.startsWith(':') || segments.some((s) => s === '..' || s === '')) {
+      problems.push(`${where}[${i}] must be a path inside the repository, relative to its top, with no '..' or empty part: ${quoted(value)}`);
+      return;
+    }
+    paths.push(segments.filter((s) => s !== '.').join('/') || '.');
+  });
+  return paths;
 }
 
 function parseTask(raw: unknown, where: string, problems: Problems): GraphTaskSpec | undefined {

@@ -28,7 +28,7 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
  * The only status changes Postgres allows (a trigger refuses the rest): the rows of
- * baton.task_transitions (migrations 0003, 0008), compared with this list by a test. A change here is
+ * baton.task_transitions (migrations 0003, 0008, 0010), compared with this list by a test. A change here is
  * a new migration.
  */
 export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> = [
@@ -49,12 +49,15 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
   ['verifying', 'rejected'],
   ['verifying', 'submitted'], // the verifier itself was lost; verify again
   ['verifying', 'stale'], // passed, but on a pin its upstream task has since superseded (migration 0008)
+  ['verifying', 'cancelled'], // cancelled while being verified: the verifier's result is then refused (migration 0010)
   ['rejected', 'ready'], // retry policy: run again
   ['rejected', 'failed'],
+  ['rejected', 'cancelled'], // migration 0010
   ['verified', 'stale'], // an upstream task was verified at a new revision
   ['verified', 'ready'], // re-run requested
   ['stale', 'verifying'], // check the same artifact again
   ['stale', 'ready'], // re-run it on the new upstream revisions
+  ['stale', 'cancelled'], // migration 0010
   ['failed', 'ready'], // manual retry
 ];
 

@@ -11,8 +11,13 @@ export interface TaskSpec {
    * names the identity the run's agent acts as in the agent API. (Default agent: the task id)
    */
   run: { command?: string; function?: string; pool?: string; agent?: string };
-  /** How to verify the artifact: a shell command run in a clean checkout of its commit, or a registered function. */
-  verify: { command?: string; function?: string };
+  /**
+   * How to verify the artifact: a shell command run in a clean checkout of its commit, or a
+   * registered function. `protect` (T12) names the paths the agent may not change (paths or globs,
+   * as git pathspecs); the files the command names are protected whatever it says.
+   * (Default protect: none beyond the command's own files)
+   */
+  verify: { command?: string; function?: string; protect?: string[] };
   /** Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership. (Default: none) */
   payload?: Json;
 }
@@ -24,6 +29,8 @@ export interface Artifact {
   agentResult: { exitCode: number; outputDigest: string };
   /** The revision the work started from (after merging pinned upstream revisions). */
   baseRevision?: string;
+  /** The commit the graph's base named when the run started; the artifact must contain it (T12). (Default: the base as it is at verification) */
+  baseCommit?: string;
 }
 
 /** A committed claim, returned before any agent work starts. */

@@ -1,8 +1,10 @@
 // A remote agent for the pooled-run tests: a process of its own that holds only an API token (no
 // Postgres or Temporal credential). It asks for work from a pool, clones the repository its task
-// names, commits, pushes the commit to a branch, heartbeats and submits, over plain HTTP (`http`)
-// or as an MCP client over Streamable HTTP (`mcp`). `silent` stops after its first heartbeat and,
-// when told on stdin (any line), tries its submit anyway: the late write of a recovered agent.
+// names, merges the pinned upstream revisions its context names, commits, pushes the commit to a
+// branch, heartbeats and submits, over plain HTTP (`http`) or as an MCP client over Streamable
+// HTTP (`mcp`). `silent` stops after its first heartbeat and, when told on stdin (any line), tries
+// its submit anyway: the late write of a recovered agent. `idle` submits what it was given, having
+// done nothing.
 // Prints one JSON line per step. Usage: REMOTE_AGENT_TOKEN=... node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON without token>'
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -18,7 +20,7 @@ export interface RemoteAgentConfig {
   token: string;
   pool: string;
   transport: 'http' | 'mcp';
-  behaviour: 'work' | 'silent';
+  behaviour: 'work' | 'silent' | 'idle';
 }
 
 const config = { ...JSON.parse(process.argv[2]!), token: process.env.REMOTE_AGENT_TOKEN! } as RemoteAgentConfig;
@@ -67,9 +69,12 @@ async function main(): Promise<void> {
   const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=remote', '-c', 'user.email=remote@localhost', ...args], { encoding: 'utf8' }).trim();
   execFileSync('git', ['clone', '-q', context.body.repo, dir]);
   git('checkout', '-q', context.body.base);
-  writeFileSync(path.join(dir, 'review.txt'), `reviewed by ${work.identity} for ${work.taskId}\n`);
-  git('add', '-A');
-  git('commit', '-q', '-m', `review of ${work.key}`);
+  for (const upstream of context.body.upstream as { key: string; revision: string }[]) git('merge', '-q', '--no-edit', upstream.revision);
+  if (config.behaviour !== 'idle') {
+    writeFileSync(path.join(dir, 'review.txt'), `reviewed by ${work.identity} for ${work.taskId}\n`);
+    git('add', '-A');
+    git('commit', '-q', '-m', `review of ${work.key}`);
+  }
   const revision = git('rev-parse', 'HEAD');
 
   if (config.behaviour === 'silent') {

@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
+import { git } from '../../src/runners/git.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { tokenFor, useAgentServer } from './helpers.js';
@@ -164,5 +165,28 @@ describe('remote agents of a pool', () => {
     expect(task.artifact?.revision).not.toBe(late.revision);
     const refused = (await taskEvents(taskId)).filter((e) => e.kind === 'stale_write_refused' && e.actor === 'sleepy');
     expect(refused.map((e) => [e.fence, e.details.action])).toEqual([[claimed.claimVersion, 'submit']]);
+  });
+
+  it('rejects a pooled run that submits what it was given, with the reason: it adds nothing (T12)', async () => {
+    const id = `idle-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id,
+        repo: workspace.repo,
+        policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1, onVerificationFailure: 'fail' },
+        tasks: [{ key: 'nothing', run: { pool: 'idlers' }, verify: { command: 'true' } }],
+      },
+      'test',
+    );
+    const idleToken = await tokenFor(stack.db, 'idler', ['read', 'notes', 'submit']);
+    const idle = remoteAgent({ token: idleToken.secret, pool: 'idlers', transport: 'http', behaviour: 'idle' });
+    const submitted = await idle.next('submit');
+    expect(submitted.ok).toBe(true);
+    expect(submitted.revision).toBe(await git(workspace.repo, ['rev-parse', 'main']));
+
+    const result = await stack.client.waitForGraph(id);
+    expect(result).toMatchObject({ verified: [], failed: [`${id}/nothing`] });
+    const rejected = (await stack.client.events(`${id}/nothing`)).find((e) => e.kind === 'rejected');
+    expect(rejected?.reason).toMatch(/baton: artifact check exited 1: revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/);
   });
 });

@@ -19,7 +19,7 @@ BEGIN
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))
-          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted'))) THEN
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'))) THEN
     RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;

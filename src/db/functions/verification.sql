@@ -105,7 +105,10 @@ BEGIN
   IF NOT v_passed THEN
     UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
     PERFORM baton.append_event('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
-      format('%s exited %s', p_command, p_exit_code), jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
+      -- The reason ends with the output's last line: for a refused artifact (T12), the refusal itself.
+      format('%s exited %s', p_command, p_exit_code) || coalesce(': ' || left(nullif(btrim(
+        (regexp_match(coalesce(p_output_tail, ''), '([^\n]*)\n*$'))[1]), ''), 500), ''),
+      jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
     RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
     RETURN;
   END IF;

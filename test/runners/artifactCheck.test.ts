@@ -1,0 +1,102 @@
+// What the verifier checks of an artifact before running anything of it (SPEC T12, S6), on a real
+// repository with commits made the way an agent could make them, plumbing included. The end-to-end
+// cases, from an agent's seat, are in test/tasks/gamedVerification.test.ts.
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkArtifact } from '../../src/runners/artifactCheck.js';
+import { git } from '../../src/runners/git.js';
+import { OUTPUT_LINE_MAX_CHARS, runShell } from '../../src/runners/processes.js';
+import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+
+let repo: string;
+let base: string;
+
+/** A commit on `parents` whose tree is `parents[0]`'s plus `entries` (name -> content) at the top. */
+async function commit(parents: string[], entries: Record<string, string>, options: { drop?: string[] } = {}): Promise<string> {
+  const listing = (await git(repo, ['ls-tree', parents[0]!])).split('\n').filter((line) => line && !options.drop?.includes(line.split('\t')[1]!));
+  for (const [name, content] of Object.entries(entries)) {
+    const blob = (await runInput(['hash-object', '-w', '--stdin'], content)).trim();
+    listing.push(`100644 blob ${blob}\t${name}`);
+  }
+  const tree = (await runInput(['mktree'], `${listing.join('\n')}\n`)).trim();
+  return git(repo, ['commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-m', 'agent']);
+}
+
+async function runInput(args: string[], input: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['-C', repo, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`git ${args.join(' ')} exited ${code}`))));
+    child.stdin.end(input);
+  });
+}
+
+const check = (revision: string, more: Partial<Parameters<typeof checkArtifact>[0]> = {}) =>
+  checkArtifact({ repo, revision, baseCommit: base, pins: {}, protect: [], command: 'sh ./verify.sh', ...more });
+
+beforeAll(async () => {
+  repo = await createScriptedRepo({ 'README.md': '# scratch\n', 'verify.sh': 'test -f work.txt\n' });
+  base = await git(repo, ['rev-parse', 'main']);
+});
+afterAll(() => rm(repo, { recursive: true, force: true }));
+
+describe('the artifact check', () => {
+  it('passes honest work and names what it refuses in every other case', async () => {
+    expect(await check(await commit([base], { 'work.txt': 'done\n' }))).toBeUndefined();
+    expect(await check('0'.repeat(40))).toBe(`revision ${'0'.repeat(40)} is not a commit in the graph's repository`);
+    expect(await check('main')).toMatch(/is not a commit/); // only a full revision names exactly one artifact
+    expect(await check(base)).toBe(`revision ${base} adds nothing to its base and pinned upstream revisions`);
+    const emptyCommit = await git(repo, ['commit-tree', `${base}^{tree}`, '-p', base, '-m', 'nothing']);
+    expect(await check(emptyCommit)).toMatch(/adds nothing/);
+    expect(await check(await commit([base], { 'verify.sh': 'exit 0\n', 'work.txt': '' }))).toBe(
+      'it changes what checks it: verify.sh (protected: verify.sh)',
+    );
+    expect(await check(await commit([base], { 'work.txt': '' }, { drop: ['verify.sh'] }))).toMatch(/it changes what checks it: verify\.sh/);
+  });
+
+  it('refuses a tree no checkout may hold: .git in any spelling, . and .., over-long names', async () => {
+    for (const [name, why] of [
+      ['.git', 'a .git name'],
+      ['.GIT', 'a .git name'],
+      ['.git. ', 'a .git name'],
+      ['git~1', 'a .git name'],
+      ['..', 'a . or .. name'],
+      ['n'.repeat(256), 'a name over 255 bytes'],
+    ]) {
+      expect(await check(await commit([base], { [name!]: 'planted\n' })), name).toMatch(new RegExp(`its tree holds what no checkout may: .*\\(${why!.replace('.', '\\.')}\\)`));
+    }
+    expect(await check(await commit([base], { ['n'.repeat(255)]: 'long but fine\n' }))).toBeUndefined();
+  });
+
+  it('wants the base and every pin in the artifact, and protects a pinned upstream change to a protected file', async () => {
+    const up = await commit([base], { 'up.txt': 'up\n', 'check-up.sh': 'true\n' });
+    const other = await commit([base], { 'other.txt': 'other\n' });
+    const pins = { other, up };
+    const merged = await commit([await commit([up, other], { 'other.txt': 'other\n' })], { 'work.txt': 'done\n' });
+    expect(await check(merged, { pins, protect: ['check-*.sh'] })).toBeUndefined();
+    const withoutUp = await commit([other], { 'work.txt': 'done\n' });
+    expect(await check(withoutUp, { pins })).toBe(`revision ${withoutUp} does not contain upstream up at ${up}, its pinned verified revision`);
+    const unrelated = await git(repo, ['commit-tree', `${base}^{tree}`, '-m', 'a history of its own']);
+    expect(await check(unrelated)).toBe(`revision ${unrelated} does not contain its base ${base}`);
+    const edited = await commit([merged], { 'check-up.sh': 'exit 0\n' });
+    expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe('it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh)');
+  });
+});
+
+describe("an agent's output", () => {
+  it('is passed on in bounded pieces when it never ends a line, every byte of it', async () => {
+    const lengths: number[] = [];
+    const bytes = 8 * OUTPUT_LINE_MAX_CHARS + 123;
+    const outcome = await runShell(`head -c ${bytes} /dev/zero | tr '\\0' a`, {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      signal: new AbortController().signal,
+      onLine: (line) => lengths.push(line.length),
+    });
+    expect(outcome.exitCode).toBe(0);
+    expect(Math.max(...lengths)).toBe(OUTPUT_LINE_MAX_CHARS);
+    expect(lengths.reduce((a, b) => a + b, 0)).toBe(bytes);
+  });
+});
