@@ -5,20 +5,25 @@
 // endpoint also carries the run (`LocalRun`), which performs its tool calls and takes its progress.
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { z } from 'zod';
 import type { Queryable } from '../db/queryable.js';
-import { BatonError, errorResponse, InvalidInputError, NotFoundError } from '../errors.js';
+import { InvalidInputError, NotFoundError } from '../errors.js';
+import { stderrLog, type Log } from '../log.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
-import { callAgentStore, secretSha256 } from './agentStore.js';
-import { ForbiddenError, MethodNotAllowedError, RateLimitedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
-import { describeInputProblems, isOperationName, OPERATIONS, type OperationName } from './operations.js';
+import { serveMcp } from './agentMcp.js';
+import { authenticateToken, callAgentStore, secretSha256, summariseRefusals } from './agentStore.js';
+import { ForbiddenError, MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
+import { openApiDocument } from './openApi.js';
+import { isOperationName, OPERATIONS, parseOperationInput, type OperationName } from './operations.js';
+import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
+import { rateLimiter, type RateLimit } from './rateLimiter.js';
+import { createTokenGate } from './tokenGate.js';
+
+export { problemOf } from './problems.js';
 
 /** Largest request body read: a shared object's largest content, JSON-escaped, with room to spare. */
 export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 /** Calls per second one token may make on average, and in a burst. */
-export const RATE_LIMIT_DEFAULT = { perSecond: 50, burst: 200 };
+export const RATE_LIMIT_DEFAULT: RateLimit = { perSecond: 50, burst: 200 };
 /** How often a waiting `pool.claim` looks for work. */
 const POOL_CLAIM_POLL_MS = 500;
 /** Prefix of every secret baton issues, so secret scanners and people can tell what it is. */
@@ -45,38 +50,89 @@ export interface AgentApiOptions {
   /** (Default: 4 MiB) */
   maxBodyBytes?: number;
   /** Per token; each client address may make four times as many. (Default: 50 calls/s, bursts of 200) */
-  rateLimit?: { perSecond: number; burst: number };
+  rateLimit?: RateLimit;
+  /** Refused tokens one client address may present before its unknown tokens wait (429). (Default: 1/s, bursts of 30) */
+  refusedTokenLimit?: RateLimit;
+  /** How long made-up tokens' refusals are counted before one event per address records them. (Default: 60 s) */
+  refusalSummaryMs?: number;
+  /** Where failures (5xx) are logged, with their request id and stack. (Default: stderr) */
+  log?: Log;
+}
+
+/** Who is calling: the bearer's secret, from where, and whether the store checked that token during this request. */
+interface Caller {
+  secret: string;
+  address: string;
+  checked: boolean;
+  signal?: AbortSignal;
 }
 
 export interface AgentApi {
-  /** Validates `input` and performs `operation` with the token `secret`. */
-  perform(secret: string, operation: string, input: unknown, signal?: AbortSignal): Promise<unknown>;
+  /** Checks the token, validates `input` and performs `operation` with the token `secret`, as a call from `address`. */
+  perform(secret: string, operation: string, input: unknown, options?: { signal?: AbortSignal; address?: string }): Promise<unknown>;
   /** Answers one HTTP request: /v1/<operation>, /mcp, /openapi.json, /healthz. */
   handle(req: http.IncomingMessage, res: http.ServerResponse): void;
 }
 
-export function createAgentApi(options: AgentApiOptions): AgentApi {
+export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): Promise<void> } {
   const { db, localRun } = options;
+  const log = options.log ?? stderrLog;
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT;
   const rate = options.rateLimit ?? RATE_LIMIT_DEFAULT;
-  const limiter = rateLimiter(rate);
-  // Per address as well, at four times a token's rate: made-up tokens (each a bucket of its own, each
-  // refusal an event) cannot flood the store from one place.
-  const addressLimiter = rateLimiter({ perSecond: rate.perSecond * 4, burst: rate.burst * 4 });
+  const limiter = rateLimiter(rate, 'calls with this token');
+  // Per address as well, at four times a token's rate: one place cannot take the whole server.
+  const addressLimiter = rateLimiter({ perSecond: rate.perSecond * 4, burst: rate.burst * 4 }, 'calls from this address');
+  const gate = createTokenGate({
+    refusedTokenLimit: options.refusedTokenLimit,
+    summaryMs: options.refusalSummaryMs,
+    summarise: (address, count, throttled, windowMs) => summariseRefusals(db, address, count, throttled, windowMs),
+    log,
+  });
 
-  async function perform(secret: string, operation: string, input: unknown, signal?: AbortSignal): Promise<unknown> {
-    if (!isOperationName(operation)) {
-      throw new NotFoundError(`no operation ${JSON.stringify(operation)}; the operations are ${Object.keys(OPERATIONS).join(', ')}`);
+  /** The token first: asked of the store unless known here (or, with `recheck`, unless asked during this request). */
+  async function checkToken(caller: Caller, operation: string | undefined, recheck = false): Promise<void> {
+    if (recheck && caller.checked) return;
+    await gate.check(caller.address, secretSha256(caller.secret), async () => {
+      caller.checked = true;
+      await authenticateToken(db, caller.secret, operation !== undefined && isOperationName(operation) ? operation : undefined);
+    }, recheck);
+  }
+
+  async function perform(secret: string, operation: string, input: unknown, opts: { signal?: AbortSignal; address?: string } = {}): Promise<unknown> {
+    const caller: Caller = { secret, address: opts.address ?? 'local', checked: false, signal: opts.signal };
+    await checkToken(caller, operation);
+    return act(caller, operation, input);
+  }
+
+  /** Performs `operation` for a caller whose token passed the gate; input it refuses is refused only once the token is checked. */
+  async function act(caller: Caller, operation: string, input: unknown): Promise<unknown> {
+    limiter.take(secretSha256(caller.secret));
+    let args: Record<string, unknown>;
+    try {
+      if (!isOperationName(operation)) {
+        throw new NotFoundError(`no operation ${JSON.stringify(operation)}; the operations are ${Object.keys(OPERATIONS).join(', ')}`);
+      }
+      args = parseOperationInput(operation, input);
+    } catch (error) {
+      await checkToken(caller, operation, true);
+      throw error;
     }
-    const parsed = OPERATIONS[operation].input.safeParse(input ?? {});
-    if (!parsed.success) throw new InvalidInputError(`${operation}: ${describeInputProblems(parsed.error)}`);
-    const args = parsed.data as Record<string, unknown>;
-    limiter.take(secretSha256(secret));
+    try {
+      return await performChecked(caller, operation as OperationName, args);
+    } catch (error) {
+      // Revoked or expired since it was accepted: the next call is checked before its body is read.
+      if (error instanceof UnauthenticatedError) gate.forget(secretSha256(caller.secret));
+      throw error;
+    }
+  }
+
+  async function performChecked(caller: Caller, operation: OperationName, args: Record<string, unknown>): Promise<unknown> {
+    const { secret, signal } = caller;
     switch (operation) {
       case 'tool.call':
         return callTool(secret, args as unknown as ToolCallInput);
       case 'heartbeat': {
-        const beat = (await callAgentStore(db, secret, operation, args)) as { taskId: string; pooled: boolean; claimVersion: number };
+        const beat = (await callAgentStore(db, secret, 'heartbeat', args)) as { taskId: string; pooled: boolean; claimVersion: number };
         const thisRun = localRun && beat.taskId === localRun.taskId && beat.claimVersion === localRun.claimVersion;
         if (thisRun && !beat.pooled && args.progress) localRun.reportProgress(args.progress as Record<string, unknown>);
         return beat;
@@ -113,80 +169,55 @@ export function createAgentApi(options: AgentApiOptions): AgentApi {
   }
 
   function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    try {
-      route(req, res);
-    } catch (error) {
-      // Nothing a request holds may take the process down (a run's endpoint lives in the worker).
+    const requestId = newRequestId();
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+    // Only the path is read, and without URL parsing, which throws on some request targets.
+    const path = (req.url ?? '/').split('?')[0]!;
+    const fail = (error: unknown) => {
+      // Whatever of the body is still coming is read and dropped, so the answer reaches the caller.
       req.resume();
-      sendProblem(res, error);
-    }
+      sendProblem(res, answerProblem(log, requestId, `${req.method} ${path}`, error));
+    };
+    // Nothing a request holds may take the process down (a run's endpoint lives in the worker).
+    route(req, res, path, requestId).catch(fail);
   }
 
-  function route(req: http.IncomingMessage, res: http.ServerResponse): void {
-    // Only the path is read, and without URL parsing, which throws on some request targets.
-    const url = { pathname: (req.url ?? '/').split('?')[0]! };
-    const answer = (status: number, body: unknown, contentType = 'application/json') => {
-      if (!res.headersSent) res.writeHead(status, { 'content-type': contentType }).end(JSON.stringify(body));
+  async function route(req: http.IncomingMessage, res: http.ServerResponse, path: string, requestId: string): Promise<void> {
+    const answer = (status: number, body: unknown) => {
+      if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
-    const fail = (error: unknown) => sendProblem(res, error);
-    if (req.method === 'GET' && url.pathname === '/healthz') return answer(200, { ok: true });
-    if (req.method === 'GET' && url.pathname === '/openapi.json') return answer(200, (openApi ??= openApiDocument()));
-    const isMcp = url.pathname === '/mcp';
-    const operation = url.pathname.startsWith('/v1/') ? url.pathname.slice('/v1/'.length) : undefined;
-    if (!isMcp && operation === undefined) {
-      req.resume();
-      return fail(new NotFoundError(`no route ${req.method} ${url.pathname}: POST /v1/<operation>, POST /mcp, GET /openapi.json`));
-    }
+    if (req.method === 'GET' && path === '/healthz') return answer(200, { ok: true });
+    if (req.method === 'GET' && path === '/openapi.json') return answer(200, openApiDocument());
+    const isMcp = path === '/mcp';
+    const operation = path.startsWith('/v1/') ? path.slice('/v1/'.length) : undefined;
+    if (!isMcp && operation === undefined) throw new NotFoundError(`no route ${req.method} ${path}: POST /v1/<operation>, POST /mcp, GET /openapi.json`);
     if (req.method !== 'POST') {
-      req.resume();
       res.setHeader('allow', 'POST');
-      return fail(new MethodNotAllowedError(`${req.method} ${url.pathname}: use POST${isMcp ? ' (this MCP endpoint is stateless: no SSE stream, no sessions)' : ''}`));
+      throw new MethodNotAllowedError(`${req.method} ${path}: use POST${isMcp ? ' (this MCP endpoint is stateless: no SSE stream, no sessions)' : ''}`);
     }
-    try {
-      addressLimiter.take(req.socket.remoteAddress ?? 'local');
-    } catch (error) {
-      req.resume();
-      return fail(error);
-    }
+    const address = req.socket.remoteAddress ?? 'local';
+    addressLimiter.take(address);
     const secret = bearerSecret(req);
     if (secret === undefined) {
-      req.resume();
-      return fail(new UnauthenticatedError('missing', 'an Authorization: Bearer <token> header is required (a token from `baton token create`, or $BATON_TOKEN inside a run)'));
+      throw new UnauthenticatedError('missing', 'an Authorization: Bearer <token> header is required (a token from `baton token create`, or $BATON_TOKEN inside a run)');
     }
     const closed = new AbortController();
     res.once('close', () => closed.abort());
-    readJsonBody(req, maxBodyBytes)
-      .then(async (body) => {
-        if (isMcp) return serveMcp(req, res, body, (name, input) => perform(secret, name, input, closed.signal));
-        answer(200, await perform(secret, operation!, body, closed.signal));
-      })
-      .catch(fail);
+    const caller: Caller = { secret, address, checked: false, signal: closed.signal };
+    // The token before the body: a bad one is refused without its body being read.
+    await checkToken(caller, operation);
+    let body: unknown;
+    try {
+      body = await readJsonBody(req, maxBodyBytes);
+    } catch (error) {
+      await checkToken(caller, operation, true);
+      throw error;
+    }
+    if (isMcp) return serveMcp(req, res, body ?? {}, (name, input) => act(caller, name, input), { log, requestId });
+    answer(200, await act(caller, operation!, body));
   }
 
-  return { perform, handle };
-}
-
-/** RFC 9457 problem details: a stable `code`, a specific `detail`, and what the caller needs to act. */
-export function problemOf(error: unknown): { type: string; title: string; status: number; code: string; detail: string; [extra: string]: unknown } {
-  // A problem that came from another endpoint (`baton mcp` relaying a run's) is passed on as it came.
-  const relayed = (error as { problem?: ReturnType<typeof problemOf> } | null)?.problem;
-  if (relayed && typeof relayed.code === 'string') return relayed;
-  if (!(error instanceof BatonError)) {
-    const detail = 'the server failed; nothing was done that you need to repeat differently (see its log)';
-    return { type: 'urn:baton:error:internal', title: error instanceof Error ? error.name : 'Error', status: 500, code: 'internal', detail };
-  }
-  const { httpStatus } = errorResponse(error);
-  return { type: `urn:baton:error:${error.code}`, title: error.name, status: httpStatus, code: error.code, detail: error.message, ...error.details };
-}
-
-/** Answers with `error`'s problem details, unless an answer has begun; 401 and 429 with the headers they call for. */
-function sendProblem(res: http.ServerResponse, error: unknown): void {
-  if (res.headersSent) return;
-  const problem = problemOf(error);
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
-  if (problem.code === 'unauthenticated') headers['www-authenticate'] = 'Bearer';
-  if (typeof problem.retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(problem.retryAfterMs / 1000));
-  res.writeHead(problem.status, headers).end(JSON.stringify(problem));
+  return { perform, handle, close: () => gate.flush() };
 }
 
 function bearerSecret(req: http.IncomingMessage): string | undefined {
@@ -194,6 +225,7 @@ function bearerSecret(req: http.IncomingMessage): string | undefined {
   return match?.[1];
 }
 
+/** The body as JSON; undefined when there is none (an operation takes that as {}). */
 function readJsonBody(req: http.IncomingMessage, limit: number): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -212,108 +244,14 @@ function readJsonBody(req: http.IncomingMessage, limit: number): Promise<unknown
     });
     req.once('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      if (!text.trim()) return resolve({});
+      if (!text.trim()) return resolve(undefined);
       try {
         resolve(JSON.parse(text));
       } catch (error) {
         reject(new InvalidInputError(`the body is not JSON: ${(error as Error).message}`));
       }
     });
-    req.once('error', reject);
+    // The caller hung up mid-body (`aborted`): its doing, and nobody is left to answer.
+    req.once('error', (error) => reject(new InvalidInputError(`the body could not be read: ${error.message}`)));
   });
-}
-
-/** Token buckets per token hash; a bucket idle long enough to be full is forgotten. */
-function rateLimiter(limit: { perSecond: number; burst: number }) {
-  const buckets = new Map<string, { tokens: number; at: number }>();
-  return {
-    take(key: string): void {
-      const now = Date.now();
-      if (buckets.size > 10_000) {
-        for (const [k, b] of buckets) if (b.tokens + ((now - b.at) / 1000) * limit.perSecond >= limit.burst) buckets.delete(k);
-      }
-      const bucket = buckets.get(key) ?? { tokens: limit.burst, at: now };
-      bucket.tokens = Math.min(limit.burst, bucket.tokens + ((now - bucket.at) / 1000) * limit.perSecond);
-      bucket.at = now;
-      buckets.set(key, bucket);
-      if (bucket.tokens < 1) throw new RateLimitedError(((1 - bucket.tokens) / limit.perSecond) * 1000);
-      bucket.tokens -= 1;
-    },
-  };
-}
-
-/** MCP tool names: the operation's, with `_` for `.` (some clients allow only [A-Za-z0-9_-]). */
-export function mcpToolName(operation: OperationName): string {
-  return operation.replaceAll('.', '_');
-}
-
-/** Answers one MCP request (stateless Streamable HTTP, JSON responses) with a server of its own. */
-async function serveMcp(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  body: unknown,
-  perform: (operation: OperationName, input: unknown) => Promise<unknown>,
-): Promise<void> {
-  const server = createMcpServer(perform);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.once('close', () => {
-    void transport.close();
-    void server.close();
-  });
-  await server.connect(transport);
-  await transport.handleRequest(req, res, body);
-}
-
-/** An MCP server whose tools are the agent API's operations, each performed by `perform`. */
-export function createMcpServer(perform: (operation: OperationName, input: unknown) => Promise<unknown>): McpServer {
-  const server = new McpServer({ name: 'baton', version: '0.1.0' });
-  for (const [name, operation] of Object.entries(OPERATIONS) as [OperationName, (typeof OPERATIONS)[OperationName]][]) {
-    server.registerTool(mcpToolName(name), { description: `${operation.description} (scope: ${operation.scope})`, inputSchema: operation.input as z.ZodObject }, async (input: unknown) => {
-      try {
-        const result = await perform(name, input);
-        return { content: [{ type: 'text' as const, text: JSON.stringify(result) }] };
-      } catch (error) {
-        return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(problemOf(error)) }] };
-      }
-    });
-  }
-  return server;
-}
-
-/** The OpenAPI document, made on its first request: it depends on nothing but the operation table. */
-let openApi: Record<string, unknown> | undefined;
-
-/** The OpenAPI 3.1 document of the HTTP API, from the same schemas. */
-export function openApiDocument(): Record<string, unknown> {
-  const paths: Record<string, unknown> = {};
-  for (const [name, operation] of Object.entries(OPERATIONS)) {
-    paths[`/v1/${name}`] = {
-      post: {
-        operationId: mcpToolName(name as OperationName),
-        summary: operation.description,
-        description: `Needs ${operation.scope === 'run' ? 'a run token' : `a token with scope ${operation.scope} (or admin)`}. The actor is the token's identity.`,
-        security: [{ bearer: [] }],
-        requestBody: { required: false, content: { 'application/json': { schema: z.toJSONSchema(operation.input, { io: 'input', unrepresentable: 'any' }) } } },
-        responses: {
-          '200': { description: 'done', content: { 'application/json': {} } },
-          default: { description: 'refused or failed', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
-        },
-      },
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: { title: 'baton agent API', version: '1', description: 'docs/agents.md. Every call is made as the identity of its bearer token.' },
-    paths,
-    components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: {
-        Problem: {
-          type: 'object',
-          required: ['type', 'title', 'status', 'code', 'detail'],
-          properties: { type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, code: { type: 'string' }, detail: { type: 'string' } },
-        },
-      },
-    },
-  };
 }

@@ -35,6 +35,9 @@ export async function startAgentServer(api: AgentApi, listen: AgentServerListen)
   // A caller gets 15 s to send its headers and 60 s for its whole request: slow senders cannot hold
   // connections (and their buffered bodies) for Node's default five minutes.
   const server = http.createServer({ requireHostHeader: false, headersTimeout: 15_000, requestTimeout: 60_000 }, (req, res) => api.handle(req, res));
+  // A client that half-closes once its request is sent is still answered: every answer may wait
+  // for the store (the token is checked first), and Node otherwise ends such a socket at once.
+  (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     if (!socket.writable || socket.bytesWritten) {
       socket.destroy();

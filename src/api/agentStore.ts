@@ -1,9 +1,10 @@
 // The agent API's one way into the store: `baton.agent_call(secret, operation, args)`
-// (src/db/functions/tokens.sql), which authenticates the token and acts as its identity. This
-// module turns its reply into a result or baton's typed error; it never names an actor.
+// (src/db/functions/tokens.sql), which authenticates the token and acts as its identity, with the
+// token check alone (`agent_authenticate`) and the summaries of made-up tokens' refusals beside it.
+// This module turns the replies into results or baton's typed errors; it never names an actor.
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';
-import { callStoreValue } from '../db/storeCall.js';
+import { callStore, callStoreValue } from '../db/storeCall.js';
 import { StaleClaimError } from '../errors.js';
 import { checkedOutcome, outcomeFromJson, toObjectSnapshot, toObjectState } from '../objects/objectOutcome.js';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
@@ -32,26 +33,45 @@ export function secretSha256(secret: string): string {
  * Performs `operation` with the token `secret` through the store, and returns its result: object
  * operations return the object's state (its content too for `object.read`), the rest what the
  * store answered. A refusal is thrown as UnauthenticatedError, ForbiddenError, StaleClaimError
- * or the object store's refusal errors, each already recorded as an event.
+ * or the object store's refusal errors, each already recorded as an event, except that of a token
+ * baton did not issue (the API summarises those: src/api/tokenGate.ts).
  */
 export async function callAgentStore(db: Queryable, secret: string, operation: OperationName, args: Record<string, unknown>): Promise<unknown> {
   const reply = await callStoreValue<AgentCallReply>(db, 'agent_call', [secret, operation, JSON.stringify(args)]);
-  if (!reply.ok) {
-    const reason = reply.reason ?? reply.refusal ?? 'refused';
-    if (reply.refusal === 'stale_claim') {
-      throw new StaleClaimError(reply.taskId!, reply.identity!, Number(reply.claimVersion), operation, {
-        status: reply.task!.status,
-        owner: reply.task!.owner,
-        claimVersion: Number(reply.task!.claimVersion),
-      });
-    }
-    if (UNAUTHENTICATED.has(reply.refusal ?? '')) throw new UnauthenticatedError(reply.refusal!, reason);
-    throw new ForbiddenError(reply.refusal ?? 'forbidden', reason);
-  }
+  if (!reply.ok) throw refusalOf(reply, operation);
   if (!reply.object) return reply.result ?? null;
   const row = checkedOutcome(outcomeFromJson(reply.object), { key: String(args.key), actor: reply.identity!, operation: operation.slice('object.'.length) });
   if (operation === 'object.log') return reply.result;
   if (operation === 'object.read') return toObjectSnapshot(row);
   if (operation === 'object.suggest') return { suggestionId: Number(row.suggestion_id), state: toObjectState(row) };
   return toObjectState(row);
+}
+
+/**
+ * Checks the token `secret` and nothing else (`baton.agent_authenticate`): throws UnauthenticatedError
+ * for a token baton did not issue, a revoked or an expired one (recorded, except the first).
+ * `operation` is recorded with a refusal when it names one.
+ */
+export async function authenticateToken(db: Queryable, secret: string, operation: OperationName | undefined): Promise<void> {
+  const reply = await callStoreValue<AgentCallReply>(db, 'agent_authenticate', [secret, operation ?? null]);
+  if (!reply.ok) throw refusalOf(reply, operation ?? 'authenticate');
+}
+
+/** Records one event for `count` calls from `address` refused for tokens baton did not issue, `throttled` of them before the store. */
+export async function summariseRefusals(db: Queryable, address: string, count: number, throttled: number, windowMs: number): Promise<void> {
+  await callStore(db, 'agent_refusals_summarise', [address, count, throttled, Math.round(windowMs)]);
+}
+
+/** The error for a refusal the store answered. */
+function refusalOf(reply: AgentCallReply, operation: string): Error {
+  const reason = reply.reason ?? reply.refusal ?? 'refused';
+  if (reply.refusal === 'stale_claim') {
+    return new StaleClaimError(reply.taskId!, reply.identity!, Number(reply.claimVersion), operation, {
+      status: reply.task!.status,
+      owner: reply.task!.owner,
+      claimVersion: Number(reply.task!.claimVersion),
+    });
+  }
+  if (UNAUTHENTICATED.has(reply.refusal ?? '')) return new UnauthenticatedError(reply.refusal!, reason);
+  return new ForbiddenError(reply.refusal ?? 'forbidden', reason);
 }

@@ -44,13 +44,14 @@ export class RequestTooLargeError extends BatonError {
   }
 }
 
-/** Thrown when a token makes calls faster than the server allows; try again after `retryAfterMs`. */
+/** Thrown when a token or a client address makes calls faster than the server allows; try again after `retryAfterMs`. */
 export class RateLimitedError extends BatonError {
   override readonly name = 'RateLimitedError';
   readonly code = 'rate_limited';
   override readonly retryable = true;
-  constructor(readonly retryAfterMs: number) {
-    super(`too many calls with this token: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
+  /** `what` is what came too fast: `calls with this token`, `refused tokens from this address` ... */
+  constructor(readonly retryAfterMs: number, what = 'calls with this token') {
+    super(`too many ${what}: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
   }
 
   override get details(): Record<string, unknown> {

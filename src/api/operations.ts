@@ -13,6 +13,7 @@ import {
   OBJECT_KEY_PATTERN,
   SILENCE_TIMEOUT_MS_MAX,
 } from '../objects/types.js';
+import { InvalidInputError } from '../errors.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
@@ -44,12 +45,34 @@ function depthOf(value: unknown): number {
   return deepest;
 }
 
+/**
+ * Where `input` holds text Postgres cannot store, a string or an object key at any depth, as
+ * `progress.a: ...`; undefined when it holds none. Walked without recursion, no deeper than the
+ * depth limit (deeper input is refused by the schemas).
+ */
+export function unstorableTextIn(input: unknown): string | undefined {
+  const pending: [unknown, string[]][] = [[input, []]];
+  while (pending.length) {
+    const [value, path] = pending.pop()!;
+    const where = path.length ? path.join('.') : 'input';
+    if (typeof value === 'string') {
+      if (!isStorableText(value)) return `${where}: ${UNSTORABLE_TEXT}`;
+    } else if (typeof value === 'object' && value !== null && path.length <= JSON_DEPTH_MAX) {
+      for (const [k, child] of Object.entries(value)) {
+        if (!isStorableText(k)) return `${where}: a key ${UNSTORABLE_TEXT}`;
+        pending.push([child, [...path, k]]);
+      }
+    }
+  }
+  return undefined;
+}
+
 /** Every string Postgres must store exactly as given; JSON values are checked the same way, keys included. */
 const str = () => z.string().refine(isStorableText, UNSTORABLE_TEXT);
 const json = z
   .unknown()
   .refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`)
-  .refine((v) => depthOf(v) > JSON_DEPTH_MAX || isStorableText(JSON.stringify(v ?? null)), `a string in it ${UNSTORABLE_TEXT}`);
+  .refine((v) => depthOf(v) > JSON_DEPTH_MAX || unstorableTextIn(v) === undefined, `a string or key in it ${UNSTORABLE_TEXT}`);
 
 const key = str().regex(OBJECT_KEY_PATTERN, 'object keys are 1 to 200 letters, digits or ._/:@+- and start with a letter or digit');
 const counter = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
@@ -59,14 +82,15 @@ const content = str().refine((s) => Buffer.byteLength(s, 'utf8') <= CONTENT_MAX_
 const contentRef = str().min(1).max(CONTENT_REF_MAX_CHARS);
 const taskId = str().min(1).max(200);
 
-/** Exactly one of content and contentRef. */
+/** Exactly one of content and contentRef: enforced, and stated in the JSON Schema (OpenAPI, MCP). */
 function withContent<T extends z.ZodRawShape>(shape: T) {
   return z
     .strictObject({ ...shape, content: content.optional(), contentRef: contentRef.optional() })
     .refine((v) => {
       const given = v as { content?: unknown; contentRef?: unknown };
       return (given.content === undefined) !== (given.contentRef === undefined);
-    }, 'give exactly one of content and contentRef');
+    }, 'give exactly one of content and contentRef')
+    .meta({ oneOf: [{ required: ['content'] }, { required: ['contentRef'] }] });
 }
 
 export interface Operation {
@@ -122,7 +146,8 @@ export const OPERATIONS = {
         silenceTimeoutMs: z.number().int().min(1).max(SILENCE_TIMEOUT_MS_MAX).optional(),
         defaultAccess: z.enum(OBJECT_ACCESS_LEVELS).optional(),
       })
-      .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef'),
+      .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef')
+      .meta({ not: { required: ['content', 'contentRef'] } }),
   ),
   'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", z.strictObject({ key, grantee: identity, access: z.enum(OBJECT_ACCESS_LEVELS) })),
   'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', z.strictObject({ key })),
@@ -153,6 +178,24 @@ export type OperationName = keyof typeof OPERATIONS;
 
 export function isOperationName(name: string): name is OperationName {
   return Object.hasOwn(OPERATIONS, name);
+}
+
+/**
+ * The arguments of `operation` from `input`, or InvalidInputError naming every problem. `undefined`
+ * (no body, no MCP arguments) is `{}`; anything else must be an object, JSON `null` included.
+ */
+export function parseOperationInput(operation: OperationName, input: unknown): Record<string, unknown> {
+  if (input === null) throw new InvalidInputError(`${operation}: the input is null; send a JSON object ({} when there is nothing to give)`);
+  const badText = unstorableTextIn(input);
+  if (badText !== undefined) throw new InvalidInputError(`${operation}: ${badText}`);
+  const parsed = OPERATIONS[operation].input.safeParse(input ?? {});
+  if (!parsed.success) throw new InvalidInputError(`${operation}: ${describeInputProblems(parsed.error)}`);
+  return parsed.data as Record<string, unknown>;
+}
+
+/** The JSON Schema of `operation`'s input, as OpenAPI and MCP publish it (its one-of rules included). */
+export function operationJsonSchema(operation: OperationName): Record<string, unknown> & { type: 'object'; required?: string[] } {
+  return z.toJSONSchema(OPERATIONS[operation].input, { io: 'input', unrepresentable: 'any' }) as ReturnType<typeof operationJsonSchema>;
 }
 
 /** One line per problem, each naming where it is; an unexpected field is called out as such. */

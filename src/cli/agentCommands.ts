@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createAgentApi, createMcpServer, MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
+import { createAgentApi, MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
+import { createMcpServer } from '../api/agentMcp.js';
 import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
 import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
@@ -64,11 +65,12 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .option('--max-body <bytes>', 'largest request body read', parsePositiveInt, MAX_BODY_BYTES_DEFAULT)
     .action(async (opts: { host: string; port: number; rate: number; burst: number; maxBody: number }) => {
       await withCliContext(log, { migrate: false, login: 'agent', applicationName: 'baton serve', poolSize: 10 }, async ({ pool }) => {
-        const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst } });
+        const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
         const server = await startAgentServer(api, { host: opts.host, port: opts.port });
         log(`baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`);
         await untilSignal();
         await server.close();
+        await api.close();
       });
     });
 
@@ -132,8 +134,9 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .description(`for MCP clients: an MCP server on stdin/stdout whose tools are the agent API, reached with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} (a run's .mcp.json starts it)`)
     .action(async () => {
       const endpoint = requireAgentEndpoint();
-      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS));
-      const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+      // stdout carries the protocol; failures are logged on stderr.
+      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS), { log });
+      const closed = new Promise<void>((resolve) => (server.onclose = resolve));
       await server.connect(new StdioServerTransport());
       await closed;
     });

@@ -372,6 +372,19 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_authenticate(p_secret text, p_operation text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+BEGIN
+  RETURN coalesce(baton.agent_token_refusal(k, p_operation), jsonb_build_object('ok', true, 'identity', k.identity));
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_call(p_secret text, p_operation text, p_args jsonb DEFAULT '{}'::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -381,8 +394,8 @@ AS $function$
 DECLARE
   v_scope text := baton.agent_operation_scope(p_operation);
   a jsonb := coalesce(p_args, '{}'::jsonb);
-  k baton.agent_tokens;
-  parent baton.agent_tokens;
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+  v_refusal jsonb;
   t baton.tasks;
   r baton.pool_runs;
   o baton.object_outcome;
@@ -391,27 +404,8 @@ DECLARE
 BEGIN
   IF v_scope IS NULL THEN PERFORM baton.agent_invalid(format('unknown operation %L', p_operation)); END IF;
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
-  SELECT * INTO k FROM baton.agent_tokens WHERE secret_sha256 = sha256(convert_to(coalesce(p_secret, ''), 'UTF8'));
-  IF NOT FOUND THEN
-    RETURN baton.agent_refuse(k, p_operation, 'unauthenticated', 'the token is not one baton issued');
-  END IF;
-  IF k.revoked_at IS NOT NULL THEN
-    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('token %s of %s was revoked at %s by %s%s',
-      k.id, k.identity, baton.object_ts(k.revoked_at), k.revoked_by, coalesce(': ' || k.revoke_reason, '')));
-  END IF;
-  IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
-    RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
-  END IF;
-  -- A pooled run's token is good only while the token that took the run is.
-  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
-  IF FOUND AND parent.revoked_at IS NOT NULL THEN
-    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
-      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
-  END IF;
-  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
-    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
-      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
-  END IF;
+  v_refusal := baton.agent_token_refusal(k, p_operation);
+  IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
   IF k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
@@ -574,6 +568,25 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_refusals_summarise(p_address text, p_count integer, p_throttled integer, p_window_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF length(coalesce(p_address, '')) NOT BETWEEN 1 AND 100 THEN PERFORM baton.agent_invalid('the address is 1 to 100 characters'); END IF;
+  IF coalesce(p_count, 0) < 1 OR p_throttled IS NULL OR p_throttled NOT BETWEEN 0 AND p_count OR coalesce(p_window_ms, -1) < 0 THEN
+    PERFORM baton.agent_invalid(format('a summary counts 1 or more calls, 0 to all of them throttled, over 0 ms or more (not %s, %s, %s)', p_count, p_throttled, p_window_ms));
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext('anonymous'));
+  PERFORM baton.append_event('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
+    format('%s calls from %s refused within %s ms: %s with a token baton did not issue, %s throttled before the database',
+      p_count, p_address, p_window_ms, p_count - p_throttled, p_throttled),
+    jsonb_build_object('refusal', 'unauthenticated', 'address', p_address, 'count', p_count, 'throttled', p_throttled, 'windowMs', p_window_ms));
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_refuse(p_token baton.agent_tokens, p_operation text, p_refusal text, p_reason text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -605,6 +618,15 @@ AS $function$
         FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on WHERE d.task_id = t.id), '[]'::jsonb),
     'notes', baton.agent_notes(t.id))
     FROM baton.graphs g WHERE g.id = t.graph_id
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_token_by_secret(p_secret text)
+ RETURNS baton.agent_tokens
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT * FROM baton.agent_tokens WHERE secret_sha256 = sha256(convert_to(coalesce(p_secret, ''), 'UTF8'))
 $function$
 ;
 
@@ -659,6 +681,37 @@ CREATE OR REPLACE FUNCTION baton.agent_token_list()
 AS $function$
   SELECT baton.agent_token_view(k) FROM baton.agent_tokens k WHERE k.task_id IS NULL ORDER BY k.created_at DESC, k.id
 $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_token_refusal(k baton.agent_tokens, p_operation text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  parent baton.agent_tokens;
+BEGIN
+  IF k.id IS NULL THEN
+    RETURN jsonb_build_object('ok', false, 'refusal', 'unauthenticated', 'reason', 'the token is not one baton issued');
+  END IF;
+  IF k.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('token %s of %s was revoked at %s by %s%s',
+      k.id, k.identity, baton.object_ts(k.revoked_at), k.revoked_by, coalesce(': ' || k.revoke_reason, '')));
+  END IF;
+  IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
+  END IF;
+  -- A pooled run's token is good only while the token that took the run is.
+  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
+  IF FOUND AND parent.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
+  END IF;
+  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
+  END IF;
+  RETURN NULL;
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.agent_token_revoke(p_id text, p_actor text, p_reason text DEFAULT NULL::text)
@@ -1893,7 +1946,10 @@ BEGIN
   IF NOT v_passed THEN
     UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
     PERFORM baton.append_event('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
-      format('%s exited %s', p_command, p_exit_code), jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
+      -- The reason ends with the output's last line: for a refused artifact (T12), the refusal itself.
+      format('%s exited %s', p_command, p_exit_code) || coalesce(': ' || left(nullif(btrim(
+        (regexp_match(coalesce(p_output_tail, ''), '([^\n]*)\n*$'))[1]), ''), 500), ''),
+      jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
     RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
     RETURN;
   END IF;
@@ -2070,7 +2126,7 @@ BEGIN
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))
-          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted'))) THEN
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'))) THEN
     RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;
@@ -2460,6 +2516,8 @@ function baton.accepted_write(text): {baton_owner=X/baton_owner}
 
 function baton.add_task_note(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
+function baton.agent_authenticate(text,text): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
+
 function baton.agent_call(text,text,jsonb): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.agent_invalid(text): {baton_owner=X/baton_owner}
@@ -2468,15 +2526,21 @@ function baton.agent_notes(text): {baton_owner=X/baton_owner}
 
 function baton.agent_operation_scope(text): {baton_owner=X/baton_owner}
 
+function baton.agent_refusals_summarise(text,integer,integer,integer): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
+
 function baton.agent_refuse(baton.agent_tokens,text,text,text): {baton_owner=X/baton_owner}
 
 function baton.agent_task_context(baton.tasks,baton.agent_tokens): {baton_owner=X/baton_owner}
+
+function baton.agent_token_by_secret(text): {baton_owner=X/baton_owner}
 
 function baton.agent_token_create(text,text[],bigint,bytea,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text): {baton_owner=X/baton_owner}
 
 function baton.agent_token_list(): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.agent_token_refusal(baton.agent_tokens,text): {baton_owner=X/baton_owner}
 
 function baton.agent_token_revoke(text,text,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 

@@ -60,7 +60,7 @@ describe('the agent API inside a run', () => {
     const mcp = JSON.parse(await file('mcp.json'));
     expect(mcp.tools).toEqual(expect.arrayContaining(['context', 'heartbeat', 'tool_call', 'object_take', 'note_add']));
     expect(mcp.whoami).toMatchObject({ isError: false, body: { identity: 'planner', taskId: `${id}/plan` } });
-    expect(mcp.forged).toMatchObject({ isError: true, body: expect.stringMatching(/Input validation error[\s\S]*actor/) });
+    expect(mcp.forged).toMatchObject({ isError: true, body: { code: 'invalid_input', detail: expect.stringMatching(/note.add: unexpected field\(s\) actor: the actor is always the token's identity/) } });
 
     // The MCP config was there for the agent, but kept out of its commit.
     const committed = (await git(workspace.repo, ['show', '--name-only', '--format=', revision])).split('\n');

@@ -11,10 +11,8 @@ await client.connect(new StdioClientTransport({ command, args, env: process.env 
 const { tools } = await client.listTools();
 const text = async (name: string, input: Record<string, unknown> = {}) => {
   const result = (await client.callTool({ name, arguments: input })) as { isError?: boolean; content: { text: string }[] };
-  const raw = result.content[0]!.text;
-  // baton's answers are JSON; the SDK's own refusal of arguments that fail the schema is text.
-  const body = raw.startsWith('{') ? JSON.parse(raw) : raw;
-  return { isError: result.isError ?? false, body };
+  // baton's answers are JSON: a result, or a refusal's problem details.
+  return { isError: result.isError ?? false, body: JSON.parse(result.content[0]!.text) };
 };
 const whoami = await text('whoami');
 const forged = await text('note_add', { text: 'as someone else', actor: 'victim' });

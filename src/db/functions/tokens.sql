@@ -2,8 +2,10 @@
 -- the one function through which the agent API acts. It finds the token by the SHA-256 of the
 -- secret, refuses a revoked or expired token, a token without the operation's scope, and a run
 -- token whose claim has moved, and performs the operation with the token's identity as the actor.
--- No argument names the actor. Refusals are events: of subject 'agent' (the token's identity,
--- or 'anonymous'), or, for a run token whose claim moved, the task's stale_write_refused.
+-- No argument names the actor. Refusals of tokens baton issued are events: of subject 'agent' (the
+-- token's identity), or, for a run token whose claim moved, the task's stale_write_refused. A token
+-- baton did not issue is refused without an event each: the API throttles those per client address
+-- and records them as summaries (agent_refusals_summarise; src/api/tokenGate.ts).
 -- Refusals are returned, never raised, so their events commit; bad input raises BT003.
 -- (Named to load after objects_rules.sql, whose helpers its SQL functions use.)
 
@@ -36,6 +38,70 @@ BEGIN
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id));
   RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
 END $$;
+
+-- The token whose secret this is; a row of NULLs when baton issued none.
+CREATE FUNCTION baton.agent_token_by_secret(p_secret text) RETURNS baton.agent_tokens LANGUAGE sql STABLE AS $$
+  SELECT * FROM baton.agent_tokens WHERE secret_sha256 = sha256(convert_to(coalesce(p_secret, ''), 'UTF8'))
+$$;
+
+-- NULL when k may be used: baton issued it, it is neither revoked nor expired, and neither is the
+-- token that took its run. Else the refusal, recorded unless baton never issued the token.
+CREATE FUNCTION baton.agent_token_refusal(k baton.agent_tokens, p_operation text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  parent baton.agent_tokens;
+BEGIN
+  IF k.id IS NULL THEN
+    RETURN jsonb_build_object('ok', false, 'refusal', 'unauthenticated', 'reason', 'the token is not one baton issued');
+  END IF;
+  IF k.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('token %s of %s was revoked at %s by %s%s',
+      k.id, k.identity, baton.object_ts(k.revoked_at), k.revoked_by, coalesce(': ' || k.revoke_reason, '')));
+  END IF;
+  IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
+  END IF;
+  -- A pooled run's token is good only while the token that took the run is.
+  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
+  IF FOUND AND parent.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
+  END IF;
+  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
+  END IF;
+  RETURN NULL;
+END $$;
+
+-- The token check of agent_call alone, acting on nothing: the API asks it before it reads the body
+-- of a token it has not seen answer, and before it refuses any input, so a bad token is refused
+-- first and a made-up one never hears more than 401 (issue 19).
+CREATE FUNCTION baton.agent_authenticate(p_secret text, p_operation text) RETURNS jsonb LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+BEGIN
+  RETURN coalesce(baton.agent_token_refusal(k, p_operation), jsonb_build_object('ok', true, 'identity', k.identity));
+END $$;
+GRANT EXECUTE ON FUNCTION baton.agent_authenticate TO baton_agent, baton_worker;
+
+-- One event for many calls from one client address that were refused for a token baton did not
+-- issue (`p_count - p_throttled`) or throttled before the database because that address had
+-- presented too many refused tokens (`p_throttled`), counted by the API over `p_window_ms`.
+CREATE FUNCTION baton.agent_refusals_summarise(p_address text, p_count integer, p_throttled integer, p_window_ms integer) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  IF length(coalesce(p_address, '')) NOT BETWEEN 1 AND 100 THEN PERFORM baton.agent_invalid('the address is 1 to 100 characters'); END IF;
+  IF coalesce(p_count, 0) < 1 OR p_throttled IS NULL OR p_throttled NOT BETWEEN 0 AND p_count OR coalesce(p_window_ms, -1) < 0 THEN
+    PERFORM baton.agent_invalid(format('a summary counts 1 or more calls, 0 to all of them throttled, over 0 ms or more (not %s, %s, %s)', p_count, p_throttled, p_window_ms));
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext('anonymous'));
+  PERFORM baton.append_event('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
+    format('%s calls from %s refused within %s ms: %s with a token baton did not issue, %s throttled before the database',
+      p_count, p_address, p_window_ms, p_count - p_throttled, p_throttled),
+    jsonb_build_object('refusal', 'unauthenticated', 'address', p_address, 'count', p_count, 'throttled', p_throttled, 'windowMs', p_window_ms));
+END $$;
+GRANT EXECUTE ON FUNCTION baton.agent_refusals_summarise TO baton_agent, baton_worker;
 
 CREATE FUNCTION baton.agent_token_view(k baton.agent_tokens) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
   SELECT jsonb_build_object('id', k.id, 'identity', k.identity, 'scopes', to_jsonb(k.scopes), 'createdBy', k.created_by,
@@ -181,8 +247,8 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_scope text := baton.agent_operation_scope(p_operation);
   a jsonb := coalesce(p_args, '{}'::jsonb);
-  k baton.agent_tokens;
-  parent baton.agent_tokens;
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+  v_refusal jsonb;
   t baton.tasks;
   r baton.pool_runs;
   o baton.object_outcome;
@@ -191,27 +257,8 @@ DECLARE
 BEGIN
   IF v_scope IS NULL THEN PERFORM baton.agent_invalid(format('unknown operation %L', p_operation)); END IF;
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
-  SELECT * INTO k FROM baton.agent_tokens WHERE secret_sha256 = sha256(convert_to(coalesce(p_secret, ''), 'UTF8'));
-  IF NOT FOUND THEN
-    RETURN baton.agent_refuse(k, p_operation, 'unauthenticated', 'the token is not one baton issued');
-  END IF;
-  IF k.revoked_at IS NOT NULL THEN
-    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('token %s of %s was revoked at %s by %s%s',
-      k.id, k.identity, baton.object_ts(k.revoked_at), k.revoked_by, coalesce(': ' || k.revoke_reason, '')));
-  END IF;
-  IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
-    RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
-  END IF;
-  -- A pooled run's token is good only while the token that took the run is.
-  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
-  IF FOUND AND parent.revoked_at IS NOT NULL THEN
-    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
-      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
-  END IF;
-  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
-    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
-      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
-  END IF;
+  v_refusal := baton.agent_token_refusal(k, p_operation);
+  IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
   IF k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;

@@ -1,0 +1,74 @@
+// The agent API over MCP: one tool per operation, whose input schema is the operation's JSON Schema
+// (the one OpenAPI publishes, one-of rules included). Arguments are not validated here but by the
+// operation itself, so a refused argument comes back as the same problem details as over HTTP.
+import type http from 'node:http';
+// The low-level server: McpServer validates arguments itself and answers a refusal as plain text.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { NotFoundError } from '../errors.js';
+import type { Log } from '../log.js';
+import { OPERATIONS, operationJsonSchema, type OperationName } from './operations.js';
+import { answerProblem, newRequestId } from './problems.js';
+
+/** MCP tool names: the operation's, with `_` for `.` (some clients allow only [A-Za-z0-9_-]). */
+export function mcpToolName(operation: OperationName): string {
+  return operation.replaceAll('.', '_');
+}
+
+const OPERATION_OF_TOOL = new Map((Object.keys(OPERATIONS) as OperationName[]).map((name) => [mcpToolName(name), name]));
+
+/** The tools, made on first use: they depend on nothing but the operation table. */
+let tools: Tool[] | undefined;
+
+function mcpTools(): Tool[] {
+  return (tools ??= (Object.keys(OPERATIONS) as OperationName[]).map((name) => ({
+    name: mcpToolName(name),
+    description: `${OPERATIONS[name].description} (scope: ${OPERATIONS[name].scope})`,
+    inputSchema: operationJsonSchema(name),
+  })));
+}
+
+export interface McpServerOptions {
+  /** Where a tool call's 5xx is logged. */
+  log: Log;
+  /** The id a 5xx is logged and answered under. (Default: a new one per tool call) */
+  requestId?: string;
+}
+
+/** An MCP server whose tools are the agent API's operations, each performed by `perform`; a refusal is a tool error with its problem details. */
+export function createMcpServer(perform: (operation: OperationName, input: unknown) => Promise<unknown>, options: McpServerOptions): Server {
+  const server = new Server({ name: 'baton', version: '0.1.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools() }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name } = request.params;
+    try {
+      const operation = OPERATION_OF_TOOL.get(name);
+      if (!operation) throw new NotFoundError(`no tool ${JSON.stringify(name)}; the tools are ${[...OPERATION_OF_TOOL.keys()].join(', ')}`);
+      const result = await perform(operation, request.params.arguments);
+      return { content: [{ type: 'text' as const, text: JSON.stringify(result) }] };
+    } catch (error) {
+      const problem = answerProblem(options.log, options.requestId ?? newRequestId(), `MCP tool ${name}`, error);
+      return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(problem) }] };
+    }
+  });
+  return server;
+}
+
+/** Answers one MCP request (stateless Streamable HTTP, JSON responses) with a server of its own. */
+export async function serveMcp(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  body: unknown,
+  perform: (operation: OperationName, input: unknown) => Promise<unknown>,
+  options: McpServerOptions,
+): Promise<void> {
+  const server = createMcpServer(perform, options);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  res.once('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+}

@@ -1,0 +1,58 @@
+// The OpenAPI 3.1 document of the agent API's HTTP side, from the operation table: each operation's
+// JSON Schema is the one MCP publishes too, and a body is required wherever a field is.
+import { mcpToolName } from './agentMcp.js';
+import { OPERATIONS, operationJsonSchema, type OperationName } from './operations.js';
+import { REQUEST_ID_HEADER } from './problems.js';
+
+/** The document, made on its first request: it depends on nothing but the operation table. */
+let document: Record<string, unknown> | undefined;
+
+/** The OpenAPI 3.1 document of the HTTP API. */
+export function openApiDocument(): Record<string, unknown> {
+  return (document ??= makeOpenApiDocument());
+}
+
+function makeOpenApiDocument(): Record<string, unknown> {
+  const paths: Record<string, unknown> = {};
+  const requestId = { [REQUEST_ID_HEADER]: { description: 'the id the server logs the request under', schema: { type: 'string' } } };
+  for (const name of Object.keys(OPERATIONS) as OperationName[]) {
+    const operation = OPERATIONS[name];
+    const schema = operationJsonSchema(name);
+    paths[`/v1/${name}`] = {
+      post: {
+        operationId: mcpToolName(name),
+        summary: operation.description,
+        description: `Needs ${operation.scope === 'run' ? 'a run token' : `a token with scope ${operation.scope} (or admin)`}. The actor is the token's identity.`,
+        security: [{ bearer: [] }],
+        // An empty body is taken as {}: optional only where no field is required.
+        requestBody: { required: (schema.required ?? []).length > 0, content: { 'application/json': { schema } } },
+        responses: {
+          '200': { description: 'done', headers: requestId, content: { 'application/json': {} } },
+          default: { description: 'refused or failed', headers: requestId, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'baton agent API', version: '1', description: 'docs/agents.md. Every call is made as the identity of its bearer token.' },
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Problem: {
+          type: 'object',
+          required: ['type', 'title', 'status', 'code', 'detail'],
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            code: { type: 'string' },
+            detail: { type: 'string' },
+            requestId: { type: 'string', description: 'on a 5xx: the id the server logged the failure under' },
+          },
+        },
+      },
+    },
+  };
+}
