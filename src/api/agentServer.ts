@@ -30,7 +30,7 @@ export interface AgentServer {
  * request are answered in JSON too (Node's own answer has no body). Closing cuts every open call:
  * for a run, the run is over.
  */
-export async function startAgentServer(api: AgentApi, listen: AgentServerListen): Promise<AgentServer> {
+export async function startAgentServer(api: AgentApi, listen: AgentServerListen, options: { /** Connections open at once; more are closed as they come. (Default: no bound) */ maxConnections?: number } = {}): Promise<AgentServer> {
   // The host is never used (the socket URL's is made up), so a request without one is answered like any other.
   // A caller gets 15 s to send its headers and 60 s for its whole request: slow senders cannot hold
   // connections (and their buffered bodies) for Node's default five minutes.
@@ -38,6 +38,7 @@ export async function startAgentServer(api: AgentApi, listen: AgentServerListen)
   // A client that half-closes once its request is sent is still answered: every answer may wait
   // for the store (the token is checked first), and Node otherwise ends such a socket at once.
   (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     if (!socket.writable || socket.bytesWritten) {
       socket.destroy();

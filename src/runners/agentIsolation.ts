@@ -10,6 +10,7 @@ import { BATON_BIN } from './batonShim.js';
 import { findBubblewrap, findSlirp4netns, probeBubblewrap, probeOutsideNetwork, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
 import { findProgram } from '../dev/run.js';
+import { AGENT_LIMITS_DEFAULT, agentLimitsFromEnv, type AgentLimits } from './agentLimits.js';
 
 export type { AgentNetwork } from './bubblewrap.js';
 /** `per-run`: a fresh unprivileged uid and gid for every run (needs a root worker); `worker`: the worker's own user. */
@@ -43,6 +44,8 @@ export interface AgentIsolationOptions {
   uids?: AgentUidRange;
   /** Folder of the per-run clones, outside the baton home. (Default: `<tmpdir>/baton-agents-<worker uid>`) */
   root?: string;
+  /** S6: what one isolated run may use (agentLimits.ts). (Default: AGENT_LIMITS_DEFAULT, each field on its own) */
+  limits?: Partial<AgentLimits>;
 }
 
 /** Isolation as resolved on this host: what every isolated run and verification gets. */
@@ -58,6 +61,10 @@ export interface AgentIsolation {
   slirp4netns?: string;
   /** `setpriv`, when installed: per-run agents start with no_new_privs, so setuid programs gain them nothing. */
   setpriv?: string;
+  /** What one isolated run may use. */
+  limits: AgentLimits;
+  /** util-linux's `prlimit`, which puts `limits` on every isolated command; without it only the sandbox's folders and the endpoint are bounded. */
+  prlimit?: string;
   /** False when agents run as the worker's user with no sandbox: nothing separates them from it. */
   isolated: boolean;
 }
@@ -79,7 +86,7 @@ export interface AgentIsolationStatus {
 
 const workerIsRoot = () => process.geteuid?.() === 0;
 
-/** The isolation options of `BATON_AGENT_USER`, `_SANDBOX`, `_NETWORK`, `_UIDS` and `_ROOT`; unset ones are left to the defaults. */
+/** The isolation options of `BATON_AGENT_USER`, `_SANDBOX`, `_NETWORK`, `_UIDS`, `_ROOT` and `_LIMITS`; unset ones are left to the defaults. */
 export function agentIsolationFromEnv(env: NodeJS.ProcessEnv = process.env): AgentIsolationOptions {
   const oneOf = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
     const value = readEnv(name, env);
@@ -94,6 +101,7 @@ export function agentIsolationFromEnv(env: NodeJS.ProcessEnv = process.env): Age
     network: oneOf<AgentNetwork>(AGENT_NETWORK_ENV, ['host', 'outside', 'none']),
     ...(uids ? { uids: parseUidRange(uids) } : {}),
     ...(root ? { root: path.resolve(root) } : {}),
+    limits: agentLimitsFromEnv(env),
   };
 }
 
@@ -151,6 +159,7 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
   }
   const network = options.network ?? (slirp4netns ? 'outside' : 'host');
   const setpriv = user === 'per-run' ? await findProgram('setpriv') : undefined;
+  const prlimit = await findProgram('prlimit');
   return {
     user,
     sandbox,
@@ -161,6 +170,8 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
     ...(bubblewrap ? { bubblewrap } : {}),
     ...(slirp4netns ? { slirp4netns } : {}),
     ...(setpriv ? { setpriv } : {}),
+    limits: { ...AGENT_LIMITS_DEFAULT, ...options.limits },
+    ...(prlimit ? { prlimit } : {}),
     isolated: user === 'per-run' || sandbox === 'bubblewrap',
   };
 }
@@ -181,6 +192,9 @@ export async function agentIsolationStatus(options: AgentIsolationOptions = agen
 /** The status of isolation already resolved (a worker's, at start). */
 export async function describeAgentIsolation(isolation: AgentIsolation): Promise<AgentIsolationStatus> {
   const findings: string[] = [];
+  if (isolation.isolated && !isolation.prlimit) {
+    findings.push("prlimit is not on PATH: isolated runs have no bound on processes, memory, file size or open files (Debian: apt-get install util-linux)");
+  }
   if (!isolation.isolated) {
     findings.push(
       `command agents run as the worker's own OS user (${userInfo().username}) with no sandbox: an agent can read the worker's ` +

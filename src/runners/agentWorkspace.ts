@@ -8,6 +8,7 @@ import { killAgentProcesses } from '../tasks/isolateOwner.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './agentUids.js';
 import { bubblewrapPrefix, type AgentNetwork, type SandboxFile, type SandboxMount } from './bubblewrap.js';
+import { prlimitArgs } from './agentLimits.js';
 import { AgentIsolationUnavailableError } from './isolationErrors.js';
 import type { Confinement } from './processes.js';
 import { SLIRP_NAMESERVER } from './sandboxNetwork.js';
@@ -75,11 +76,15 @@ export async function openAgentWorkspace(isolation: AgentIsolation, hide: string
     const confine = (network: AgentNetwork): Confinement => ({
       ...(user ? { user } : {}),
       ...(network === 'outside' && isolation.slirp4netns ? { slirp4netns: isolation.slirp4netns } : {}),
-      prefix: isolation.bubblewrap
-        ? bubblewrapPrefix(isolation.bubblewrap, { network, cwd: checkout, mounts, files })
-        : isolation.setpriv
-          ? [isolation.setpriv, '--no-new-privs', '--']
-          : [],
+      prefix: [
+        // S6: every process of the run inherits the limits; the sandbox starts inside them.
+        ...(isolation.prlimit ? prlimitArgs(isolation.prlimit, isolation.limits, user !== undefined) : []),
+        ...(isolation.bubblewrap
+          ? bubblewrapPrefix(isolation.bubblewrap, { network, cwd: checkout, mounts, files, scratchBytes: isolation.limits.scratchBytes })
+          : isolation.setpriv
+            ? [isolation.setpriv, '--no-new-privs', '--']
+            : []),
+      ],
     });
     return {
       dir,

@@ -1,6 +1,7 @@
 // T12: what the verifier checks of an artifact before it runs anything of it. The agent may not
 // have edited what checks it, dropped the work it was built on, handed in nothing, or brought in a
 // tree that no checkout can hold safely; each is a rejection with its reason, never a retry.
+import path from 'node:path';
 import { run } from '../dev/run.js';
 import { git } from './git.js';
 
@@ -10,6 +11,8 @@ export const MAX_TREE_NAME_BYTES = 255;
 export const MAX_TREE_PATH_BYTES = 4_096;
 /** Modes git itself writes: a file, an executable, a link, a folder, a submodule. */
 const TREE_MODES = new Set(['100644', '100755', '120000', '040000', '160000']);
+/** Programs whose first argument that is not an option is a file they run. */
+const INTERPRETERS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'source', '.', 'node', 'tsx', 'ts-node', 'python', 'python3', 'ruby', 'perl', 'php']);
 /** How many unsafe paths a reason lists before it says "and N more". */
 const LISTED_PATHS_MAX = 5;
 
@@ -48,7 +51,7 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
   const tree = await git(repo, ['rev-parse', `${revision}^{tree}`]);
   if (tree === protectedTree) return `revision ${revision} adds nothing to its base and pinned upstream revisions`;
 
-  const guarded = [...new Set([...input.protect, ...(await commandFiles(repo, [protectedTree, tree], input.command))])];
+  const guarded = [...new Set([...input.protect, ...(await commandFiles(repo, protectedTree, input.command))])];
   if (guarded.length === 0) return undefined;
   const changed = await git(repo, ['diff', '--no-renames', '--name-only', '-z', protectedTree, tree, '--', ...guarded.map((p) => `:(top,glob)${p}`)]);
   const paths = changed.split('\0').filter(Boolean);
@@ -94,29 +97,72 @@ async function startingTree(repo: string, baseCommit: string, pins: string[]): P
 }
 
 /**
- * The verify command's own files: each word of it that names a file in the starting tree or in the
- * artifact (`sh ./verify.sh` protects `verify.sh`). Folders it names are not protected by default:
- * a task may well add tests to the folder the command runs.
+ * The verify command's own files: what each of its simple commands runs, when the starting tree
+ * holds it. A file is run when it is started by path (`./check.sh`, `scripts/verify`) or given to a
+ * shell or an interpreter (`sh ./verify.sh`, `node test/run.js`). Files the command only reads
+ * (`grep -q done result.txt`) are the work it checks; a file the agent adds is its work too (a
+ * task may be to write the test the command runs); folders are not protected by default.
  */
-async function commandFiles(repo: string, trees: string[], command: string | undefined): Promise<string[]> {
-  if (!command) return [];
-  const words = new Set(
-    command
-      .split(/[\s;&|<>()`$]+/)
-      .map((w) => w.replace(/^['"]|['"]$/g, '').replace(/^(\.\/)+/, ''))
-      .filter((w) => w && !w.startsWith('-') && !w.startsWith('/') && !w.includes('=') && !w.split('/').includes('..') && !/[*?[\]:\\]/.test(w)),
-  );
-  const files: string[] = [];
-  for (const word of words) {
-    for (const tree of trees) {
-      const type = await git(repo, ['cat-file', '-t', `${tree}:${word}`]).catch(() => undefined);
-      if (type === 'blob') {
-        files.push(word);
-        break;
-      }
+async function commandFiles(repo: string, tree: string, command: string | undefined): Promise<string[]> {
+  const candidates = new Set<string>();
+  for (const words of simpleCommands(command ?? '')) {
+    // Leading `NAME=value` words set the environment; the command is the word after them.
+    const start = words.findIndex((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w));
+    const [first, ...rest] = start < 0 ? [] : words.slice(start);
+    if (!first) continue;
+    if (first.includes('/')) candidates.add(first);
+    if (INTERPRETERS.has(path.posix.basename(first))) {
+      const script = rest.find((w) => !w.startsWith('-'));
+      if (script) candidates.add(script);
     }
   }
+  const files: string[] = [];
+  for (const candidate of candidates) {
+    const file = path.posix.normalize(candidate);
+    if (file.startsWith('/') || file.startsWith('..') || /[*?[\]:\\$\s]/.test(file)) continue;
+    if ((await git(repo, ['cat-file', '-t', `${tree}:${file}`]).catch(() => undefined)) === 'blob') files.push(file);
+  }
   return files;
+}
+
+/**
+ * The words of each simple command of a shell command line, as far as a reader needs them here:
+ * quotes and backslashes are honoured, and `;`, `&`, `|`, parentheses, backquotes and newlines
+ * outside quotes end a command. Expansions are left as they are written.
+ */
+export function simpleCommands(command: string): string[][] {
+  const commands: string[][] = [];
+  let words: string[] = [];
+  let word: string | undefined;
+  let quote: "'" | '"' | undefined;
+  const endWord = () => {
+    if (word !== undefined) words.push(word);
+    word = undefined;
+  };
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i]!;
+    if (quote) {
+      if (c === quote) quote = undefined;
+      else if (c === '\\' && quote === '"' && i + 1 < command.length) word += command[++i]!;
+      else word += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      word ??= '';
+    } else if (c === '\\' && i + 1 < command.length) {
+      word = (word ?? '') + command[++i]!;
+    } else if (/\s/.test(c) && c !== '\n') {
+      endWord();
+    } else if (';&|()`\n'.includes(c)) {
+      endWord();
+      if (words.length) commands.push(words);
+      words = [];
+    } else {
+      word = (word ?? '') + c;
+    }
+  }
+  endWord();
+  if (words.length) commands.push(words);
+  return commands;
 }
 
 /**

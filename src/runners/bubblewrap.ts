@@ -86,7 +86,10 @@ const outsideNetworkArgs = () => ['--info-fd', String(SANDBOX_INFO_FD), '--block
  * of its own that waits for slirp4netns (spawnWithOutsideNetwork). The sandbox dies with the
  * process that started it.
  */
-export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[]; files?: SandboxFile[] }): string[] {
+export function bubblewrapPrefix(
+  bwrap: Bubblewrap,
+  options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[]; files?: SandboxFile[]; /** Size of each in-memory folder. (Default: the kernel's, half the memory) */ scratchBytes?: number },
+): string[] {
   const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   const mounts = options.mounts.map((m) => ({ kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable', dir: path.resolve(Object.values(m)[0] as string) }));
   const inside = (child: string, parent: string) => child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
@@ -103,7 +106,8 @@ export function bubblewrapPrefix(bwrap: Bubblewrap, options: { network: AgentNet
   const order = { hide: 0, scratch: 0, expose: 1, writable: 2 };
   needed.sort((a, b) => depth(a.dir) - depth(b.dir) || order[a.kind] - order[b.kind]);
   for (const { kind, dir } of needed) {
-    if (kind === 'hide' || kind === 'scratch') args.push('--tmpfs', dir);
+    // In-memory folders are bounded: an agent must not fill the worker's memory through its /tmp.
+    if (kind === 'hide' || kind === 'scratch') args.push(...(options.scratchBytes ? ['--size', String(options.scratchBytes)] : []), '--tmpfs', dir);
     else if (kind === 'expose') args.push('--ro-bind-try', dir, dir);
     else args.push('--bind', dir, dir);
   }

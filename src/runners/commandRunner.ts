@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer, type AgentServer } from '../api/agentServer.js';
+import { AGENT_LIMITS_DEFAULT } from './agentLimits.js';
 import { openRunCheckout, protectWorkerFiles, type AgentCheckout } from './agentCheckout.js';
 import { git } from './git.js';
 import type { AgentIsolation } from './agentIsolation.js';
@@ -51,7 +52,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       const checkout = await openRunCheckout({ isolation: options.isolation, workDir: options.workDir, repo: ctx.repo, base: ctx.base, claim });
       try {
         let agentProgress: Record<string, unknown> | undefined;
-        const access = ctx.openAgentApi ? await agentAccess(ctx, checkout, (progress) => (agentProgress = progress)) : undefined;
+        const access = ctx.openAgentApi ? await agentAccess(ctx, checkout, (progress) => (agentProgress = progress), options.isolation?.limits.connections ?? AGENT_LIMITS_DEFAULT.connections) : undefined;
         if (access?.replacedMcpConfig) {
           await log(`replaced the .mcp.json the repository holds with baton's own: nothing committed by an agent runs for the next one`);
         }
@@ -136,9 +137,13 @@ async function agentAccess(
   ctx: RunContext,
   checkout: AgentCheckout,
   reportProgress: (progress: Record<string, unknown>) => void,
+  connections: number,
 ): Promise<{ server: AgentServer; env: Record<string, string>; replacedMcpConfig: boolean }> {
   const { api, token } = await ctx.openAgentApi!({ callTool: ctx.callTool, reportProgress });
-  const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' });
+  const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' }, {
+    // S6: an agent cannot hold thousands of idle connections to its endpoint.
+    maxConnections: connections,
+  });
   let replacedMcpConfig: boolean;
   try {
     replacedMcpConfig = await writeMcpConfig(checkout.dir, ctx.repo!);

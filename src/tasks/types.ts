@@ -14,7 +14,7 @@ export interface TaskSpec {
   /**
    * How to verify the artifact: a shell command run in a clean checkout of its commit, or a
    * registered function. `protect` (T12) names the paths the agent may not change (paths or globs,
-   * as git pathspecs); the files the command names are protected whatever it says.
+   * as git pathspecs); the files the command runs are protected whatever it says.
    * (Default protect: none beyond the command's own files)
    */
   verify: { command?: string; function?: string; protect?: string[] };

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkArtifact } from '../../src/runners/artifactCheck.js';
+import { checkArtifact, simpleCommands } from '../../src/runners/artifactCheck.js';
 import { git } from '../../src/runners/git.js';
 import { OUTPUT_LINE_MAX_CHARS, runShell } from '../../src/runners/processes.js';
 import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
@@ -56,6 +56,18 @@ describe('the artifact check', () => {
     expect(await check(await commit([base], { 'work.txt': '' }, { drop: ['verify.sh'] }))).toMatch(/it changes what checks it: verify\.sh/);
   });
 
+  it("protects what the verify command runs, not what it reads: that is the work it checks", async () => {
+    const work = await commit([base], { 'result.txt': 'done\n', 'verify.sh': 'exit 0\n', 'run.js': '', 'check': '' });
+    expect(await check(work, { command: 'grep -q done result.txt && test -f README.md' })).toBeUndefined();
+    for (const command of ['sh ./verify.sh', 'bash -e verify.sh', 'FOO=1 ./verify.sh --fast', 'true; . ./verify.sh', "sh 'verify.sh'"]) {
+      expect(await check(work, { command }), command).toBe('it changes what checks it: verify.sh (protected: verify.sh)');
+    }
+    // A file the agent adds is its work, even one the command runs: the task may be to write that test.
+    expect(await check(work, { command: 'node run.js && ./check' })).toBeUndefined();
+    // Quoted text is not a command: node -e's script names no file of the tree.
+    expect(await check(work, { command: `node -e "require('./verify.sh'); process.exit(0)"` })).toBeUndefined();
+  });
+
   it('refuses a tree no checkout may hold: .git in any spelling, . and .., over-long names', async () => {
     for (const [name, why] of [
       ['.git', 'a .git name'],
@@ -82,6 +94,19 @@ describe('the artifact check', () => {
     expect(await check(unrelated)).toBe(`revision ${unrelated} does not contain its base ${base}`);
     const edited = await commit([merged], { 'check-up.sh': 'exit 0\n' });
     expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe('it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh)');
+  });
+});
+
+describe('simpleCommands', () => {
+  it('splits a command line into the words of its simple commands, honouring quotes and escapes', () => {
+    expect(simpleCommands(`FOO=1 sh ./a.sh 'x; y' && node -e "p(\\"a b\\")" | grep q\\ r; (cd d) \n ./z`)).toEqual([
+      ['FOO=1', 'sh', './a.sh', 'x; y'],
+      ['node', '-e', 'p("a b")'],
+      ['grep', 'q r'],
+      ['cd', 'd'],
+      ['./z'],
+    ]);
+    expect(simpleCommands("echo ''")).toEqual([['echo', '']]);
   });
 });
 
