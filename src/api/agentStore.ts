@@ -1,6 +1,7 @@
 // The agent API's one way into the store: `baton.agent_call(secret, operation, args)`
-// (src/db/functions/tokens.sql), which authenticates the token and acts as its identity, with the
-// token check alone (`agent_authenticate`) and the summaries of made-up tokens' refusals beside it.
+// (src/db/functions/tokens_agent_call.sql), which authenticates the token and acts as its
+// identity, with the token check alone (`agent_authenticate`, src/db/functions/tokens.sql) and the
+// summaries of made-up tokens' refusals beside it.
 // This module turns the replies into results or baton's typed errors; it never names an actor.
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';

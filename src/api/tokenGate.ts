@@ -4,12 +4,13 @@
 // database at a bounded rate, however slowly it answers, and their refusals are recorded as one
 // summary event per address and period instead of one event each.
 import type { Log } from '../log.js';
-import { UnauthenticatedError } from './errors.js';
+import { ForbiddenError, UnauthenticatedError } from './errors.js';
 import { rateLimiter, type RateLimit } from './rateLimiter.js';
 
 /**
- * Refused tokens (made up, revoked, expired) one client address may present, on average and at
- * once; past that, its calls with tokens not known here are refused (429) before the store.
+ * Refused tokens (made up, revoked, expired, a command run's outside its run) one client address
+ * may present, on average and at once; past that, its calls with tokens not known here are
+ * refused (429) before the store.
  */
 export const REFUSED_TOKEN_LIMIT_DEFAULT: RateLimit = { perSecond: 1, burst: 30 };
 /** How long refusals of made-up tokens are counted before one event per address records them. */
@@ -31,7 +32,8 @@ export interface TokenGateOptions {
 export interface TokenGate {
   /**
    * Lets the token through if it is known here (unless `recheck`), else asks the store with `ask`,
-   * which throws UnauthenticatedError for a refused token. Throws RateLimitedError when `address`
+   * which throws UnauthenticatedError for a refused token (ForbiddenError for one refused here,
+   * such as a command run's token outside its run). Throws RateLimitedError when `address`
    * has presented too many refused tokens.
    */
   check(address: string, secretSha256: string, ask: () => Promise<void>, recheck?: boolean): Promise<void>;
@@ -95,8 +97,9 @@ export function createTokenGate(options: TokenGateOptions): TokenGate {
     try {
       await ask();
     } catch (error) {
-      // A refused token keeps the budget it took; a failure to ask is nobody's refusal.
-      if (error instanceof UnauthenticatedError) {
+      // A refused token keeps the budget it took (a command run's token outside its run too: each
+      // such refusal is recorded); a failure to ask is nobody's refusal.
+      if (error instanceof UnauthenticatedError || error instanceof ForbiddenError) {
         known.delete(hash);
         if (error.refusal === 'unauthenticated') count(address, false);
       } else if (!isKnown) {

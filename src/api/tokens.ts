@@ -18,6 +18,14 @@ export interface TokenInfo {
   revokedAt: string | null;
   revokedBy: string | null;
   lastUsedAt: string | null;
+  /** The graphs and tasks whose notes it may read and write; null: every task's (an operator's token). */
+  noteGrants: NoteGrants | null;
+}
+
+/** S6: what a token's notes are limited to, the tasks of `graphs` and the `tasks` named. */
+export interface NoteGrants {
+  graphs: string[];
+  tasks: string[];
 }
 
 /** Parses `read,objects`; an unknown scope is an error that names the valid ones. */
@@ -37,18 +45,26 @@ export function parseLifetime(text: string): number {
   return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
 }
 
-/** Issues a token for `identity`; returns its secret (shown once) and what is stored. */
+/**
+ * Issues a token for `identity`; returns its secret (shown once) and what is stored. With
+ * `noteGrants` (graphs, tasks or both, which must exist) it reads and writes only their notes;
+ * without, every task's.
+ */
 export async function createToken(
   db: Queryable,
-  input: { identity: string; scopes: readonly TokenScope[]; expiresInMs?: number; createdBy: string },
+  input: { identity: string; scopes: readonly TokenScope[]; expiresInMs?: number; createdBy: string; noteGrants?: Partial<NoteGrants> },
 ): Promise<{ secret: string; token: TokenInfo }> {
   const secret = newTokenSecret();
+  const grants = input.noteGrants;
+  const granted = grants !== undefined && (grants.graphs !== undefined || grants.tasks !== undefined);
   const token = await callStoreValue<TokenInfo>(db, 'agent_token_create', [
     input.identity,
     input.scopes,
     input.expiresInMs ?? null,
     Buffer.from(secretSha256(secret), 'hex'),
     input.createdBy,
+    granted ? (grants.graphs ?? []) : null,
+    granted ? (grants.tasks ?? []) : null,
   ]);
   return { secret, token };
 }

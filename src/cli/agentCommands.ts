@@ -5,7 +5,7 @@ import { createMcpServer } from '../api/agentMcp.js';
 import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
 import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
-import { createToken, listTokens, parseLifetime, parseScopes, revokeToken } from '../api/tokens.js';
+import { createToken, listTokens, parseLifetime, parseScopes, revokeToken, type NoteGrants } from '../api/tokens.js';
 import { errorResponseOf } from '../errors.js';
 import type { Log } from '../log.js';
 import { operatorActor, withCliContext } from './context.js';
@@ -49,6 +49,16 @@ export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: stri
   }
 }
 
+/** Collects a repeatable option's values. */
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** `notes of graph g1; task g2/t only`, or `notes of every task` for a token without grants. */
+function describeNoteGrants(grants: NoteGrants | null): string {
+  if (!grants) return 'notes of every task';
+  const parts = [grants.graphs.length ? `graph ${grants.graphs.join(', ')}` : '', grants.tasks.length ? `task ${grants.tasks.join(', ')}` : ''];
+  return `notes of ${parts.filter(Boolean).join('; ')} only`;
+}
+
 /** Adds `baton serve`, `baton token ...`, `baton api` and `baton mcp`: the agents' door (docs/agents.md). */
 export function registerAgentCommands(program: Command, log: Log): void {
   program
@@ -80,24 +90,39 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .description('issue a token for <identity>; prints the secret once on stdout (only its SHA-256 is stored)')
     .option('--scope <scopes>', `comma-separated: ${TOKEN_SCOPES.join(', ')} (admin includes every other)`, TOKEN_SCOPES_DEFAULT.join(','))
     .option('--expires <lifetime>', 'lifetime such as 90m, 12h or 30d (default: never expires; revoke it)')
-    .action(async (identity: string, opts: { scope: string; expires?: string }) => {
+    .option('--graph <id>', "grant the notes of this graph's tasks (repeatable)", collect, [])
+    .option(
+      '--task <id>',
+      "grant the notes of this task (repeatable). With --graph or --task the token reads and writes those notes and no others; with neither, every task's (an operator's token)",
+      collect,
+      [],
+    )
+    .action(async (identity: string, opts: { scope: string; expires?: string; graph: string[]; task: string[] }) => {
       const scopes = parseScopes(opts.scope);
       const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
+      const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        const { secret, token: t } = await createToken(pool, { identity, scopes, expiresInMs, createdBy: operatorActor() });
-        log(`token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}. The secret is shown once:`);
+        const { secret, token: t } = await createToken(pool, { identity, scopes, expiresInMs, createdBy: operatorActor(), noteGrants });
+        log(
+          `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
+            `${describeNoteGrants(t.noteGrants)}. The secret is shown once:`,
+        );
         process.stdout.write(`${secret}\n`);
       });
     });
   token
     .command('list')
-    .description('list tokens (never their secrets)')
+    .description('list tokens (never their secrets) with their note grants')
     .addOption(jsonOption('one JSON token per line'))
     .action(async (opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
         for (const t of await listTokens(pool)) {
           const state = t.revokedAt ? `revoked ${t.revokedAt} by ${t.revokedBy}` : t.expiresAt ? `expires ${t.expiresAt}` : 'active';
-          process.stdout.write(opts.json ? `${JSON.stringify(t)}\n` : `${t.id}  ${t.identity.padEnd(20)}  ${t.scopes.join(',').padEnd(24)}  ${state}  last used ${t.lastUsedAt ?? 'never'}\n`);
+          process.stdout.write(
+            opts.json
+              ? `${JSON.stringify(t)}\n`
+              : `${t.id}  ${t.identity.padEnd(20)}  ${t.scopes.join(',').padEnd(24)}  ${state}  last used ${t.lastUsedAt ?? 'never'}  ${describeNoteGrants(t.noteGrants)}\n`,
+          );
         }
       });
     });

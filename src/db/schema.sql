@@ -32,11 +32,15 @@ CREATE TABLE baton.agent_tokens (
   parent_token_id text,
   task_id text,
   claim_version bigint,
+  note_graphs text[],
+  note_tasks text[],
   CONSTRAINT agent_tokens_check CHECK (((task_id IS NULL) = (claim_version IS NULL))),
   CONSTRAINT agent_tokens_id_check CHECK ((id ~ '^tok_[0-9a-f]{16}$'::text)),
   CONSTRAINT agent_tokens_identity_check CHECK (((length(identity) >= 1) AND (length(identity) <= 200))),
+  CONSTRAINT agent_tokens_note_grants_check CHECK (((note_graphs IS NULL) = (note_tasks IS NULL))),
   CONSTRAINT agent_tokens_parent_token_id_fkey FOREIGN KEY (parent_token_id) REFERENCES baton.agent_tokens(id),
   CONSTRAINT agent_tokens_pkey PRIMARY KEY (id),
+  CONSTRAINT agent_tokens_run_grants_check CHECK (((task_id IS NULL) OR (note_graphs IS NULL))),
   CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'admin'::text])),
   CONSTRAINT agent_tokens_secret_sha256_check CHECK ((length(secret_sha256) = 32)),
   CONSTRAINT agent_tokens_secret_sha256_key UNIQUE (secret_sha256),
@@ -460,11 +464,10 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
   WHEN 'note.add' THEN
-    IF k.task_id IS NOT NULL AND a ? 'taskId' AND a->>'taskId' IS DISTINCT FROM k.task_id THEN
-      PERFORM baton.agent_invalid(format('a run token writes notes on its own task (%s) only', k.task_id));
-    END IF;
-    v_task := coalesce(k.task_id, a->>'taskId');
+    v_task := coalesce(a->>'taskId', k.task_id);
     IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
+    IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
       RAISE EXCEPTION 'task % does not exist', v_task USING ERRCODE = 'BT002';
     END IF;
@@ -474,6 +477,8 @@ BEGIN
   WHEN 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
     IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
+    IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
       RAISE EXCEPTION 'task % does not exist', v_task USING ERRCODE = 'BT002';
     END IF;
@@ -552,6 +557,36 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_notes_refusal(k baton.agent_tokens, p_operation text, p_task text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_writes boolean := p_operation = 'note.add';
+  v_asked jsonb := jsonb_build_object('requested_task_id', p_task);
+BEGIN
+  IF k.task_id IS NOT NULL THEN
+    IF p_task = k.task_id THEN RETURN NULL; END IF;
+    IF v_writes THEN
+      RETURN baton.agent_refuse(k, p_operation, 'not_granted',
+        format('run token %s of %s writes notes of its own task %s only, not of task %s', k.id, k.identity, k.task_id, p_task), v_asked);
+    END IF;
+    IF EXISTS (SELECT 1 FROM baton.task_dependencies d WHERE d.task_id = k.task_id AND d.depends_on = p_task) THEN RETURN NULL; END IF;
+    RETURN baton.agent_refuse(k, p_operation, 'not_granted',
+      format('run token %s of %s reads the notes of its own task %s and of the upstream tasks it is pinned to only, not of task %s',
+        k.id, k.identity, k.task_id, p_task), v_asked);
+  END IF;
+  IF k.note_graphs IS NULL THEN RETURN NULL; END IF;
+  IF p_task = ANY (k.note_tasks) OR EXISTS (SELECT 1 FROM baton.tasks t WHERE t.id = p_task AND t.graph_id = ANY (k.note_graphs)) THEN
+    RETURN NULL;
+  END IF;
+  RETURN baton.agent_refuse(k, p_operation, 'not_granted',
+    format('token %s of %s may read and write the notes of %s only, not of task %s', k.id, k.identity,
+      concat_ws(' and ', CASE WHEN cardinality(k.note_graphs) > 0 THEN 'graph ' || array_to_string(k.note_graphs, ', ') END,
+                         CASE WHEN cardinality(k.note_tasks) > 0 THEN 'task ' || array_to_string(k.note_tasks, ', ') END), p_task), v_asked);
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_operation_scope(p_operation text)
  RETURNS text
  LANGUAGE sql
@@ -587,7 +622,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_refuse(p_token baton.agent_tokens, p_operation text, p_refusal text, p_reason text)
+CREATE OR REPLACE FUNCTION baton.agent_refuse(p_token baton.agent_tokens, p_operation text, p_refusal text, p_reason text, p_details jsonb DEFAULT '{}'::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -597,9 +632,18 @@ BEGIN
   -- Agent subjects have no row to lock; this keeps their event numbers gapless under concurrency.
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(v_subject));
   PERFORM baton.append_event('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
-    jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id));
+    jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id) || p_details);
   RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_session_serves_runs()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT pg_has_role(session_user, 'baton_worker', 'MEMBER') OR pg_has_role(session_user, 'baton_owner', 'MEMBER')
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.agent_task_context(t baton.tasks, k baton.agent_tokens)
@@ -630,7 +674,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_token_create(p_identity text, p_scopes text[], p_expires_in_ms bigint, p_secret_sha256 bytea, p_created_by text)
+CREATE OR REPLACE FUNCTION baton.agent_token_create(p_identity text, p_scopes text[], p_expires_in_ms bigint, p_secret_sha256 bytea, p_created_by text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[])
  RETURNS jsonb
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -638,18 +682,35 @@ CREATE OR REPLACE FUNCTION baton.agent_token_create(p_identity text, p_scopes te
 AS $function$
 DECLARE
   k baton.agent_tokens;
+  v_graphs text[];
+  v_tasks text[];
+  v_missing text;
 BEGIN
   IF p_expires_in_ms IS NOT NULL AND p_expires_in_ms < 1 THEN PERFORM baton.agent_invalid('a token lives at least 1 ms'); END IF;
   PERFORM baton.object_check_actor(p_created_by, 'creator');
-  k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by);
+  IF p_note_graphs IS NOT NULL OR p_note_tasks IS NOT NULL THEN
+    v_graphs := ARRAY(SELECT DISTINCT g FROM unnest(coalesce(p_note_graphs, '{}')) g ORDER BY g);
+    v_tasks := ARRAY(SELECT DISTINCT t FROM unnest(coalesce(p_note_tasks, '{}')) t ORDER BY t);
+    IF cardinality(v_graphs) + cardinality(v_tasks) = 0 THEN
+      PERFORM baton.agent_invalid('a note grant names at least one graph or task (give none for a token that reaches every task''s notes)');
+    END IF;
+    -- A misspelt name would make a token that reaches nothing and says so to nobody.
+    SELECT g INTO v_missing FROM unnest(v_graphs) g WHERE g IS NULL OR NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = g) LIMIT 1;
+    IF FOUND THEN RAISE EXCEPTION 'graph % does not exist', coalesce(v_missing, 'NULL') USING ERRCODE = 'BT002'; END IF;
+    SELECT t INTO v_missing FROM unnest(v_tasks) t WHERE t IS NULL OR NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = t) LIMIT 1;
+    IF FOUND THEN RAISE EXCEPTION 'task % does not exist', coalesce(v_missing, 'NULL') USING ERRCODE = 'BT002'; END IF;
+  END IF;
+  k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by,
+    p_note_graphs => v_graphs, p_note_tasks => v_tasks);
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
   PERFORM baton.append_event('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
-    jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at));
+    jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at)
+      || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END);
   RETURN baton.agent_token_view(k);
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint, p_parent_token_id text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint, p_parent_token_id text DEFAULT NULL::text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[])
  RETURNS baton.agent_tokens
  LANGUAGE plpgsql
 AS $function$
@@ -664,10 +725,11 @@ BEGIN
   IF p_expires_at IS NOT NULL AND p_expires_at <= now() THEN
     PERFORM baton.agent_invalid(format('expiry %s is not in the future', baton.object_ts(p_expires_at)));
   END IF;
-  INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version, parent_token_id)
+  INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version, parent_token_id,
+                                  note_graphs, note_tasks)
   VALUES ('tok_' || substr(md5(random()::text || clock_timestamp()::text), 1, 16), p_identity,
           ARRAY(SELECT DISTINCT s FROM unnest(p_scopes) s ORDER BY s), p_secret_sha256, p_created_by, p_expires_at, p_task_id, p_claim_version,
-          p_parent_token_id)
+          p_parent_token_id, p_note_graphs, p_note_tasks)
   RETURNING * INTO k;
   RETURN k;
 END $function$
@@ -710,6 +772,13 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
       k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
   END IF;
+  -- A command run's token (a run token no pool.claim made, so without a parent) is its worker's to
+  -- serve; a pooled run's is meant for `baton serve` and is good there.
+  IF k.task_id IS NOT NULL AND k.parent_token_id IS NULL AND NOT baton.agent_session_serves_runs() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'outside_run', format(
+      'token %s is the run token of claim version %s of task %s: it works only on its run''s own endpoint ($BATON_URL inside the run), not on this server',
+      k.id, k.claim_version, k.task_id));
+  END IF;
   RETURN NULL;
 END $function$
 ;
@@ -746,6 +815,9 @@ AS $function$
     'createdAt', baton.object_ts(k.created_at), 'expiresAt', baton.object_ts(k.expires_at),
     'revokedAt', baton.object_ts(k.revoked_at), 'revokedBy', k.revoked_by, 'lastUsedAt', baton.object_ts(k.last_used_at),
     'taskId', k.task_id, 'claimVersion', k.claim_version)
+    -- A run token's notes are its run's (agent_notes_refusal); only tokens people made have grants.
+    || CASE WHEN k.task_id IS NULL THEN jsonb_build_object('noteGrants', CASE WHEN k.note_graphs IS NOT NULL
+         THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END) ELSE '{}'::jsonb END
 $function$
 ;
 
@@ -2524,19 +2596,23 @@ function baton.agent_invalid(text): {baton_owner=X/baton_owner}
 
 function baton.agent_notes(text): {baton_owner=X/baton_owner}
 
+function baton.agent_notes_refusal(baton.agent_tokens,text,text): {baton_owner=X/baton_owner}
+
 function baton.agent_operation_scope(text): {baton_owner=X/baton_owner}
 
 function baton.agent_refusals_summarise(text,integer,integer,integer): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.agent_refuse(baton.agent_tokens,text,text,text): {baton_owner=X/baton_owner}
+function baton.agent_refuse(baton.agent_tokens,text,text,text,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_session_serves_runs(): {baton_owner=X/baton_owner}
 
 function baton.agent_task_context(baton.tasks,baton.agent_tokens): {baton_owner=X/baton_owner}
 
 function baton.agent_token_by_secret(text): {baton_owner=X/baton_owner}
 
-function baton.agent_token_create(text,text[],bigint,bytea,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+function baton.agent_token_create(text,text[],bigint,bytea,text,text[],text[]): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text): {baton_owner=X/baton_owner}
+function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text,text[],text[]): {baton_owner=X/baton_owner}
 
 function baton.agent_token_list(): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

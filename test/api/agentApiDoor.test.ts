@@ -9,12 +9,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentApi, newTokenSecret, type AgentApiOptions } from '../../src/api/agentApi.js';
-import { secretSha256 } from '../../src/api/agentStore.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
 import type { Queryable } from '../../src/db/queryable.js';
-import { issueRunToken } from '../../src/db/sql/poolRuns.js';
+import { offerToPool } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { BATON_BIN } from '../../src/testkit/workerProcess.js';
 import { cleanEnv } from '../helpers/cli.js';
@@ -47,12 +46,17 @@ afterAll(async () => {
 /** A NUL or a lone surrogate in a value, raw or as JSON writes it (`\u0000`, `\ud800`). */
 const BAD_TEXT = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
 
-/** A run token for a running task of its own, as a worker issues it. */
+/**
+ * A run token for a running task of its own, as `pool.claim` gives it to a remote agent through this
+ * door (a command run's token works only on its run's own endpoint, not on `baton serve`).
+ */
 async function runToken(): Promise<string> {
   const worker = await db.login('baton_worker');
-  const secret = newTokenSecret();
-  await issueRunToken(worker.pool, await runningTask(db.pool), 'door-agent', secretSha256(secret));
-  return secret;
+  await offerToPool(worker.pool, await runningTask(db.pool), 'door');
+  const taker = await tokenFor(db, 'door-agent', ['read', 'submit']);
+  const taken = await call(door.url, taker.secret, 'pool.claim', { pool: 'door' });
+  expect(taken.status).toBe(200);
+  return taken.body.runToken as string;
 }
 
 const eventCount = async () => Number((await db.pool.query('SELECT count(*) FROM baton.events')).rows[0].count);
@@ -106,7 +110,7 @@ describe("the agent API's door", () => {
     expect(storeCalls.filter((values) => BAD_TEXT.test(JSON.stringify(values)))).toEqual([]);
     expect(await eventCount()).toBe(before);
     // The same token with storable text is served: it was the text that was refused.
-    expect(await call(door.url, run, 'heartbeat', '{"progress":{"a":"\\u00e9 \\ud83d\\ude00"}}')).toMatchObject({ status: 200, body: { pooled: false } });
+    expect(await call(door.url, run, 'heartbeat', '{"progress":{"a":"\\u00e9 \\ud83d\\ude00"}}')).toMatchObject({ status: 200, body: { pooled: true } });
   });
 
   it('checks the token first: a made-up, revoked or missing token hears 401 whatever its body, and a made-up one reaches nothing', async () => {

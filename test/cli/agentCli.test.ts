@@ -4,6 +4,7 @@
 // once. Real processes, real Postgres.
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
 import { cleanEnv, runCli, startCli, type CliProcess } from '../helpers/cli.js';
@@ -69,5 +70,27 @@ describe('baton token, baton serve and the agent CLI', () => {
 
     const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1 ORDER BY subject_seq`, [key]);
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:cli-agent', 'taken:cli-agent']);
+  });
+
+  it("grants a token the notes of graphs and tasks (S6), says so, lists the grants, and refuses a grant of what does not exist", async () => {
+    const operator = cleanEnv({ DATABASE_URL: (await db.login('baton_client')).url, BATON_ACTOR: 'ops-olga' });
+    const graphId = await insertGraph(db.pool, { a: [] }, { prefix: 'cli-grants' });
+    const otherGraphId = await insertGraph(db.pool, { b: [] }, { prefix: 'cli-grants' });
+    const granted = await runCli(['token', 'create', 'graph-bot', '--scope', 'read,notes', '--graph', graphId, '--task', `${otherGraphId}/b`], operator);
+    expect(granted.code, granted.output).toBe(0);
+    expect(granted.output).toMatch(new RegExp(`for graph-bot, scopes notes, read, never expires, notes of graph ${graphId}; task ${otherGraphId}/b only\\.`));
+    const plain = await runCli(['token', 'create', 'ops-bot'], operator);
+    expect(plain.output).toMatch(/for ops-bot, .*, notes of every task\./);
+
+    const listed = await runCli(['token', 'list'], operator);
+    expect(listed.stdout).toMatch(new RegExp(`graph-bot .* notes of graph ${graphId}; task ${otherGraphId}/b only\n`));
+    expect(listed.stdout).toMatch(/ops-bot .* notes of every task\n/);
+    const json = (await runCli(['token', 'list', '--json'], operator)).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(json.find((t) => t.identity === 'graph-bot')).toMatchObject({ noteGrants: { graphs: [graphId], tasks: [`${otherGraphId}/b`] } });
+    expect(json.find((t) => t.identity === 'ops-bot')).toMatchObject({ noteGrants: null });
+
+    const typo = await runCli(['token', 'create', 'typo-bot', '--graph', `${graphId}x`], operator);
+    expect(typo.code).not.toBe(0);
+    expect(typo.output).toMatch(new RegExp(`graph ${graphId}x does not exist`));
   });
 });
