@@ -3,8 +3,9 @@
 // names, merges the pinned upstream revisions its context names, commits, pushes the commit to a
 // branch, heartbeats and submits, over plain HTTP (`http`) or as an MCP client over Streamable
 // HTTP (`mcp`). `silent` stops after its first heartbeat and, when told on stdin (any line), tries
-// its submit anyway: the late write of a recovered agent. `idle` submits what it was given, having
-// done nothing.
+// its submit anyway: the late write of a recovered agent. Three game their verification (T12):
+// `idle` submits what it was given, having done nothing; `skip-upstream` works on the base without
+// merging its pinned upstream revisions; `edit-check` also rewrites the check script (check.sh).
 // Prints one JSON line per step. Usage: REMOTE_AGENT_TOKEN=... node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON without token>'
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ export interface RemoteAgentConfig {
   token: string;
   pool: string;
   transport: 'http' | 'mcp';
-  behaviour: 'work' | 'silent' | 'idle';
+  behaviour: 'work' | 'silent' | 'idle' | 'skip-upstream' | 'edit-check';
 }
 
 const config = { ...JSON.parse(process.argv[2]!), token: process.env.REMOTE_AGENT_TOKEN! } as RemoteAgentConfig;
@@ -69,7 +70,10 @@ async function main(): Promise<void> {
   const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=remote', '-c', 'user.email=remote@localhost', ...args], { encoding: 'utf8' }).trim();
   execFileSync('git', ['clone', '-q', context.body.repo, dir]);
   git('checkout', '-q', context.body.base);
-  for (const upstream of context.body.upstream as { key: string; revision: string }[]) git('merge', '-q', '--no-edit', upstream.revision);
+  if (config.behaviour !== 'skip-upstream') {
+    for (const upstream of context.body.upstream as { key: string; revision: string }[]) git('merge', '-q', '--no-edit', upstream.revision);
+  }
+  if (config.behaviour === 'edit-check') writeFileSync(path.join(dir, 'check.sh'), 'exit 0\n');
   if (config.behaviour !== 'idle') {
     writeFileSync(path.join(dir, 'review.txt'), `reviewed by ${work.identity} for ${work.taskId}\n`);
     git('add', '-A');

@@ -4,12 +4,13 @@
 // Temporal, a real worker and `baton serve`'s API on its own baton_agent login.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { git } from '../../src/runners/git.js';
+import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { tokenFor, useAgentServer } from './helpers.js';
@@ -167,26 +168,52 @@ describe('remote agents of a pool', () => {
     expect(refused.map((e) => [e.fence, e.details.action])).toEqual([[claimed.claimVersion, 'submit']]);
   });
 
-  it('rejects a pooled run that submits what it was given, with the reason: it adds nothing (T12)', async () => {
-    const id = `idle-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph(
-      {
-        id,
-        repo: workspace.repo,
-        policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1, onVerificationFailure: 'fail' },
-        tasks: [{ key: 'nothing', run: { pool: 'idlers' }, verify: { command: 'true' } }],
-      },
-      'test',
-    );
-    const idleToken = await tokenFor(stack.db, 'idler', ['read', 'notes', 'submit']);
-    const idle = remoteAgent({ token: idleToken.secret, pool: 'idlers', transport: 'http', behaviour: 'idle' });
-    const submitted = await idle.next('submit');
-    expect(submitted.ok).toBe(true);
-    expect(submitted.revision).toBe(await git(workspace.repo, ['rev-parse', 'main']));
-
-    const result = await stack.client.waitForGraph(id);
-    expect(result).toMatchObject({ verified: [], failed: [`${id}/nothing`] });
-    const rejected = (await stack.client.events(`${id}/nothing`)).find((e) => e.kind === 'rejected');
-    expect(rejected?.reason).toMatch(/baton: artifact check exited 1: revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/);
+  it('rejects, with the reason, pooled work that adds nothing, skips its pinned upstream, or rewrites its check (T12)', async () => {
+    const repo = await createScriptedRepo({ 'README.md': '# scratch\n', 'check.sh': 'grep -q "reviewed by" review.txt\n' });
+    await chmod(repo, 0o755);
+    try {
+      const id = `gamed-pool-${randomUUID().slice(0, 8)}`;
+      const check = { command: 'sh ./check.sh' };
+      await stack.client.submitGraph(
+        {
+          id,
+          repo,
+          policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1, onVerificationFailure: 'fail' },
+          tasks: [
+            { key: 'nothing', run: { pool: 'idlers' }, verify: check },
+            { key: 'edits', run: { pool: 'editors' }, verify: check },
+            { key: 'up', run: { pool: 'workers' }, verify: check },
+            { key: 'skips', run: { pool: 'skippers' }, dependsOn: ['up'], verify: check },
+          ],
+        },
+        'test',
+      );
+      const agents = await Promise.all(
+        (
+          [
+            ['idlers', 'idle'],
+            ['editors', 'edit-check'],
+            ['workers', 'work'],
+            ['skippers', 'skip-upstream'],
+          ] as const
+        ).map(async ([pool, behaviour]) => remoteAgent({ token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret, pool, transport: 'http', behaviour })),
+      );
+      for (const agent of agents) expect((await agent.next('submit')).ok).toBe(true);
+      const result = await stack.client.waitForGraph(id);
+      expect(result.verified).toEqual([`${id}/up`]);
+      expect([...result.failed].sort()).toEqual([`${id}/edits`, `${id}/nothing`, `${id}/skips`]);
+      const up = await stack.client.task(`${id}/up`);
+      for (const [key, reason] of [
+        ['nothing', /revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/],
+        ['edits', /it changes what checks it: check\.sh \(protected: check\.sh\)/],
+        ['skips', new RegExp(`does not contain upstream up at ${up.artifact!.revision}, its pinned verified revision`)],
+      ] as const) {
+        const rejected = (await stack.client.events(`${id}/${key}`)).find((e) => e.kind === 'rejected');
+        expect(rejected?.reason, key).toMatch(/^baton: artifact check exited 1: /);
+        expect(rejected?.reason, key).toMatch(reason);
+      }
+    } finally {
+      await rm(repo, { recursive: true, force: true });
+    }
   });
 });

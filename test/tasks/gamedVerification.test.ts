@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACT_CHECK_COMMAND, createTaskActivities } from '../../activities/tasks.js';
+import { ARTIFACT_CHECK_COMMAND, createTaskActivities, VERIFY_ATTEMPTS_COMMAND, VERIFY_ATTEMPTS_MAX } from '../../activities/tasks.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
 import { git } from '../../src/runners/git.js';
@@ -58,7 +58,19 @@ async function runGraph(stack: TaskStack, tasks: { key: string; run: string; dep
 }
 
 describe('an agent that games its verification', () => {
-  const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
+  let verifierCalls = 0;
+  const stack = useTaskStack({
+    worker: () => ({
+      workDir: workspace.workDir,
+      agentFunctions: { done: async () => ({ revision: 'rev-1', testCommand: 'crashes', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } }) },
+      verifierFunctions: {
+        crashes: async () => {
+          verifierCalls++;
+          throw new Error('the verifier cannot read this artifact');
+        },
+      },
+    }),
+  });
   const canaries = { AWS_SECRET_ACCESS_KEY: 'canary-b4f1-aws', POSTGRES_PASSWORD: 'canary-b4f1-pg', AGENT_VISIBLE_SETTING: 'visible-7c2e', BATON_AGENT_ENV: 'AGENT_VISIBLE_SETTING' };
   beforeAll(() => Object.assign(process.env, canaries));
   afterAll(() => {
@@ -125,6 +137,17 @@ describe('an agent that games its verification', () => {
     expect(names).not.toContain('DATABASE_URL');
     expect(await show('canaries.txt')).toBe('0');
     expect(await show('visible.txt')).toBe('visible-7c2e');
+  });
+
+  it('cannot wedge its task by an artifact its verifier cannot carry out: the fifth failed attempt is a rejection, with the reason', async () => {
+    const id = `crash-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph({ id, policy: POLICY, tasks: [{ key: 'crash', run: { function: 'done' }, verify: { function: 'crashes' } }] }, 'test');
+    await stack.client.waitForGraph(id);
+    const taskId = `${id}/crash`;
+    expect((await stack.client.task(taskId)).status).toBe('failed');
+    expect(verifierCalls).toBe(VERIFY_ATTEMPTS_MAX);
+    const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1', [taskId]);
+    expect(rows).toEqual([{ command: VERIFY_ATTEMPTS_COMMAND, output_tail: `the verification failed ${VERIFY_ATTEMPTS_MAX} times: the verifier cannot read this artifact` }]);
   });
 
   it('cannot wedge its task by a verification that never ends: `baton cancel` cancels it while it is being verified', async () => {
