@@ -3,7 +3,7 @@
 // writes nothing. A refusal by the rules (a stale token, no permission) writes only its event.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BatonError, InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
+import { BatonError, IllegalTransitionError, InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
 import { ObjectRefusedError } from '../src/objects/errors.js';
 import { objectLog } from '../src/objects/objectLog.js';
 import * as store from '../src/objects/objectStore.js';
@@ -146,7 +146,7 @@ describe('fuzzing the shared-object API (S3)', () => {
         const after = await storeState();
         expect(after.tables).toEqual(before.tables);
         const newEvents = await eventKindsAfter(before.lastEventId);
-        if (error instanceof InvalidInputError || error instanceof NotFoundError || error instanceof ObjectExistsError) {
+        if (error instanceof InvalidInputError || error instanceof IllegalTransitionError || error instanceof NotFoundError || error instanceof ObjectExistsError) {
           expect(newEvents).toEqual([]);
         } else {
           // A refusal by the rules is on record, and nothing else is.

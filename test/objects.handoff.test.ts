@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../src/errors.js';
+import { IllegalTransitionError } from '../src/errors.js';
 import { HandoffPendingError, NoOpenOfferError, StaleWriteError } from '../src/objects/errors.js';
 import {
   acceptObject,
@@ -59,7 +59,7 @@ describe('handoff (O5)', () => {
     const refused = await refusal(offerObject(db.pool, 'B', { key: stale, token: t.token, version: 0, successor: 'D' }));
     expect(refused).toMatchObject({ name: 'StaleWriteError', refusal: 'version_moved', reason: 'version moved from 0 to 1' });
     expect(await refusal(offerObject(db.pool, 'B', { key: stale, token: t.token, version: 1, successor: 'nobody' }))).toBeInstanceOf(
-      InvalidInputError,
+      IllegalTransitionError,
     );
   });
 

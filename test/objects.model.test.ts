@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../src/errors.js';
+import { IllegalTransitionError } from '../src/errors.js';
 import { ObjectRefusedError } from '../src/objects/errors.js';
 import * as store from '../src/objects/objectStore.js';
 import { useTestDatabase } from './helpers/db.js';
@@ -86,7 +86,7 @@ async function callStore(r: Real, o: ModelOp, args: ReturnType<typeof step>['arg
     return { outcome: { ok: true } };
   } catch (error) {
     if (error instanceof ObjectRefusedError) return { outcome: { refusal: error.refusal } };
-    if (error instanceof InvalidInputError) return { outcome: { invalid: true } };
+    if (error instanceof IllegalTransitionError) return { outcome: { illegal: true } };
     throw error;
   }
 }

@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the agent API's HTTP side, from the operation table: each operation's
 // JSON Schema is the one MCP publishes too, and a body is required wherever a field is.
 import { mcpToolName } from './agentMcp.js';
-import { OPERATIONS, operationJsonSchema, type OperationName } from './operations.js';
+import { OPERATIONS, operationJsonSchema, STORABLE_JSON_DEF, type OperationName } from './operations.js';
 import { REQUEST_ID_HEADER } from './problems.js';
 
 /** The document, made on its first request: it depends on nothing but the operation table. */
@@ -17,7 +17,7 @@ function makeOpenApiDocument(): Record<string, unknown> {
   const requestId = { [REQUEST_ID_HEADER]: { description: 'the id the server logs the request under', schema: { type: 'string' } } };
   for (const name of Object.keys(OPERATIONS) as OperationName[]) {
     const operation = OPERATIONS[name];
-    const schema = operationJsonSchema(name);
+    const schema = openApiSchema(operationJsonSchema(name));
     paths[`/v1/${name}`] = {
       post: {
         operationId: mcpToolName(name),
@@ -40,6 +40,8 @@ function makeOpenApiDocument(): Record<string, unknown> {
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
+        // The JSON values some operations take: an operation's own $defs, kept here once.
+        [STORABLE_JSON_DEF]: openApiSchema(operationJsonSchema('heartbeat').$defs as Record<string, unknown>)[STORABLE_JSON_DEF],
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status', 'code', 'detail'],
@@ -55,4 +57,13 @@ function makeOpenApiDocument(): Record<string, unknown> {
       },
     },
   };
+}
+
+/**
+ * An operation's schema as the OpenAPI document holds it: a reference resolves against the whole
+ * document there, so its $defs live in components.schemas (MCP publishes each schema whole).
+ */
+function openApiSchema<T extends Record<string, unknown>>(schema: T): T {
+  const { $defs: _defs, ...rest } = schema;
+  return JSON.parse(JSON.stringify(rest).replaceAll('"#/$defs/', '"#/components/schemas/')) as T;
 }

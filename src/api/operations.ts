@@ -147,7 +147,7 @@ export const OPERATIONS = {
         defaultAccess: z.enum(OBJECT_ACCESS_LEVELS).optional(),
       })
       .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef')
-      .meta({ not: { required: ['content', 'contentRef'] } }),
+      .meta({ anyOf: [{ properties: { content: false } }, { properties: { contentRef: false } }] }),
   ),
   'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", z.strictObject({ key, grantee: identity, access: z.enum(OBJECT_ACCESS_LEVELS) })),
   'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', z.strictObject({ key })),
@@ -193,9 +193,59 @@ export function parseOperationInput(operation: OperationName, input: unknown): R
   return parsed.data as Record<string, unknown>;
 }
 
-/** The JSON Schema of `operation`'s input, as OpenAPI and MCP publish it (its one-of rules included). */
+/**
+ * What isStorableText allows, as JSON Schema states it (ECMA-262 patterns with the `u` flag, so a
+ * surrogate pair is one character): no NUL and no unpaired surrogate.
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
+/** Where an operation's schema keeps the definition of a JSON value it takes (`#/$defs/StorableJson`). */
+export const STORABLE_JSON_DEF = 'StorableJson';
+
+/** Any JSON value whose strings and keys are storable text, at any depth. */
+function storableJsonSchema(ref: string): Record<string, unknown> {
+  const text = { type: 'string', pattern: STORABLE_TEXT_PATTERN };
+  return {
+    description: `any JSON value nested at most ${JSON_DEPTH_MAX} levels whose strings and keys hold no NUL and no unpaired surrogate`,
+    anyOf: [
+      { type: 'null' },
+      { type: 'boolean' },
+      { type: 'number' },
+      text,
+      { type: 'array', items: { $ref: ref } },
+      { type: 'object', propertyNames: text, additionalProperties: { $ref: ref } },
+    ],
+  };
+}
+
+/**
+ * The JSON Schema of `operation`'s input, as OpenAPI and MCP publish it: its one-of rules, and the
+ * storable-text rule on every string, every key and every JSON value at any depth (S7).
+ */
 export function operationJsonSchema(operation: OperationName): Record<string, unknown> & { type: 'object'; required?: string[] } {
-  return z.toJSONSchema(OPERATIONS[operation].input, { io: 'input', unrepresentable: 'any' }) as ReturnType<typeof operationJsonSchema>;
+  const schema = z.toJSONSchema(OPERATIONS[operation].input, { io: 'input', unrepresentable: 'any' }) as ReturnType<typeof operationJsonSchema>;
+  const ref = `#/$defs/${STORABLE_JSON_DEF}`;
+  let takesJson = false;
+  const visit = (node: unknown): unknown => {
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+    const entries = Object.entries(node as Record<string, unknown>);
+    // A JSON value of any shape (z.unknown) comes out as {}: it is the recursive definition instead.
+    if (entries.length === 0) {
+      takesJson = true;
+      return { $ref: ref };
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of entries) {
+      if (k === 'properties') out[k] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([name, sub]) => [name, visit(sub)]));
+      else if (k === 'additionalProperties' || k === 'items' || k === 'propertyNames') out[k] = visit(v);
+      else if (k === 'allOf' || k === 'anyOf' || k === 'oneOf') out[k] = (v as unknown[]).map(visit);
+      else out[k] = v;
+    }
+    // Fixed patterns (keys, pools, revisions) already allow none of it.
+    if (out.type === 'string' && out.pattern === undefined) out.pattern = STORABLE_TEXT_PATTERN;
+    return out;
+  };
+  const stated = visit(schema) as ReturnType<typeof operationJsonSchema>;
+  return takesJson ? { ...stated, $defs: { [STORABLE_JSON_DEF]: storableJsonSchema(ref) } } : stated;
 }
 
 /** One line per problem, each naming where it is; an unexpected field is called out as such. */

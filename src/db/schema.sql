@@ -465,7 +465,8 @@ BEGIN
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
   WHEN 'note.add' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
-    IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
+    IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
     v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
     IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
@@ -476,7 +477,8 @@ BEGIN
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_notes(v_task)->-1);
   WHEN 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
-    IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
+    IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
     v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
     IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
@@ -1273,7 +1275,7 @@ BEGIN
     PERFORM baton.object_invalid(format('access must be none, view, suggest or write, not %L', p_access));
   END IF;
   IF p_grantee = o.created_by THEN
-    PERFORM baton.object_invalid(format('%s created %s and keeps write access', p_grantee, o.key));
+    PERFORM baton.object_refuse_move(format('%s created %s and keeps write access', p_grantee, o.key));
   END IF;
   IF p_actor <> o.created_by THEN
     RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', 'grant',
@@ -1406,10 +1408,10 @@ DECLARE
 BEGIN
   PERFORM baton.object_check_actor(p_actor);
   PERFORM baton.object_check_actor(p_successor, 'successor');
-  IF p_successor = p_actor THEN PERFORM baton.object_invalid('an offer names someone else as successor'); END IF;
+  IF p_successor = p_actor THEN PERFORM baton.object_refuse_move('an offer names someone else as successor'); END IF;
   IF p_version IS NULL THEN PERFORM baton.object_invalid('an offer names the version handed over'); END IF;
   IF NOT baton.object_may(o, p_successor, 'write') THEN
-    PERFORM baton.object_invalid(format('successor %s has no write access to %s', p_successor, o.key));
+    PERFORM baton.object_refuse_move(format('successor %s has no write access to %s', p_successor, o.key));
   END IF;
   o := baton.object_expire_if_silent(o, p_actor, 'offer');
   IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'offer'); END IF;
@@ -1491,6 +1493,15 @@ BEGIN
   RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', p_operation,
     format('%s has %s access to %s; %s needs %s', p_actor, baton.object_access(o, p_actor), o.key, p_operation, p_needed),
     jsonb_build_object('needed', p_needed, 'has', baton.object_access(o, p_actor)));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_refuse_move(p_message text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION '%', p_message USING ERRCODE = 'BT001';
 END $function$
 ;
 
@@ -1621,7 +1632,7 @@ BEGIN
   PERFORM baton.object_check_actor(p_actor);
   PERFORM baton.object_check_content(p_content, p_content_ref);
   IF p_base_version IS NULL OR p_base_version NOT BETWEEN 0 AND o.version THEN
-    PERFORM baton.object_invalid(format('a suggestion is based on a version of %s between 0 and %s', o.key, o.version));
+    PERFORM baton.object_refuse_move(format('a suggestion is based on a version of %s between 0 and %s', o.key, o.version));
   END IF;
   o := baton.object_expire_if_silent(o, p_actor, 'suggest');
   IF NOT baton.object_may(o, p_actor, 'suggest') THEN RETURN baton.object_refuse_access(o, p_actor, 'suggest', 'suggest'); END IF;
@@ -2697,6 +2708,8 @@ function baton.object_record_view(baton.objects,text): {baton_owner=X/baton_owne
 function baton.object_refuse(baton.objects,text,text,text,text,text,jsonb): {baton_owner=X/baton_owner}
 
 function baton.object_refuse_access(baton.objects,text,text,text): {baton_owner=X/baton_owner}
+
+function baton.object_refuse_move(text): {baton_owner=X/baton_owner}
 
 function baton.object_refuse_no_offer(baton.objects,text,text,text): {baton_owner=X/baton_owner}
 

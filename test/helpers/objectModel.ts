@@ -47,7 +47,8 @@ export type ModelOp =
   | ({ op: 'approve'; actor: string; pick: number } & Knows)
   | { op: 'expire' };
 
-export type Expected = { ok: true } | { refusal: ObjectRefusalCode } | { invalid: true };
+/** `illegal`: a well-formed call the object's state refuses outright (409), with nothing recorded. */
+export type Expected = { ok: true } | { refusal: ObjectRefusalCode } | { illegal: true };
 
 export interface Step {
   /** The arguments the real call gets. */
@@ -182,7 +183,7 @@ export function step(m: ObjectModel, o: ModelOp): Step {
       return done({ ok: true });
     }
     case 'offer': {
-      if (args.successor === actor || !may(args.successor, 'write')) return done({ invalid: true });
+      if (args.successor === actor || !may(args.successor, 'write')) return done({ illegal: true });
       expireIfSilent();
       if (!may(actor, 'write')) return refuse('permission', 'permission_refused');
       const stale = refuseUnlessHolder();

@@ -48,7 +48,7 @@ BEGIN
     PERFORM baton.object_invalid(format('access must be none, view, suggest or write, not %L', p_access));
   END IF;
   IF p_grantee = o.created_by THEN
-    PERFORM baton.object_invalid(format('%s created %s and keeps write access', p_grantee, o.key));
+    PERFORM baton.object_refuse_move(format('%s created %s and keeps write access', p_grantee, o.key));
   END IF;
   IF p_actor <> o.created_by THEN
     RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', 'grant',

@@ -38,10 +38,10 @@ DECLARE
 BEGIN
   PERFORM baton.object_check_actor(p_actor);
   PERFORM baton.object_check_actor(p_successor, 'successor');
-  IF p_successor = p_actor THEN PERFORM baton.object_invalid('an offer names someone else as successor'); END IF;
+  IF p_successor = p_actor THEN PERFORM baton.object_refuse_move('an offer names someone else as successor'); END IF;
   IF p_version IS NULL THEN PERFORM baton.object_invalid('an offer names the version handed over'); END IF;
   IF NOT baton.object_may(o, p_successor, 'write') THEN
-    PERFORM baton.object_invalid(format('successor %s has no write access to %s', p_successor, o.key));
+    PERFORM baton.object_refuse_move(format('successor %s has no write access to %s', p_successor, o.key));
   END IF;
   o := baton.object_expire_if_silent(o, p_actor, 'offer');
   IF NOT baton.object_may(o, p_actor, 'write') THEN RETURN baton.object_refuse_access(o, p_actor, 'write', 'offer'); END IF;

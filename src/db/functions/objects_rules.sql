@@ -17,6 +17,14 @@ BEGIN
   RAISE EXCEPTION '%', p_message USING ERRCODE = 'BT003';
 END $$;
 
+-- A well-formed call the object's state refuses, with nothing to record (it is not a write of
+-- the holder's that lost a race): the successor cannot write, the creator cannot lose its grant.
+-- An illegal move (409), never invalid input: the request as such was right (SPEC S7).
+CREATE FUNCTION baton.object_refuse_move(p_message text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%', p_message USING ERRCODE = 'BT001';
+END $$;
+
 CREATE FUNCTION baton.object_check_actor(p_actor text, p_what text DEFAULT 'actor') RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200 THEN

@@ -14,7 +14,7 @@ BEGIN
   PERFORM baton.object_check_actor(p_actor);
   PERFORM baton.object_check_content(p_content, p_content_ref);
   IF p_base_version IS NULL OR p_base_version NOT BETWEEN 0 AND o.version THEN
-    PERFORM baton.object_invalid(format('a suggestion is based on a version of %s between 0 and %s', o.key, o.version));
+    PERFORM baton.object_refuse_move(format('a suggestion is based on a version of %s between 0 and %s', o.key, o.version));
   END IF;
   o := baton.object_expire_if_silent(o, p_actor, 'suggest');
   IF NOT baton.object_may(o, p_actor, 'suggest') THEN RETURN baton.object_refuse_access(o, p_actor, 'suggest', 'suggest'); END IF;

@@ -171,7 +171,8 @@ BEGIN
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
   WHEN 'note.add' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
-    IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
+    IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
     v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
     IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
@@ -182,7 +183,8 @@ BEGIN
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_notes(v_task)->-1);
   WHEN 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
-    IF v_task IS NULL THEN PERFORM baton.agent_invalid('taskId is required'); END IF;
+    -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
+    IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
     v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
     IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
