@@ -463,7 +463,7 @@ BEGIN
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
-  WHEN 'note.add' THEN
+  WHEN 'note.add', 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
     -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
     IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
@@ -472,19 +472,10 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
       RAISE EXCEPTION 'task % does not exist', v_task USING ERRCODE = 'BT002';
     END IF;
+    IF p_operation = 'notes.list' THEN RETURN jsonb_build_object('ok', true, 'result', baton.agent_notes(v_task)); END IF;
     IF length(coalesce(a->>'text', '')) NOT BETWEEN 1 AND 10000 THEN PERFORM baton.agent_invalid('text must be 1 to 10000 characters'); END IF;
     INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (v_task, k.identity, k.claim_version, a->>'text');
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_notes(v_task)->-1);
-  WHEN 'notes.list' THEN
-    v_task := coalesce(a->>'taskId', k.task_id);
-    -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
-    IF v_task IS NULL THEN RAISE EXCEPTION 'token % has no task of its own: name one with taskId', k.id USING ERRCODE = 'BT002'; END IF;
-    v_refusal := baton.agent_notes_refusal(k, p_operation, v_task);
-    IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
-    IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = v_task) THEN
-      RAISE EXCEPTION 'task % does not exist', v_task USING ERRCODE = 'BT002';
-    END IF;
-    RETURN jsonb_build_object('ok', true, 'result', baton.agent_notes(v_task));
   WHEN 'pool.claim' THEN
     IF coalesce(a->>'pool', '') !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
       PERFORM baton.agent_invalid(format('pool must be 1 to 63 lowercase letters, digits, _ or -, not %s', coalesce(a->>'pool', 'none')));
