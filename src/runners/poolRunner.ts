@@ -25,7 +25,8 @@ export interface PoolRunnerOptions {
  * claim, heartbeats and submits its pushed commit. This runner relays each of the agent's beats to
  * Temporal (and the lease) and nothing else: when the agent goes silent, the run goes silent, the
  * heartbeat timeout ends the attempt, and the usual recovery reclaims the task, which moves the
- * claim and so voids the agent's token. The submitted revision must be in the graph's repository;
+ * claim and so voids the agent's token. The submitted revision must be in the graph's repository,
+ * into which the runner has every push checked (`receive.fsckObjects`);
  * the verifier then checks it as it checks any artifact (artifactCheck.ts): it must contain the base
  * and the pinned upstream revisions and add something.
  */
@@ -42,6 +43,9 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       const timeoutMs = ctx.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_MS_DEFAULT;
       // The base the agent starts from, as it is when the run is offered: its artifact must contain it (T12).
       const baseCommit = ctx.repo ? await resolveCommit(ctx.repo, ctx.base) : undefined;
+      // A remote agent pushes its commit into the repository itself: every object it sends is
+      // checked as strictly as any push should be (S6: `.git`, `..` and the rest of fsck's rules).
+      if (ctx.repo) await git(ctx.repo, ['config', 'receive.fsckObjects', 'true']);
       await offerToPool(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {

@@ -5,7 +5,8 @@
 // HTTP (`mcp`). `silent` stops after its first heartbeat and, when told on stdin (any line), tries
 // its submit anyway: the late write of a recovered agent. Three game their verification (T12):
 // `idle` submits what it was given, having done nothing; `skip-upstream` works on the base without
-// merging its pinned upstream revisions; `edit-check` also rewrites the check script (check.sh).
+// merging its pinned upstream revisions; `edit-check` also rewrites the check script (check.sh);
+// `plant-dotgit` pushes a commit with a `.git` folder, made with git's plumbing.
 // Prints one JSON line per step. Usage: REMOTE_AGENT_TOKEN=... node --import tsx remoteAgent.ts '<RemoteAgentConfig JSON without token>'
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,7 @@ export interface RemoteAgentConfig {
   token: string;
   pool: string;
   transport: 'http' | 'mcp';
-  behaviour: 'work' | 'silent' | 'idle' | 'skip-upstream' | 'edit-check';
+  behaviour: 'work' | 'silent' | 'idle' | 'skip-upstream' | 'edit-check' | 'plant-dotgit';
 }
 
 const config = { ...JSON.parse(process.argv[2]!), token: process.env.REMOTE_AGENT_TOKEN! } as RemoteAgentConfig;
@@ -78,6 +79,12 @@ async function main(): Promise<void> {
     writeFileSync(path.join(dir, 'review.txt'), `reviewed by ${work.identity} for ${work.taskId}\n`);
     git('add', '-A');
     git('commit', '-q', '-m', `review of ${work.key}`);
+  }
+  if (config.behaviour === 'plant-dotgit') {
+    const blob = execFileSync('git', ['-C', dir, 'hash-object', '-w', '--stdin'], { input: '[core]\n', encoding: 'utf8' }).trim();
+    const folder = execFileSync('git', ['-C', dir, 'mktree'], { input: `100644 blob ${blob}\tconfig\n`, encoding: 'utf8' }).trim();
+    const tree = execFileSync('git', ['-C', dir, 'mktree'], { input: `${git('ls-tree', 'HEAD')}\n040000 tree ${folder}\t.git\n`, encoding: 'utf8' }).trim();
+    git('update-ref', 'HEAD', git('commit-tree', tree, '-p', 'HEAD', '-m', 'planted'));
   }
   const revision = git('rev-parse', 'HEAD');
 

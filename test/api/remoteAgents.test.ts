@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
+import { git } from '../../src/runners/git.js';
 import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
@@ -168,7 +169,7 @@ describe('remote agents of a pool', () => {
     expect(refused.map((e) => [e.fence, e.details.action])).toEqual([[claimed.claimVersion, 'submit']]);
   });
 
-  it('rejects, with the reason, pooled work that adds nothing, skips its pinned upstream, or rewrites its check (T12)', async () => {
+  it('rejects, with the reason, pooled work that adds nothing, skips its pinned upstream, or rewrites its check, and refuses a pushed .git folder (T12, S6)', async () => {
     const repo = await createScriptedRepo({ 'README.md': '# scratch\n', 'check.sh': 'grep -q "reviewed by" review.txt\n' });
     await chmod(repo, 0o755);
     try {
@@ -184,6 +185,7 @@ describe('remote agents of a pool', () => {
             { key: 'edits', run: { pool: 'editors' }, verify: check },
             { key: 'up', run: { pool: 'workers' }, verify: check },
             { key: 'skips', run: { pool: 'skippers' }, dependsOn: ['up'], verify: check },
+            { key: 'plants', run: { pool: 'planters' }, verify: check },
           ],
         },
         'test',
@@ -195,13 +197,20 @@ describe('remote agents of a pool', () => {
             ['editors', 'edit-check'],
             ['workers', 'work'],
             ['skippers', 'skip-upstream'],
+            ['planters', 'plant-dotgit'],
           ] as const
         ).map(async ([pool, behaviour]) => remoteAgent({ token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret, pool, transport: 'http', behaviour })),
       );
+      const planter = agents.pop()!;
       for (const agent of agents) expect((await agent.next('submit')).ok).toBe(true);
+      // The repository refuses the planted folder as a push (receive.fsckObjects, set by the pool
+      // runner); the agent never submits, goes silent and its task is recovered and, out of attempts, failed.
+      expect(await planter.exited).toBe(1);
+      expect(planter.steps.find((s) => s.step === 'error')?.message).toMatch(/hasDotgit/);
+      expect(await git(repo, ['fsck', '--no-dangling']).catch((error: Error) => error.message)).not.toMatch(/hasDotgit/);
       const result = await stack.client.waitForGraph(id);
       expect(result.verified).toEqual([`${id}/up`]);
-      expect([...result.failed].sort()).toEqual([`${id}/edits`, `${id}/nothing`, `${id}/skips`]);
+      expect([...result.failed].sort()).toEqual([`${id}/edits`, `${id}/nothing`, `${id}/plants`, `${id}/skips`]);
       const up = await stack.client.task(`${id}/up`);
       for (const [key, reason] of [
         ['nothing', /revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/],
