@@ -244,9 +244,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const graph = await selectGraphSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
-      let result: VerificationResult;
-      try {
-        // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.
+      // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.
+      const check = async (): Promise<VerificationResult> => {
         const refusal = graph.repo
           ? await (deps.checkArtifact ?? checkArtifact)({
               repo: graph.repo,
@@ -257,12 +256,19 @@ export function createTaskActivities(deps: TaskActivityDeps) {
               command: spec.verify.command,
             })
           : undefined;
-        result = refusal
-          ? refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal)
-          : await deps.verifierFor(spec).verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
-      } catch (error) {
+        if (refusal) return refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal);
+        return deps.verifierFor(spec).verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+      };
+      let result: VerificationResult;
+      try {
         // T12: a verification that keeps failing (say, a commit no checkout can hold) is a rejection
-        // at its last attempt, not a retry forever; a cancelled one is just cancelled.
+        // at its last attempt, not a retry forever; attempts that ended without a word (the command
+        // hung past its timeout, the worker died under it) count too. A cancelled one is cancelled.
+        result =
+          ctx.info.attempt > VERIFY_ATTEMPTS_MAX
+            ? refusedArtifact(artifact.revision, VERIFY_ATTEMPTS_COMMAND, `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)`)
+            : await check();
+      } catch (error) {
         if (ctx.cancellationSignal.aborted || ctx.info.attempt < VERIFY_ATTEMPTS_MAX) throw error;
         result = refusedArtifact(artifact.revision, VERIFY_ATTEMPTS_COMMAND, `the verification failed ${ctx.info.attempt} times: ${error instanceof Error ? error.message : String(error)}`);
       } finally {

@@ -9,14 +9,12 @@ import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { selectGraphTasks, selectTask } from './db/sql/selectTasks.js';
 import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
-import type { TaskStatus } from './tasks/states.js';
+import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
 import type { taskWorkflow } from '../workflows/taskWorkflow.js';
 
-/** Where a task may be cancelled from: anywhere it has not finished, a verification included (T12). */
-const CANCELLABLE: readonly TaskStatus[] = ['blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'];
 
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 export interface CancelOutcome {
@@ -52,7 +50,8 @@ export function createBatonClient(options: BatonClientOptions) {
   const cancelTasks = async (tasks: TaskRow[], actor: string, reason: string): Promise<CancelOutcome> => {
     const outcome: CancelOutcome = { cancelled: [], left: [] };
     for (const task of tasks) {
-      const status = CANCELLABLE.includes(task.status)
+      // Anything that has not finished may be cancelled, a verification included (T12).
+      const status = !TERMINAL_STATUSES.has(task.status)
         ? await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason }).then(
             () => undefined,
             // It finished since it was read (say, it was verified): it is left as it is now.

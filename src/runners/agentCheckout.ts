@@ -6,7 +6,7 @@ import type { Claim } from '../tasks/types.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { openAgentWorkspace, type AgentWorkspace } from './agentWorkspace.js';
 import { ensureBatonShim } from './batonShim.js';
-import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, removeWorktree, resolveCommit } from './git.js';
+import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, pinsInMergeOrder, removeWorktree, resolveCommit } from './git.js';
 import type { Confinement } from './processes.js';
 import { AgentFailedError } from './types.js';
 
@@ -41,7 +41,7 @@ export interface AgentCheckout {
 export async function openRunCheckout(options: { isolation?: AgentIsolation; workDir: string; repo: string; base: string; claim: Claim }): Promise<AgentCheckout> {
   const { claim, repo, isolation } = options;
   const branch = `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`;
-  const upstream = Object.entries(claim.upstreamRevisions).sort();
+  const upstream = pinsInMergeOrder(claim.upstreamRevisions);
   const mergeUpstream = async (dir: string) => {
     for (const [key, revision] of upstream) {
       await git(dir, ['merge', '--no-edit', '-m', `baton: merge verified ${key} at ${revision}`, revision]).catch((error: Error) => {

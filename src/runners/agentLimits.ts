@@ -14,7 +14,7 @@ export interface AgentLimits {
   fileBytes: number;
   /** Open files of one process (RLIMIT_NOFILE). (Default: 4,096) */
   openFiles: number;
-  /** Size of each of the sandbox's in-memory folders (its /tmp, /dev/shm), in bytes. (Default: 1 GiB) */
+  /** Size of each of the sandbox's in-memory folders (its /tmp, /var/tmp, /dev/shm, and the empty ones that hide folders), in bytes; needs bubblewrap 0.7+. (Default: 1 GiB) */
   scratchBytes: number;
   /** Connections open at once to the run's agent API endpoint. (Default: 64) */
   connections: number;

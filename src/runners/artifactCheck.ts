@@ -1,9 +1,10 @@
 // T12: what the verifier checks of an artifact before it runs anything of it. The agent may not
 // have edited what checks it, dropped the work it was built on, handed in nothing, or brought in a
 // tree that no checkout can hold safely; each is a rejection with its reason, never a retry.
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { run } from '../dev/run.js';
-import { git } from './git.js';
+import { git, pinsInMergeOrder } from './git.js';
 
 /** Longest name of one file or folder in a tree: what Linux file systems hold (NAME_MAX). */
 export const MAX_TREE_NAME_BYTES = 255;
@@ -11,8 +12,17 @@ export const MAX_TREE_NAME_BYTES = 255;
 export const MAX_TREE_PATH_BYTES = 4_096;
 /** Modes git itself writes: a file, an executable, a link, a folder, a submodule. */
 const TREE_MODES = new Set(['100644', '100755', '120000', '040000', '160000']);
-/** Programs whose first argument that is not an option is a file they run. */
+/** Programs whose words that are not options may name a file they run. */
 const INTERPRETERS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'source', '.', 'node', 'tsx', 'ts-node', 'python', 'python3', 'ruby', 'perl', 'php']);
+/** Programs that run the command after their own options and settings. */
+const WRAPPERS = new Set(['env', 'exec', 'command', 'nice', 'nohup', 'time', 'timeout', 'stdbuf', 'setsid']);
+/** `NAME=value`: an environment setting before a command. */
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+/**
+ * Protected whatever the graph says: `.gitattributes` decides how a checkout writes every file
+ * (line endings, filters), so a new one can change what an unchanged check sees.
+ */
+const ALWAYS_PROTECTED = ['**/.gitattributes'];
 /** How many unsafe paths a reason lists before it says "and N more". */
 const LISTED_PATHS_MAX = 5;
 
@@ -38,7 +48,7 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
 
   const missing: string[] = [];
   if (!(await contains(repo, revision, input.baseCommit))) missing.push(`its base ${input.baseCommit}`);
-  const pins = Object.entries(input.pins).sort(([a], [b]) => a.localeCompare(b));
+  const pins = pinsInMergeOrder(input.pins);
   for (const [key, pinned] of pins) {
     if (!(await contains(repo, revision, pinned))) missing.push(`upstream ${key} at ${pinned}, its pinned verified revision`);
   }
@@ -51,8 +61,11 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
   const tree = await git(repo, ['rev-parse', `${revision}^{tree}`]);
   if (tree === protectedTree) return `revision ${revision} adds nothing to its base and pinned upstream revisions`;
 
-  const guarded = [...new Set([...input.protect, ...(await commandFiles(repo, protectedTree, input.command))])];
-  if (guarded.length === 0) return undefined;
+  // What the command runs, what is protected by name, and what either reaches through a link.
+  const named = [...commandFiles(input.command), ...input.protect.filter((p) => !/[*?[]/.test(p))];
+  const reached = (await Promise.all(named.map((file) => pathsReaching(repo, protectedTree, file)))).flat();
+  const protectedPaths = [...new Set([...input.protect, ...reached])];
+  const guarded = [...protectedPaths, ...ALWAYS_PROTECTED];
   const changed = await git(repo, ['diff', '--no-renames', '--name-only', '-z', protectedTree, tree, '--', ...guarded.map((p) => `:(top,glob)${p}`)]);
   const paths = changed.split('\0').filter(Boolean);
   if (paths.length > 0) return `it changes what checks it: ${listed(paths)} (protected: ${guarded.join(', ')})`;
@@ -88,41 +101,107 @@ async function startingTree(repo: string, baseCommit: string, pins: string[]): P
       head = pin; // a fast-forward, as `git merge` makes it
       continue;
     }
-    const merged = await run('git', ['-C', repo, 'merge-tree', '--write-tree', '--no-messages', head, pin]).catch(() => undefined);
-    const tree = merged?.stdout.trim().split('\n')[0];
-    if (!tree) return undefined;
+    const merged = await mergeTree(repo, head, pin);
+    if (merged === 'conflict') return undefined;
+    const tree = merged;
     head = await git(repo, ['commit-tree', tree, '-p', head, '-p', pin, '-m', 'baton: starting tree of a verification']);
   }
   return git(repo, ['rev-parse', `${head}^{tree}`]);
 }
 
 /**
- * The verify command's own files: what each of its simple commands runs, when the starting tree
- * holds it. A file is run when it is started by path (`./check.sh`, `scripts/verify`) or given to a
- * shell or an interpreter (`sh ./verify.sh`, `node test/run.js`). Files the command only reads
- * (`grep -q done result.txt`) are the work it checks; a file the agent adds is its work too (a
- * task may be to write the test the command runs); folders are not protected by default.
+ * The verify command's own files, as far as a reader of the command line can tell (name the rest in
+ * `verify.protect`): each word that names a file of the starting tree (pathsReaching) and that a simple command
+ * starts by path (`./check.sh`) or gives to a shell or an interpreter (`bash -e verify.sh`, `node
+ * test/run.js`; the script of `sh -c '...'` is read the same way), after wrappers (`env`,
+ * `timeout 60`, `exec` ...) and relative to a `cd` before it. Files the command only reads (`grep -q
+ * done result.txt`) are the work it checks; a file the agent adds is its work too (a task may be to
+ * write the test the command runs).
  */
-async function commandFiles(repo: string, tree: string, command: string | undefined): Promise<string[]> {
+function commandFiles(command: string | undefined): string[] {
   const candidates = new Set<string>();
-  for (const words of simpleCommands(command ?? '')) {
-    // Leading `NAME=value` words set the environment; the command is the word after them.
-    const start = words.findIndex((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w));
-    const [first, ...rest] = start < 0 ? [] : words.slice(start);
-    if (!first) continue;
-    if (first.includes('/')) candidates.add(first);
-    if (INTERPRETERS.has(path.posix.basename(first))) {
-      const script = rest.find((w) => !w.startsWith('-'));
-      if (script) candidates.add(script);
+  const read = (line: string, depth: number) => {
+    let cwd = '';
+    for (const all of simpleCommands(line)) {
+      const words = unwrapped(all);
+      const [first, ...rest] = words;
+      if (!first) continue;
+      const at = (word: string) => path.posix.join(cwd, word);
+      if (first === 'cd') {
+        cwd = rest[0] && !rest[0].startsWith('/') && !rest[0].includes('$') ? at(rest[0]) : cwd;
+        continue;
+      }
+      if (first.includes('/')) candidates.add(at(first));
+      if (!INTERPRETERS.has(path.posix.basename(first))) continue;
+      const script = rest.indexOf('-c');
+      if (script >= 0 && rest[script + 1] && depth < 4) read(rest[script + 1]!, depth + 1);
+      else for (const word of rest) if (!word.startsWith('-')) candidates.add(at(word));
     }
+  };
+  read(command ?? '', 0);
+  return [...candidates].map((c) => path.posix.normalize(c)).filter((file) => !file.startsWith('/') && !file.startsWith('..') && !/[*?[\]:\\$\s]/.test(file));
+}
+
+/** A simple command's words from its program on: leading `NAME=value`s and wrappers (`env -i X=1`, `timeout 60`, `exec`) left out. */
+function unwrapped(words: string[]): string[] {
+  let rest = words;
+  for (;;) {
+    rest = rest.slice(Math.max(0, rest.findIndex((w) => !ASSIGNMENT.test(w))));
+    if (rest.length === 0 || !WRAPPERS.has(path.posix.basename(rest[0]!))) return rest;
+    // A wrapper's own options, settings and numbers (a timeout's duration, nice's level) come before the command.
+    const next = rest.slice(1).findIndex((w) => !w.startsWith('-') && !ASSIGNMENT.test(w) && !/^\d/.test(w));
+    rest = next < 0 ? [] : rest.slice(1 + next);
   }
-  const files: string[] = [];
-  for (const candidate of candidates) {
-    const file = path.posix.normalize(candidate);
-    if (file.startsWith('/') || file.startsWith('..') || /[*?[\]:\\$\s]/.test(file)) continue;
-    if ((await git(repo, ['cat-file', '-t', `${tree}:${file}`]).catch(() => undefined)) === 'blob') files.push(file);
+}
+
+/**
+ * The paths of the starting tree that `file` is, or reaches through links (itself a link, or under
+ * a folder that is one): protecting them all keeps a link from moving what it names out of sight.
+ * Empty unless `file` is a file of the tree (a folder the command names is not protected by default).
+ */
+async function pathsReaching(repo: string, tree: string, file: string): Promise<string[]> {
+  const reached: string[] = [];
+  let remaining = file.split('/').filter((p) => p && p !== '.');
+  let done: string[] = [];
+  for (let hops = 0; remaining.length > 0 && hops < 40; hops++) {
+    const here = [...done, remaining[0]!].join('/');
+    const entry = await treeEntry(repo, tree, here);
+    if (!entry) return [];
+    if (entry.mode === '120000') {
+      reached.push(here);
+      const target = await git(repo, ['cat-file', 'blob', entry.oid]);
+      const resolved = path.posix.normalize(path.posix.join(done.join('/'), target, ...remaining.slice(1)));
+      if (target.startsWith('/') || resolved.startsWith('..')) return reached; // out of the tree: the link itself is what can be guarded
+      done = [];
+      remaining = resolved.split('/').filter((p) => p && p !== '.');
+      continue;
+    }
+    done = [...done, remaining[0]!];
+    remaining = remaining.slice(1);
+    if (remaining.length === 0) return entry.type === 'blob' ? [...reached, here] : [];
   }
-  return files;
+  return [];
+}
+
+/** The entry of `tree` at exactly `file`, or undefined. */
+async function treeEntry(repo: string, tree: string, file: string): Promise<{ mode: string; type: string; oid: string } | undefined> {
+  const line = await git(repo, ['ls-tree', '-z', '--full-tree', tree, '--', `:(top,literal)${file}`]).catch(() => '');
+  const [meta, name] = line.replace(/\0$/, '').split('\t');
+  if (!meta || name !== file) return undefined;
+  const [mode, type, oid] = meta.split(' ');
+  return { mode: mode!, type: type!, oid: oid! };
+}
+
+/** Merges `pin` into `head` without a checkout: the merged tree, or 'conflict'. Any other failure is thrown. */
+function mergeTree(repo: string, head: string, pin: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('git', ['-C', repo, 'merge-tree', '--write-tree', '--no-messages', head, pin], (error, stdout, stderr) => {
+      // Exit 1 is a conflict (the tree is printed all the same); anything else is git failing.
+      if (error && error.code !== 1) reject(new Error(`git merge-tree ${head} ${pin} failed: ${String(stderr).trim() || error.message}`));
+      else if (error) resolve('conflict');
+      else resolve(String(stdout).trim().split('\n')[0]!);
+    });
+  });
 }
 
 /**

@@ -16,6 +16,8 @@ export interface Bubblewrap {
   path: string;
   /** `--disable-userns` (bubblewrap 0.8+): the agent cannot make user namespaces of its own. */
   disableUserns: boolean;
+  /** `--size` (bubblewrap 0.7+): the sandbox's in-memory folders can be bounded. */
+  sizeOption: boolean;
 }
 
 /**
@@ -57,7 +59,7 @@ export function findSlirp4netns(env: NodeJS.ProcessEnv = process.env): Promise<s
  */
 export async function probeBubblewrap(bwrap: string, user?: { uid: number; gid: number }): Promise<Bubblewrap> {
   const help = await execText(bwrap, ['--help'], user).catch(() => '');
-  const found: Bubblewrap = { path: bwrap, disableUserns: help.includes('--disable-userns') };
+  const found: Bubblewrap = { path: bwrap, disableUserns: help.includes('--disable-userns'), sizeOption: help.includes('--size') };
   await execText(bwrap, [...sandboxArgs(found, 'none'), ...PROBE_VIEW, 'true'], user);
   return found;
 }
@@ -90,7 +92,10 @@ export function bubblewrapPrefix(
   bwrap: Bubblewrap,
   options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[]; files?: SandboxFile[]; /** Size of each in-memory folder. (Default: the kernel's, half the memory) */ scratchBytes?: number },
 ): string[] {
-  const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  // In-memory folders are bounded where bubblewrap can: an agent must not fill the worker's memory
+  // through its /tmp or /dev/shm.
+  const size = options.scratchBytes && bwrap.sizeOption ? ['--size', String(options.scratchBytes)] : [];
+  const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', ...size, '--tmpfs', '/dev/shm', '--proc', '/proc'];
   const mounts = options.mounts.map((m) => ({ kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable', dir: path.resolve(Object.values(m)[0] as string) }));
   const inside = (child: string, parent: string) => child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
   const depth = (dir: string) => dir.split(path.sep).length;
@@ -106,8 +111,7 @@ export function bubblewrapPrefix(
   const order = { hide: 0, scratch: 0, expose: 1, writable: 2 };
   needed.sort((a, b) => depth(a.dir) - depth(b.dir) || order[a.kind] - order[b.kind]);
   for (const { kind, dir } of needed) {
-    // In-memory folders are bounded: an agent must not fill the worker's memory through its /tmp.
-    if (kind === 'hide' || kind === 'scratch') args.push(...(options.scratchBytes ? ['--size', String(options.scratchBytes)] : []), '--tmpfs', dir);
+    if (kind === 'hide' || kind === 'scratch') args.push(...size, '--tmpfs', dir);
     else if (kind === 'expose') args.push('--ro-bind-try', dir, dir);
     else args.push('--bind', dir, dir);
   }

@@ -13,6 +13,11 @@ export function git(repo: string, args: string[]): Promise<string> {
   return run('git', ['-C', repo, ...GIT_IDENTITY, ...args]).then((r) => r.stdout.trim());
 }
 
+/** A task's pins in the order its checkout merges them (and the verifier rebuilds that merge): by upstream key. */
+export function pinsInMergeOrder(pins: Record<string, string>): [string, string][] {
+  return Object.entries(pins).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /** The commit `revision` (a branch, a tag, HEAD) names in `repo` now. */
 export function resolveCommit(repo: string, revision: string): Promise<string> {
   return git(repo, ['rev-parse', '--verify', '--end-of-options', `${revision}^{commit}`]);

@@ -235,7 +235,7 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
 }
 
 /**
- * T12: `verify.protect`, the repository paths the agent may not change (docs/verification.md): each
+ * T12: `verify.protect`, the repository paths the agent may not change (docs/tasks.md): each
  * a path or glob (`test/**`) relative to the repository's top, as git matches pathspecs.
  */
 function parseProtect(input: unknown, where: string, problems: Problems): string[] | undefined {

@@ -214,7 +214,7 @@ describe('remote agents of a pool', () => {
       const up = await stack.client.task(`${id}/up`);
       for (const [key, reason] of [
         ['nothing', /revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/],
-        ['edits', /it changes what checks it: check\.sh \(protected: check\.sh\)/],
+        ['edits', /it changes what checks it: check\.sh \(protected: check\.sh, \*\*\/\.gitattributes\)/],
         ['skips', new RegExp(`does not contain upstream up at ${up.artifact!.revision}, its pinned verified revision`)],
       ] as const) {
         const rejected = (await stack.client.events(`${id}/${key}`)).find((e) => e.kind === 'rejected');

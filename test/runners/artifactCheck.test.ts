@@ -2,8 +2,11 @@
 // repository with commits made the way an agent could make them, plumbing included. The end-to-end
 // cases, from an agent's seat, are in test/tasks/gamedVerification.test.ts.
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../../src/dev/run.js';
 import { checkArtifact, simpleCommands } from '../../src/runners/artifactCheck.js';
 import { git } from '../../src/runners/git.js';
 import { OUTPUT_LINE_MAX_CHARS, runShell } from '../../src/runners/processes.js';
@@ -33,6 +36,19 @@ async function runInput(args: string[], input: string): Promise<string> {
   });
 }
 
+/** A commit on `parent` with `entries` set at any depth: text for a file, `{ link }` for a symbolic link. */
+async function commitPaths(parent: string, entries: Record<string, string | { link: string }>): Promise<string> {
+  const env = { ...process.env, GIT_INDEX_FILE: path.join(repo, '.git', `index-${randomUUID()}`) };
+  await run('git', ['-C', repo, 'read-tree', parent], { env });
+  for (const [file, entry] of Object.entries(entries)) {
+    const blob = (await runInput(['hash-object', '-w', '--stdin'], typeof entry === 'string' ? entry : entry.link)).trim();
+    await run('git', ['-C', repo, 'update-index', '--add', '--cacheinfo', `${typeof entry === 'string' ? '100644' : '120000'},${blob},${file}`], { env });
+  }
+  const tree = (await run('git', ['-C', repo, 'write-tree'], { env })).stdout.trim();
+  await rm(env.GIT_INDEX_FILE, { force: true });
+  return git(repo, ['commit-tree', tree, '-p', parent, '-m', 'agent']);
+}
+
 const check = (revision: string, more: Partial<Parameters<typeof checkArtifact>[0]> = {}) =>
   checkArtifact({ repo, revision, baseCommit: base, pins: {}, protect: [], command: 'sh ./verify.sh', ...more });
 
@@ -51,7 +67,7 @@ describe('the artifact check', () => {
     const emptyCommit = await git(repo, ['commit-tree', `${base}^{tree}`, '-p', base, '-m', 'nothing']);
     expect(await check(emptyCommit)).toMatch(/adds nothing/);
     expect(await check(await commit([base], { 'verify.sh': 'exit 0\n', 'work.txt': '' }))).toBe(
-      'it changes what checks it: verify.sh (protected: verify.sh)',
+      'it changes what checks it: verify.sh (protected: verify.sh, **/.gitattributes)',
     );
     expect(await check(await commit([base], { 'work.txt': '' }, { drop: ['verify.sh'] }))).toMatch(/it changes what checks it: verify\.sh/);
   });
@@ -60,12 +76,38 @@ describe('the artifact check', () => {
     const work = await commit([base], { 'result.txt': 'done\n', 'verify.sh': 'exit 0\n', 'run.js': '', 'check': '' });
     expect(await check(work, { command: 'grep -q done result.txt && test -f README.md' })).toBeUndefined();
     for (const command of ['sh ./verify.sh', 'bash -e verify.sh', 'FOO=1 ./verify.sh --fast', 'true; . ./verify.sh', "sh 'verify.sh'"]) {
-      expect(await check(work, { command }), command).toBe('it changes what checks it: verify.sh (protected: verify.sh)');
+      expect(await check(work, { command }), command).toBe('it changes what checks it: verify.sh (protected: verify.sh, **/.gitattributes)');
     }
     // A file the agent adds is its work, even one the command runs: the task may be to write that test.
     expect(await check(work, { command: 'node run.js && ./check' })).toBeUndefined();
     // Quoted text is not a command: node -e's script names no file of the tree.
     expect(await check(work, { command: `node -e "require('./verify.sh'); process.exit(0)"` })).toBeUndefined();
+  });
+
+  it('reads the command as a shell would: wrappers, options before the script, cd, sh -c', async () => {
+    const started = await commitPaths(base, { 'sub/check.sh': 'true\n' });
+    const work = await commitPaths(started, { 'verify.sh': 'exit 0\n', 'sub/check.sh': 'exit 0\n' });
+    const refused = (file: string) => `it changes what checks it: ${file} (protected: ${file}, **/.gitattributes)`;
+    const at = (command: string) => checkArtifact({ repo, revision: work, baseCommit: started, pins: {}, protect: [], command });
+    for (const command of ['bash -o pipefail verify.sh', 'timeout 60 sh ./verify.sh', 'env -i FOO=1 /usr/bin/env bash verify.sh', "bash -c 'sh ./verify.sh'", 'exec ./verify.sh']) {
+      expect(await at(command), command).toBe(refused('verify.sh'));
+    }
+    expect(await at('cd sub && sh check.sh')).toBe(refused('sub/check.sh'));
+  });
+
+  it('protects what a protected file reaches through a link, and refuses a new .gitattributes (it changes what every checkout writes)', async () => {
+    const started = await commitPaths(base, { 'tools/verify.sh': 'test -f work.txt\n', 'scripts': { link: 'tools' }, 'run.sh': { link: 'tools/verify.sh' } });
+    const editsTarget = await commitPaths(started, { 'tools/verify.sh': 'exit 0\n' });
+    for (const command of ['sh ./run.sh', 'sh scripts/verify.sh']) {
+      const at = await checkArtifact({ repo, revision: editsTarget, baseCommit: started, pins: {}, protect: [], command });
+      expect(at, command).toMatch(/^it changes what checks it: tools\/verify\.sh \(protected: .*tools\/verify\.sh/);
+    }
+    const relinks = await commitPaths(started, { 'run.sh': { link: 'tools/other.sh' }, 'tools/other.sh': 'exit 0\n' });
+    expect(await checkArtifact({ repo, revision: relinks, baseCommit: started, pins: {}, protect: [], command: 'sh ./run.sh' })).toMatch(/^it changes what checks it: run\.sh/);
+    const attributes = await commitPaths(started, { 'work.txt': 'done\n', '.gitattributes': 'verify.sh text eol=crlf\n' });
+    expect(await checkArtifact({ repo, revision: attributes, baseCommit: started, pins: {}, protect: [], command: 'true' })).toBe(
+      'it changes what checks it: .gitattributes (protected: **/.gitattributes)',
+    );
   });
 
   it('refuses a tree no checkout may hold: .git in any spelling, . and .., over-long names', async () => {
@@ -93,7 +135,7 @@ describe('the artifact check', () => {
     const unrelated = await git(repo, ['commit-tree', `${base}^{tree}`, '-m', 'a history of its own']);
     expect(await check(unrelated)).toBe(`revision ${unrelated} does not contain its base ${base}`);
     const edited = await commit([merged], { 'check-up.sh': 'exit 0\n' });
-    expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe('it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh)');
+    expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe('it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh, **/.gitattributes)');
   });
 });
 

@@ -7,13 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACT_CHECK_COMMAND, createTaskActivities, VERIFY_ATTEMPTS_COMMAND, VERIFY_ATTEMPTS_MAX } from '../../activities/tasks.js';
+import { ARTIFACT_CHECK_COMMAND, createTaskActivities, VERIFY_ATTEMPTS_COMMAND, VERIFY_ATTEMPTS_MAX, type VerifyOutcome } from '../../activities/tasks.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
 import { git } from '../../src/runners/git.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack, type TaskStack } from '../helpers/taskStack.js';
+import { insertTask } from '../helpers/tasks.js';
 
 const VERIFY_SH = 'test "$(cat work.txt)" = done && sh ./check-extra.sh\n';
 const workspace = useCommandWorkspace('gamed', { 'README.md': '# scratch\n', 'verify.sh': VERIFY_SH, 'check-extra.sh': 'true\n' });
@@ -90,7 +92,7 @@ describe('an agent that games its verification', () => {
     expect(tasks.honest!.status).toBe('verified');
     expect(tasks.up!.status).toBe('verified');
     for (const [key, reason] of [
-      ['rewrites', /it changes what checks it: verify\.sh \(protected: check-\*\.sh, verify\.sh\)/],
+      ['rewrites', /it changes what checks it: verify\.sh \(protected: check-\*\.sh, verify\.sh, \*\*\/\.gitattributes\)/],
       ['protected', /it changes what checks it: check-extra\.sh/],
       ['longname', /its tree holds what no checkout may: "n{117}\.\.\." \(a name over 255 bytes\)/],
       ['drops', new RegExp(`does not contain upstream up at ${tasks.up!.revision}, its pinned verified revision`)],
@@ -148,6 +150,22 @@ describe('an agent that games its verification', () => {
     expect(verifierCalls).toBe(VERIFY_ATTEMPTS_MAX);
     const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1', [taskId]);
     expect(rows).toEqual([{ command: VERIFY_ATTEMPTS_COMMAND, output_tail: `the verification failed ${VERIFY_ATTEMPTS_MAX} times: the verifier cannot read this artifact` }]);
+  });
+
+  it('cannot wedge its task by attempts that end without a word (a hang past the timeout, a lost worker): past the last, nothing runs', async () => {
+    const task = await insertTask(stack.db.pool, { status: 'submitted' });
+    let ran = false;
+    const activities = createTaskActivities({
+      db: stack.db.pool,
+      identity: 'verifying-worker',
+      runnerFor: () => expect.unreachable('this test verifies only'),
+      verifierFor: () => ({ verify: async () => expect.unreachable(`${(ran = true)}`) }),
+    });
+    const outcome = (await new MockActivityEnvironment({ attempt: VERIFY_ATTEMPTS_MAX + 1 }).run(activities.verifyTask, { taskId: task.id })) as VerifyOutcome;
+    expect(outcome.status).toBe('rejected');
+    expect(ran).toBe(false);
+    const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1', [task.id]);
+    expect(rows).toEqual([{ command: VERIFY_ATTEMPTS_COMMAND, output_tail: `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)` }]);
   });
 
   it('cannot wedge its task by a verification that never ends: `baton cancel` cancels it while it is being verified', async () => {
