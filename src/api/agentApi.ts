@@ -51,8 +51,10 @@ export interface AgentApiOptions {
   maxBodyBytes?: number;
   /** Per token; each client address may make four times as many. (Default: 50 calls/s, bursts of 200) */
   rateLimit?: RateLimit;
-  /** Refused tokens one client address may present before its unknown tokens wait (429). (Default: 1/s, bursts of 30) */
+  /** Refused tokens one client address (an IPv6 one by its /64) may present before its unknown tokens wait (429). (Default: 1/s, bursts of 30) */
   refusedTokenLimit?: RateLimit;
+  /** Refused tokens all addresses together may present before unknown tokens wait (429). (Default: 10/s, bursts of 300) */
+  refusedTokenLimitAll?: RateLimit;
   /** How long made-up tokens' refusals are counted before one event per address records them. (Default: 60 s) */
   refusalSummaryMs?: number;
   /** Where failures (5xx) are logged, with their request id and stack. (Default: stderr) */
@@ -84,6 +86,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
   const addressLimiter = rateLimiter({ perSecond: rate.perSecond * 4, burst: rate.burst * 4 }, 'calls from this address');
   const gate = createTokenGate({
     refusedTokenLimit: options.refusedTokenLimit,
+    refusedTokenLimitAll: options.refusedTokenLimitAll,
     summaryMs: options.refusalSummaryMs,
     summarise: (address, count, throttled, windowMs) => summariseRefusals(db, address, count, throttled, windowMs),
     log,

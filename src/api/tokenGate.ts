@@ -13,14 +13,22 @@ import { rateLimiter, type RateLimit } from './rateLimiter.js';
  * refused (429) before the store.
  */
 export const REFUSED_TOKEN_LIMIT_DEFAULT: RateLimit = { perSecond: 1, burst: 30 };
+/** Refused tokens all client addresses together may present: an attacker with many addresses is bounded too. */
+export const REFUSED_TOKEN_LIMIT_ALL_DEFAULT: RateLimit = { perSecond: 10, burst: 300 };
+/** Addresses whose refusals are counted apart between two summaries; the rest share one summary. */
+const COUNTED_ADDRESSES_MAX = 1_000;
+/** The summary that counts the refusals of addresses past COUNTED_ADDRESSES_MAX. */
+export const OTHER_ADDRESSES = 'other addresses';
 /** How long refusals of made-up tokens are counted before one event per address records them. */
 export const REFUSAL_SUMMARY_MS_DEFAULT = 60_000;
 /** Tokens remembered as accepted, per process; past that the longest unused is asked about again. */
 const KNOWN_TOKENS_MAX = 10_000;
 
 export interface TokenGateOptions {
-  /** (Default: 1 per second, bursts of 30) */
+  /** Per client address (an IPv6 address by its /64). (Default: 1 per second, bursts of 30) */
   refusedTokenLimit?: RateLimit;
+  /** For all addresses together. (Default: 10 per second, bursts of 300) */
+  refusedTokenLimitAll?: RateLimit;
   /** (Default: 60 s) */
   summaryMs?: number;
   /** Records one summary: `count` calls from `address` refused, `throttled` of them before the store. */
@@ -45,6 +53,7 @@ export interface TokenGate {
 
 export function createTokenGate(options: TokenGateOptions): TokenGate {
   const budget = rateLimiter(options.refusedTokenLimit ?? REFUSED_TOKEN_LIMIT_DEFAULT, 'refused tokens from this address');
+  const budgetAll = rateLimiter(options.refusedTokenLimitAll ?? REFUSED_TOKEN_LIMIT_ALL_DEFAULT, 'refused tokens from all addresses');
   const summaryMs = options.summaryMs ?? REFUSAL_SUMMARY_MS_DEFAULT;
   // A Set keeps insertion order: re-adding on use makes the first the longest unused.
   const known = new Set<string>();
@@ -58,10 +67,12 @@ export function createTokenGate(options: TokenGateOptions): TokenGate {
   };
 
   const count = (address: string, throttled: boolean) => {
-    const summary = counted.get(address) ?? { count: 0, throttled: 0, since: Date.now() };
+    // However many addresses a flood comes from, what is kept between two summaries is bounded.
+    const key = counted.has(address) || counted.size < COUNTED_ADDRESSES_MAX ? address : OTHER_ADDRESSES;
+    const summary = counted.get(key) ?? { count: 0, throttled: 0, since: Date.now() };
     summary.count += 1;
     if (throttled) summary.throttled += 1;
-    counted.set(address, summary);
+    counted.set(key, summary);
     // Runs only while something is counted, and never keeps the process alive.
     timer ??= setTimeout(() => void flush(), summaryMs).unref();
   };
@@ -86,11 +97,18 @@ export function createTokenGate(options: TokenGateOptions): TokenGate {
       remember(hash);
       return;
     }
+    const key = refusalBudgetKey(address);
     if (!isKnown) {
       try {
-        budget.take(address);
+        budget.take(key);
+        try {
+          budgetAll.take('all');
+        } catch (error) {
+          budget.giveBack(key);
+          throw error;
+        }
       } catch (error) {
-        count(address, true);
+        count(key, true);
         throw error;
       }
     }
@@ -101,15 +119,35 @@ export function createTokenGate(options: TokenGateOptions): TokenGate {
       // such refusal is recorded); a failure to ask is nobody's refusal.
       if (error instanceof UnauthenticatedError || error instanceof ForbiddenError) {
         known.delete(hash);
-        if (error.refusal === 'unauthenticated') count(address, false);
+        if (error.refusal === 'unauthenticated') count(key, false);
       } else if (!isKnown) {
-        budget.giveBack(address);
+        budget.giveBack(key);
+        budgetAll.giveBack('all');
       }
       throw error;
     }
     remember(hash);
-    if (!isKnown) budget.giveBack(address);
+    if (!isKnown) {
+      budget.giveBack(key);
+      budgetAll.giveBack('all');
+    }
   }
 
   return { check, forget: (hash) => void known.delete(hash), flush };
+}
+
+/**
+ * The budget a client address draws refused tokens from: an IPv4 address itself (also written as
+ * IPv6, `::ffff:a.b.c.d`), an IPv6 address by its /64, the block one host is usually given.
+ */
+export function refusalBudgetKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(':')) return address;
+  const [head = '', tail] = address.split('%')[0]!.toLowerCase().split('::');
+  const headGroups = head ? head.split(':') : [];
+  const tailGroups = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const zeros = Array.from({ length: Math.max(0, 8 - headGroups.length - tailGroups.length) }, () => '0');
+  const groups = tail === undefined ? headGroups : [...headGroups, ...zeros, ...tailGroups];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -12,6 +12,7 @@ import { createAgentApi, newTokenSecret, type AgentApiOptions } from '../../src/
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
+import { refusalBudgetKey } from '../../src/api/tokenGate.js';
 import type { Queryable } from '../../src/db/queryable.js';
 import { offerToPool } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -215,6 +216,21 @@ describe("the agent API's door", () => {
       );
       expect(Number(single[0].count)).toBe(0);
     });
+  });
+
+  it('bounds made-up tokens from many addresses too: a budget for all of them, an IPv6 address counted by its /64', async () => {
+    await withServer({ refusedTokenLimit: { perSecond: 0.001, burst: 5 }, refusedTokenLimitAll: { perSecond: 0.001, burst: 12 }, refusalSummaryMs: 50 }, async (url) => {
+      // Six addresses, four made-up tokens each: within each address's budget, past the budget of all.
+      const addresses = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16'];
+      const replies = await Promise.all(addresses.flatMap((address) => Array.from({ length: 4 }, () => postFrom(url, address, newTokenSecret(), 'whoami'))));
+      const codes = replies.map((r) => r.body.code);
+      expect(codes.filter((c) => c === 'unauthenticated')).toHaveLength(12);
+      expect(codes.filter((c) => c === 'rate_limited')).toHaveLength(12);
+      expect(replies.find((r) => r.body.code === 'rate_limited')?.body.detail).toMatch(/refused tokens from all addresses/);
+    });
+    expect(refusalBudgetKey('2001:db8::1')).toBe(refusalBudgetKey('2001:0db8:0:0:ffff::2'));
+    expect(refusalBudgetKey('2001:db8:0:1::1')).not.toBe(refusalBudgetKey('2001:db8::1'));
+    expect(refusalBudgetKey('::ffff:127.0.0.3')).toBe('127.0.0.3');
   });
 
   it('publishes required bodies and the content rules in OpenAPI and MCP as the server enforces them, and refuses a null body', async () => {
