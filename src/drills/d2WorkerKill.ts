@@ -28,7 +28,7 @@ export interface WorkerKillDrillOptions {
   lanes?: number;
   /** (Default: 2s) */
   heartbeatTimeoutMs?: number;
-  /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 60s) */
+  /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 120s) */
   trialDeadlineMs?: number;
   /** How trials silence their owner, in turn. (Default: every way) */
   silences?: readonly Silence[];
@@ -54,7 +54,10 @@ export type Silence = (typeof SILENCES)[number];
 export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promise<DrillResult> {
   const log = options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
-  const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 60_000;
+  // Room for what a frozen owner costs after its own task is recovered: its open polls can each take
+  // an activity of the trial (the verification too) and hold it for that activity's heartbeat
+  // timeout (30 s for a verification) before Temporal hands it on (issue 25 measures it).
+  const trialDeadlineMs = options.trialDeadlineMs ?? heartbeatTimeoutMs * 3 + 120_000;
   const lanes = Math.max(1, Math.min(options.lanes ?? 1, options.trials));
   const silences = options.silences ?? SILENCES;
   const repo = await createScriptedRepo();
