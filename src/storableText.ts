@@ -3,6 +3,12 @@
 // store U+FFFD instead). Inputs are checked against this at the boundary, before any write.
 const UNSTORABLE = /\0|\p{Cs}/u;
 
+/**
+ * The same rule as JSON Schema states it (ECMA-262 patterns with the `u` flag, so a surrogate pair
+ * is one character): no NUL and no unpaired surrogate. The agent API's schemas publish it.
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
+
 /** Why a string that is not storable text is refused, after its name. */
 export const UNSTORABLE_TEXT = 'contains a NUL character or an unpaired surrogate, which Postgres cannot store';
 

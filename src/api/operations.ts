@@ -14,7 +14,7 @@ import {
   SILENCE_TIMEOUT_MS_MAX,
 } from '../objects/types.js';
 import { InvalidInputError } from '../errors.js';
-import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
+import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
 export type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
@@ -67,12 +67,12 @@ export function unstorableTextIn(input: unknown): string | undefined {
   return undefined;
 }
 
-/** Every string Postgres must store exactly as given; JSON values are checked the same way, keys included. */
+/**
+ * Every string Postgres must store exactly as given. The text of JSON values, keys included, is
+ * checked once for the whole input (unstorableTextIn, in parseOperationInput), before the schemas.
+ */
 const str = () => z.string().refine(isStorableText, UNSTORABLE_TEXT);
-const json = z
-  .unknown()
-  .refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`)
-  .refine((v) => depthOf(v) > JSON_DEPTH_MAX || unstorableTextIn(v) === undefined, `a string or key in it ${UNSTORABLE_TEXT}`);
+const json = z.unknown().refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`);
 
 const key = str().regex(OBJECT_KEY_PATTERN, 'object keys are 1 to 200 letters, digits or ._/:@+- and start with a letter or digit');
 const counter = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
@@ -193,11 +193,6 @@ export function parseOperationInput(operation: OperationName, input: unknown): R
   return parsed.data as Record<string, unknown>;
 }
 
-/**
- * What isStorableText allows, as JSON Schema states it (ECMA-262 patterns with the `u` flag, so a
- * surrogate pair is one character): no NUL and no unpaired surrogate.
- */
-export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
 /** Where an operation's schema keeps the definition of a JSON value it takes (`#/$defs/StorableJson`). */
 export const STORABLE_JSON_DEF = 'StorableJson';
 
