@@ -127,13 +127,24 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     const workerB = fleet.spawn(`worker-b-${taskQueue.slice(-4)}`);
     log(`\nStarted worker process ${workerB.identity} (pid ${workerB.child.pid}).`);
     await until('worker B to poll', () => /polling task queue/.test(workerB.output()));
+    let midRun = task(await show(), 'request');
+    await until('worker A to be mid-run on request', (tasks) => {
+      midRun = task(tasks, 'request');
+      return midRun.status !== 'running' || (midRun.owner === workerA.identity && Number(midRun.progress?.lines ?? 0) >= 3);
+    });
+    if (midRun.status !== 'running' || midRun.owner !== workerA.identity) {
+      // Only a task that is running can show a recovery: freezing A now would prove nothing.
+      throw new Error(
+        `the request task was ${midRun.status} (owner ${midRun.owner ?? 'none'}) before worker A could be frozen mid-run, ` +
+          'so the recovery cannot be shown; its first attempt is meant to run for minutes',
+      );
+    }
     log(`\n>>> Freezing ${workerA.identity} (SIGSTOP, as a hung or cut-off worker looks) while its agent builds the request code.`);
-    await until('worker A to be mid-run on request', (tasks) => Number(task(tasks, 'request').progress?.lines ?? 0) >= 3);
     workerA.child.kill('SIGSTOP');
     await until('the request task to be reclaimed', (tasks) => task(tasks, 'request').claimVersion >= 2 && task(tasks, 'request').owner === workerB.identity);
     log(
       `\n>>> ${workerB.identity} holds request at claim version 2. Thawing ${workerA.identity} (SIGCONT): its late writes must be refused ` +
-        '(its submit if its agent finished meanwhile; otherwise the recovery killed the agent, and its heartbeat or failure report is refused).',
+        '(its agent was still working when the task was reclaimed: the recovery stopped it, and its heartbeat or failure report is refused).',
     );
     workerA.child.kill('SIGCONT');
     await until("the tests agent's pull request to be created at the code host", async () => (await codeHost.held()).includes(prKey));

@@ -12,9 +12,14 @@ export async function createSdkIntegrationRepo(): Promise<string> {
   });
 }
 
-/** Request construction: slow enough (about 8 s) to be frozen mid-run. */
+/**
+ * Request construction. Its first attempt works for up to 5 minutes, so it is certainly still
+ * running when the demo freezes its worker, however busy the machine; the next owner's attempt
+ * takes about 3 s.
+ */
 export const REQUEST_AGENT = [
-  'for i in $(seq 1 30); do echo "request construction: step $i/30"; sleep 0.5; done',
+  'if [ "$BATON_CLAIM_VERSION" = 1 ]; then steps=600; else steps=6; fi',
+  'for i in $(seq 1 $steps); do echo "request construction: step $i/$steps"; sleep 0.5; done',
   `cat > request.js <<'JS'
 exports.buildRequest = (op, body) => ({ method: 'POST', path: '/v2/' + op, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 JS`,

@@ -50,11 +50,15 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     drop: async () => {
       const made = await Promise.all(logins.values());
       await Promise.all(made.map((l) => l.pool.end()));
+      // A session of a login may outlive its pool (an activity still finishing on a busy machine).
+      // DROP DATABASE ... WITH (FORCE) ends it only for a member of its role (PostgreSQL 15 gives a
+      // CREATEROLE administrator no such right), so the administrator joins each login first.
+      // Roles belong to the server, not the database: granted and dropped from the server's own database.
+      const server = made.length ? createPool(adminUrl, { max: 1 }) : undefined;
+      for (const l of made) await server!.query(`GRANT ${l.name} TO CURRENT_USER`);
       await pool.end();
       await dropDatabase(adminUrl, name);
-      // Roles belong to the server, not the database: drop them from the server's own database.
-      if (made.length) {
-        const server = createPool(adminUrl, { max: 1 });
+      if (server) {
         for (const l of made) await server.query(`DROP ROLE IF EXISTS ${l.name}`);
         await server.end();
       }
