@@ -114,7 +114,7 @@ export function createBatonClient(options: BatonClientOptions) {
         taskQueue,
         workflowId: taskWorkflowId(taskId),
         // Outside the graph's workflow: it starts the workflows of the dependents it releases.
-        args: [{ taskId, dependsOn: [], policy: graph.policy, wakeDependents: true }],
+        args: [{ taskId, policy: graph.policy, wakeDependents: true }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
     },

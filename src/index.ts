@@ -32,7 +32,7 @@ export {
 } from './runners/agentIsolation.js';
 export { AgentIsolationUnavailableError } from './runners/isolationErrors.js';
 export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
-export { graphWorkflowId, taskWorkflowId, dependenciesReleasedSignal, graphProgressQuery } from '../workflows/definitions.js';
+export { graphWorkflowId, taskWorkflowId, graphProgressQuery } from '../workflows/definitions.js';
 export { createHttpTool, type HttpToolOptions } from './tools/httpTool.js';
 export { parseHttpTools, HTTP_TOOLS_ENV } from './tools/httpToolsConfig.js';
 export { createToolGateway, toolCallKey, type CallTool, type ToolGateway, type ToolGatewayOptions } from './tools/toolGateway.js';

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkImportCycles } from '../scripts/checkImportCycles.js';
+import { checkFileImportCycles, checkImportCycles } from '../scripts/checkImportCycles.js';
 
 async function tree(files: Record<string, string>): Promise<string> {
   const root = await mkdtemp(path.join(tmpdir(), 'baton-layers-'));
@@ -16,6 +16,28 @@ async function tree(files: Record<string, string>): Promise<string> {
 describe('layering', () => {
   it('no two folders of baton import each other', () => {
     expect(checkImportCycles().map((c) => c.nodes.join(' -> '))).toEqual([]);
+  });
+
+  it('no two files of baton import each other', () => {
+    expect(checkFileImportCycles().map((c) => c.nodes.join(' -> '))).toEqual([]);
+  });
+
+  it('reports a loop between files of one folder, type-only imports included, once per group of files', async () => {
+    const root = await tree({
+      // Inside one folder, so the folder check sees nothing: the type-only import of 0.2's wakeTask.
+      'workflows/task.ts': "import { wake } from './wake.js';\n",
+      'workflows/wake.ts': "import type { task } from './task.js';\nimport { d } from './definitions.js';\n",
+      'workflows/definitions.ts': 'export const d = 1;\n',
+      // Three files in one loop, with a shortcut: one report, along the shortest way round.
+      'src/a/one.ts': "import { two } from './two.js';\n",
+      'src/a/two.ts': "import { three } from './three.js';\nimport { one } from './one.js';\n",
+      'src/a/three.ts': "import { one } from './one.js';\n",
+    });
+    expect(checkImportCycles(root)).toEqual([]);
+    expect(checkFileImportCycles(root)).toEqual([
+      { nodes: ['src/a/one', 'src/a/two'], evidence: ["src/a/one.ts: './two.js'", "src/a/two.ts: './one.js'"] },
+      { nodes: ['workflows/task', 'workflows/wake'], evidence: ["workflows/task.ts: './wake.js'", "workflows/wake.ts: './task.js'"] },
+    ]);
   });
 
   it('reports a loop between folders, type-only imports included, with the imports behind it', async () => {

@@ -38,6 +38,25 @@ describe('workflow replay (no server needed)', () => {
     }
   });
 
+  it.each([
+    ['counted-dependencies', 'recorded before the patch: the graph workflow counted each dependent\'s verified dependencies'],
+    ['starts-released', 'recorded after it: the graph workflow started exactly the tasks each verification released'],
+  ])('replays a graph run %s (%s)', async (label) => {
+    // Recorded by scripts/recordGraphHistories.ts: a diamond a -> b, a -> c, b + c -> d. The graph
+    // workflow decides which path to take by `patched` at its start, so both replay: the old history
+    // has no marker and counts, the new one has it and reads the children's `released`.
+    const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
+      await readFile(new URL(`./fixtures/graphWorkflow.${label}.histories.json`, import.meta.url), 'utf8'),
+    );
+    expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(['baton-graph', ...Array(4).fill('baton-task')]);
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).resolves.toBeUndefined();
+    }
+  });
+
   it('fails to replay the same history against an incompatible edit of the workflow', async () => {
     const changed = await bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./fixtures/changedWorkflows.ts', import.meta.url)),

@@ -8,9 +8,6 @@ import type { GraphPolicy } from '../src/tasks/graphSpec.js';
  */
 export const RUN_RETRY_INTERVAL_MS = 1_000;
 
-/** Wakes a task workflow started with dependencies once they are all verified (the graph workflow starts each task only when released, so it needs no signal). */
-export const dependenciesReleasedSignal = defineSignal('dependenciesReleased');
-
 /**
  * Tells a task's workflow to look at its task again now rather than at its next poll, or rather than
  * end on what it last saw: an upstream task was verified, releasing this one or leaving it stale (T8).
@@ -19,14 +16,14 @@ export const recheckTaskSignal = defineSignal('recheckTask');
 
 export interface TaskWorkflowInput {
   taskId: string;
-  /** Task ids this task waits for; empty means it starts at once. */
-  dependsOn: string[];
   policy: GraphPolicy;
   /**
    * This lifecycle runs outside its graph's workflow (a rerun): once verified, it starts (or wakes)
    * the workflows of the dependents it released, which the graph's workflow will not. (Default: false)
    */
   wakeDependents?: boolean;
+  /** Carried over continue-as-new: the dependents this lifecycle's verifications released so far. */
+  released?: string[];
 }
 
 export interface TaskWorkflowResult {
@@ -35,6 +32,11 @@ export interface TaskWorkflowResult {
   status: 'verified' | 'failed' | 'cancelled' | 'stale';
   revision?: string;
   attempts: number;
+  /**
+   * When verified: the dependents its verifications released, as record_verification named them;
+   * the graph's workflow starts exactly these. (Absent from results recorded before 0.3)
+   */
+  released?: string[];
 }
 
 export interface GraphWorkflowInput {

@@ -1,15 +1,17 @@
 // The graph of tasks (T8, T9). Postgres decides readiness: when a task is verified, the same
-// transaction makes each dependent whose dependencies are all verified ready. This workflow only
-// starts the lifecycle of each task once it is released, and keeps itself within Temporal's limits:
+// transaction (baton.record_verification) makes each dependent whose dependencies are all verified
+// ready, and names them. This workflow decides nothing: it starts the lifecycle of each root task,
+// then of exactly the tasks each verification released, and keeps itself within Temporal's limits:
 //  - children are started without awaiting each one, so one workflow task can issue a batch;
 //  - at most MAX_RUNNING_CHILDREN run at once (Temporal refuses more than 2,000 pending children);
-//  - completions are handled through a reverse-dependency index (O(tasks + edges));
 //  - after CHILDREN_PER_RUN children it drains and continues as new, so the history stays far
 //    below Temporal's 51,200-event limit whatever the graph's size.
 // Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4). A task
 // left stale (T8) is not counted verified; when it is verified later, by a workflow started for its
 // rerun, that workflow starts the dependents it releases.
-import { condition, continueAsNew, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+// Histories begun before 0.3 counted each dependent's verified dependencies here instead; they
+// replay that way (STARTS_RELEASED_PATCH).
+import { condition, continueAsNew, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import {
   graphProgressQuery,
   taskWorkflowId,
@@ -24,11 +26,15 @@ const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
 const MAX_RUNNING_CHILDREN = 1_000;
 /** About 3 history events per child plus workflow tasks: one run stays near 10,000 events. */
 const CHILDREN_PER_RUN = 2_000;
+/** Marks runs that start exactly the tasks a verification released; older runs count dependencies. */
+const STARTS_RELEASED_PATCH = 'graph-starts-released-tasks';
 
 interface Carried {
   verified: string[];
   failed: string[];
   stale?: string[];
+  /** Released but not started yet when the run continued as new (absent before 0.3: then counted). */
+  releasable?: string[];
 }
 
 export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carried }): Promise<GraphWorkflowResult> {
@@ -39,16 +45,32 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
   const progress: Record<string, string> = {};
   setHandler(graphProgressQuery, () => progress);
 
+  const startsReleased = patched(STARTS_RELEASED_PATCH);
+  const inGraph = new Set(input.tasks.map((t) => t.taskId));
   const dependents = new Map<string, string[]>();
   const waitingOn = new Map<string, number>();
   for (const t of input.tasks) {
     waitingOn.set(t.taskId, t.dependsOn.filter((d) => !verified.has(d)).length);
     for (const d of t.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), t.taskId]);
   }
-  const releasable = input.tasks.filter((t) => !done(t.taskId) && waitingOn.get(t.taskId) === 0).map((t) => t.taskId);
+  // At the start: the roots (ready since the graph was submitted), or what the last run left to start.
+  const releasable =
+    input.carried?.releasable ?? input.tasks.filter((t) => !done(t.taskId) && waitingOn.get(t.taskId) === 0).map((t) => t.taskId);
+  const started = new Set<string>();
   let running = 0;
   let startedThisRun = 0;
 
+  const release = (taskId: string, result: TaskWorkflowResult) => {
+    if (startsReleased) {
+      for (const id of result.released ?? []) if (inGraph.has(id) && !started.has(id) && !done(id)) releasable.push(id);
+      return;
+    }
+    for (const dependent of dependents.get(taskId) ?? []) {
+      const left = (waitingOn.get(dependent) ?? 1) - 1;
+      waitingOn.set(dependent, left);
+      if (left === 0) releasable.push(dependent);
+    }
+  };
   const finish = (taskId: string, result: TaskWorkflowResult) => {
     running--;
     progress[taskId] = result.status;
@@ -61,22 +83,19 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
       return;
     }
     verified.add(taskId);
-    for (const dependent of dependents.get(taskId) ?? []) {
-      const left = (waitingOn.get(dependent) ?? 1) - 1;
-      waitingOn.set(dependent, left);
-      if (left === 0) releasable.push(dependent);
-    }
+    release(taskId, result);
   };
   const start = (taskId: string) => {
+    started.add(taskId);
     running++;
     startedThisRun++;
     progress[taskId] = 'started';
-    // Postgres already made the task ready; its workflow needs no signal, so it starts with no dependencies.
+    // Postgres already made the task ready: its workflow claims it at once.
     void startChild(taskWorkflow, {
       workflowId: taskWorkflowId(taskId),
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
-      args: [{ taskId, dependsOn: [], policy: input.policy }],
+      args: [{ taskId, policy: input.policy }],
     })
       .then((handle) => handle.result())
       .then(
@@ -91,7 +110,8 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
     await condition(() => running === 0 || (releasable.length > 0 && running < MAX_RUNNING_CHILDREN && startedThisRun < CHILDREN_PER_RUN));
   }
   if (releasable.length) {
-    await continueAsNew<typeof graphWorkflow>({ ...input, carried: { verified: [...verified], failed: [...failed], stale: [...stale] } });
+    const carried: Carried = { verified: [...verified], failed: [...failed], stale: [...stale] };
+    await continueAsNew<typeof graphWorkflow>({ ...input, carried: startsReleased ? { ...carried, releasable } : carried });
   }
   const blocked = input.tasks.filter((t) => !done(t.taskId)).map((t) => t.taskId);
   return { graphId: input.graphId, verified: [...verified], failed: [...failed], stale: [...stale], blocked };

@@ -13,7 +13,6 @@ import {
 } from '@temporalio/workflow';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
 import {
-  dependenciesReleasedSignal,
   recheckTaskSignal,
   RUN_RETRY_INTERVAL_MS,
   type TaskWorkflowInput,
@@ -67,15 +66,10 @@ function failureType(error: unknown): string | undefined {
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId } = input;
-  let released = input.dependsOn.length === 0;
-  setHandler(dependenciesReleasedSignal, () => {
-    released = true;
-  });
   const recheck: Recheck = { pending: false };
   setHandler(recheckTaskSignal, () => {
     recheck.pending = true;
   });
-  await condition(() => released);
   try {
     return await lifecycle(input, recheck);
   } catch (error) {
@@ -98,10 +92,12 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   };
   // What the last activity told us about the task; read again when it told us nothing.
   let known: TaskView | null = null;
+  // The dependents this lifecycle's verifications released (record_verification's word), for the graph's workflow.
+  const released = [...(input.released ?? [])];
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
-      await continueAsNew<typeof taskWorkflow>({ ...input, dependsOn: [] });
+      await continueAsNew<typeof taskWorkflow>({ ...input, released });
     }
     if (!known) recheck.pending = false; // this read sees every change signalled so far
     const task = known ?? (await store.readTask({ taskId }));
@@ -110,6 +106,8 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     let result: TaskWorkflowResult | undefined;
     switch (task.status) {
       case 'verified':
+        result = { taskId, status: task.status, attempts: task.attempts, released };
+        break;
       case 'failed':
       case 'cancelled':
         result = { taskId, status: task.status, attempts: task.attempts };
@@ -132,9 +130,10 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
       case 'submitted':
       case 'verifying': { // verifying: a verifier was lost before recording its result
         const outcome = await verifier.verifyTask({ taskId });
+        released.push(...outcome.released);
         await wakeAfterVerification(input, outcome);
         // stale: it passed on a superseded pin; the next look applies the policy.
-        if (outcome.status === 'verified') result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts };
+        if (outcome.status === 'verified') result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
         else if (outcome.status === 'rejected') await store.afterRejection({ taskId, policy });
         break;
       }

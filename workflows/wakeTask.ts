@@ -4,8 +4,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
-import { recheckTaskSignal, taskWorkflowId } from './definitions.js';
-import type { taskWorkflow } from './taskWorkflow.js';
+import { recheckTaskSignal, taskWorkflowId, type TaskWorkflowInput } from './definitions.js';
 
 /** Rounds of start-then-signal for a workflow that keeps ending between the two before giving up. */
 const WAKE_ROUNDS = 5;
@@ -19,11 +18,13 @@ export async function wakeTask(taskId: string, policy: GraphPolicy): Promise<voi
   const workflowId = taskWorkflowId(taskId);
   for (let round = 1; round <= WAKE_ROUNDS; round++) {
     try {
-      await startChild<typeof taskWorkflow>('taskWorkflow', {
+      // By name, not by function: this module is imported by taskWorkflow.ts, and imports nothing back.
+      const input: TaskWorkflowInput = { taskId, policy, wakeDependents: true };
+      await startChild('taskWorkflow', {
         workflowId,
         taskQueue: workflowInfo().taskQueue,
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [{ taskId, dependsOn: [], policy, wakeDependents: true }],
+        args: [input],
       });
       return;
     } catch (error) {

@@ -1,0 +1,73 @@
+// Records the histories of one graph run (the graph workflow and its task workflows) for the
+// replay tests: `npx tsx scripts/recordGraphHistories.ts <label>` writes
+// test/fixtures/graphWorkflow.<label>.histories.json. It runs a diamond (a -> b, a -> c, b + c -> d)
+// of command tasks on the embedded stack (or DATABASE_URL / TEMPORAL_ADDRESS) with an in-process
+// worker. Record again after a change to how the graph workflow starts its tasks, and keep the old
+// file while executions recorded with it may still be running.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { openStack } from '../src/cli/stack.js';
+import { createBatonClient } from '../src/client.js';
+import { stderrLog } from '../src/log.js';
+import { connectClient } from '../src/temporal/connection.js';
+import { commitAll, createScriptedRepo } from '../src/testkit/scriptedRepo.js';
+import { createBatonWorker } from '../src/worker.js';
+import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
+
+const label = process.argv[2];
+if (!label || !/^[a-z0-9-]+$/.test(label)) throw new Error('usage: tsx scripts/recordGraphHistories.ts <label: lowercase letters, digits, dashes>');
+const target = new URL(`../test/fixtures/graphWorkflow.${label}.histories.json`, import.meta.url);
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const open = await openStack(stderrLog, {}, 'admin');
+const connection = await connectClient(open.stack.temporal);
+const nativeConnection = await NativeConnection.connect(open.stack.temporal.connectionOptions);
+try {
+  const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
+  const taskQueue = `record-${randomUUID().slice(0, 8)}`;
+  const worker = await createBatonWorker({
+    connection: nativeConnection,
+    namespace: open.stack.temporal.namespace,
+    taskQueue,
+    db: open.pool,
+    identity: 'recorder',
+    workDir: await mkdtemp(path.join(tmpdir(), 'baton-record-')),
+    agentIsolation: { sandbox: 'none', user: 'worker', network: 'host' },
+    log: () => {},
+  });
+  const client = createBatonClient({ db: open.pool, temporal, taskQueue });
+  const repo = await createScriptedRepo();
+  const task = (key: string, dependsOn: string[] = []) => ({
+    key,
+    dependsOn,
+    run: { command: `echo ${key} > ${key}.txt && ${commitAll(key)}` },
+    verify: { command: `test -f ${key}.txt` },
+  });
+  const graphId = `recorded-${randomUUID().slice(0, 8)}`;
+  await worker.runUntil(
+    (async () => {
+      await client.submitGraph({ id: graphId, repo, tasks: [task('a'), task('b', ['a']), task('c', ['a']), task('d', ['b', 'c'])] }, 'recorder');
+      const result = await temporal.workflow.getHandle(graphWorkflowId(graphId)).result();
+      if (result.verified.length !== 4) throw new Error(`the graph did not verify every task: ${JSON.stringify(result)}`);
+    })(),
+  );
+  const histories = [];
+  for (const [workflowId, what] of [
+    [graphWorkflowId(graphId), 'a graph workflow of a diamond, a -> b, a -> c, b + c -> d'],
+    ...['a', 'b', 'c', 'd'].map((key) => [taskWorkflowId(`${graphId}/${key}`), `the task workflow of ${key}`]),
+  ] as const) {
+    const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
+    histories.push({ workflowId, what, history: JSON.parse(historyToJSON(history)) });
+  }
+  await writeFile(target, `${JSON.stringify(histories, null, 1)}\n`);
+  stderrLog(`Saved ${histories.length} histories of graph ${graphId} to ${target.pathname}`);
+} finally {
+  await connection.close();
+  await nativeConnection.close();
+  await open.close();
+}
