@@ -12,7 +12,7 @@ import { Command } from 'commander';
 import { parsePositiveInt } from '../src/cli/options.js';
 import { run } from '../src/dev/run.js';
 import { stderrLog } from '../src/log.js';
-import { resolveAgentIsolation, type AgentIsolation } from '../src/runners/agentIsolation.js';
+import { resolveAgentIsolation, type AgentIsolation } from '../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../src/runners/commandRunner.js';
 import { git } from '../src/runners/git.js';
 import type { Claim } from '../src/tasks/types.js';

@@ -3,10 +3,10 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer, type AgentServer } from '../api/agentServer.js';
-import { AGENT_LIMITS_DEFAULT } from './agentLimits.js';
+import { AGENT_LIMITS_DEFAULT } from './isolation/limits.js';
 import { openRunCheckout, protectWorkerFiles, type AgentCheckout } from './agentCheckout.js';
 import { git } from './git.js';
-import type { AgentIsolation } from './agentIsolation.js';
+import type { AgentIsolation } from './isolation/agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 

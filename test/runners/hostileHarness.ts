@@ -13,7 +13,7 @@ import { newTokenSecret, problemOf, type AgentApi } from '../../src/api/agentApi
 import { UnauthenticatedError } from '../../src/api/errors.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { InvalidInputError, NotFoundError } from '../../src/errors.js';
-import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
+import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import type { RunContext } from '../../src/runners/types.js';
 import type { Claim } from '../../src/tasks/types.js';
