@@ -16,6 +16,7 @@ import { AgentFailedError, type RunContext } from '../../../src/runners/types.js
 import { isolateOwner } from '../../../src/runners/isolation/isolateOwner.js';
 import { createBatonWorker } from '../../../src/worker.js';
 import type { Claim } from '../../../src/tasks/types.js';
+import { taskIdOf } from '../../../src/tasks/taskId.js';
 import type { HarnessConfig, HarnessReport } from '../hostileHarness.js';
 import { runHarness, useHostileScene, workerFolders } from '../hostileScene.js';
 import { requireIsolationHost } from '../isolationHost.js';
@@ -120,7 +121,7 @@ describe('the same hostile agent against a deliberately weakened set-up (isolati
 
 function claimFor(command: string): Claim {
   const graphId = `iso-${randomUUID().slice(0, 8)}`;
-  return { taskId: `${graphId}/work`, graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+  return { taskId: taskIdOf(graphId, 'work'), graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
 }
 
 /** Pids of every process running as `uid`, from /proc. */

@@ -13,6 +13,7 @@ import { agentLimitsFromEnv } from '../../../src/runners/isolation/limits.js';
 import { createCommandRunner } from '../../../src/runners/commandRunner.js';
 import { createScriptedRepo } from '../../../src/testkit/scriptedRepo.js';
 import type { Claim } from '../../../src/tasks/types.js';
+import { taskIdOf } from '../../../src/tasks/taskId.js';
 import { requireIsolationHost } from '../isolationHost.js';
 
 const MIB = 1024 * 1024;
@@ -63,7 +64,7 @@ describe('S6: the bounds of one isolated run', () => {
     expect(isolation.prlimit).toBeDefined();
     const runner = createCommandRunner({ workDir: path.join(scratch, 'work'), isolation });
     const graphId = `limits-${randomUUID().slice(0, 8)}`;
-    const claim = { taskId: `${graphId}/greedy`, graphId, key: 'greedy', claimVersion: 1, spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+    const claim = { taskId: taskIdOf(graphId, 'greedy'), graphId, key: 'greedy', claimVersion: 1, spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
     const lines: string[] = [];
     const run = runner.run({
       claim,
