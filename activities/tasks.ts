@@ -20,7 +20,7 @@ import { checkArtifact } from '../src/runners/artifactCheck.js';
 import { resolveCommit } from '../src/runners/git.js';
 import { AgentFailedError, type Runner, type VerificationResult, type Verifier } from '../src/runners/types.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
-import { isolateOwner } from '../src/tasks/isolateOwner.js';
+import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
 import { withActivityFailures } from './failures.js';

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Queryable } from '../src/db/queryable.js';
 import type { Log } from '../src/log.js';
+import { taskIdOf } from '../src/tasks/taskId.js';
 import { statementAnatomy } from './anatomy.js';
 import { ANATOMY_OPERATIONS } from './claim.js';
 import { interleave } from './interleave.js';
@@ -37,7 +38,7 @@ async function completeRound(
   const start = nowMs();
   for (let i = 0; i < count; i++) {
     const t = nowMs();
-    await submit(conn, `${graphId}/t${i}`);
+    await submit(conn, taskIdOf(graphId, `t${i}`));
     samples.push(nowMs() - t);
   }
   const elapsed = nowMs() - start;
@@ -72,9 +73,9 @@ export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; 
     );
     const batonGraph = await seedBatonTasks(pool, ANATOMY_OPERATIONS);
     await claimAllBatonTasks(pool, batonGraph);
-    const batonAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => batonSubmitOnce(conn, `${batonGraph}/t${i}`));
+    const batonAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => batonSubmitOnce(conn, taskIdOf(batonGraph, `t${i}`)));
     const bareGraph = await seedBareTasks(pool, ANATOMY_OPERATIONS, 'running');
-    const bareAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => bareSubmitOnce(conn, `${bareGraph}/t${i}`));
+    const bareAnatomy = await statementAnatomy(conn, ANATOMY_OPERATIONS, (i) => bareSubmitOnce(conn, taskIdOf(bareGraph, `t${i}`)));
     const side = (r: CompleteRound) => ({
       perSecond: round(r.perSecond, 1),
       p50Ms: round(r.latencyMs.p50),

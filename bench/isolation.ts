@@ -12,10 +12,11 @@ import { Command } from 'commander';
 import { parsePositiveInt } from '../src/cli/options.js';
 import { run } from '../src/dev/run.js';
 import { stderrLog } from '../src/log.js';
-import { resolveAgentIsolation, type AgentIsolation } from '../src/runners/agentIsolation.js';
+import { resolveAgentIsolation, type AgentIsolation } from '../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../src/runners/commandRunner.js';
 import { git } from '../src/runners/git.js';
 import type { Claim } from '../src/tasks/types.js';
+import { taskIdOf } from '../src/tasks/taskId.js';
 import { interleave } from './interleave.js';
 import { nowMs, round, spread, type Spread } from './stats.js';
 
@@ -57,7 +58,7 @@ function runnerFor(isolation: AgentIsolation | undefined, workDir: string, repo:
   let n = 0;
   return async (): Promise<Start> => {
     const graphId = `bench-${process.pid}-${isolation ? `${isolation.sandbox}-${isolation.network}` : 'plain'}`;
-    const claim = { taskId: `${graphId}/t${n}`, graphId, key: `t${n}`, claimVersion: 1, spec: { run: { command: AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+    const claim = { taskId: taskIdOf(graphId, `t${n}`), graphId, key: `t${n}`, claimVersion: 1, spec: { run: { command: AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
     n++;
     const t0 = nowMs();
     let startMs = NaN;

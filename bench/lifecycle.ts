@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createBatonClient } from '../src/client.js';
+import { taskIdOf } from '../src/tasks/taskId.js';
 import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
 import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
@@ -96,7 +97,7 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
 
     // Where a lifecycle's time goes: the histories of the last pair's workflows.
     const last = pairs.at(-1)!;
-    const batonBreakdown = await breakdown(ctx, last.candidate.ids, (id) => [graphWorkflowId(id), taskWorkflowId(`${id}/t0`)]);
+    const batonBreakdown = await breakdown(ctx, last.candidate.ids, (id) => [graphWorkflowId(id), taskWorkflowId(taskIdOf(id, 't0'))]);
     const bareBreakdown = await breakdown(ctx, last.baseline.ids, (id) => [id]);
     const workerStats = await workers.baton.memory();
     const side = (r: LifecycleRound) => ({

@@ -6,6 +6,7 @@ import { selectTask } from '../src/db/sql/selectTasks.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/d2WorkerKill.js';
 import type { TaskRow } from '../src/tasks/types.js';
+import { taskIdOf } from '../src/tasks/taskId.js';
 import { functionGraph } from '../src/testkit/graphs.js';
 import { withDeadline } from '../src/testkit/withDeadline.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
@@ -116,7 +117,7 @@ async function runTrial(
 ): Promise<Trial> {
   const { pool, temporal } = ctx.stack;
   const graphId = `${ctx.runId}-rec-${randomUUID().slice(0, 6)}`;
-  const taskId = `${graphId}/work`;
+  const taskId = taskIdOf(graphId, 'work');
   await client.submitGraph(functionGraph(graphId, { work: [] }, { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs, maxAttempts: 3 } }), 'bench');
   const deadline = Date.now() + TRIAL_DEADLINE_MS;
   let claimed: TaskRow;

@@ -11,6 +11,7 @@ import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { TaskEvent, TaskRow } from './tasks/types.js';
+import { isTaskId, taskIdOf } from './tasks/taskId.js';
 import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
 import type { taskWorkflow } from '../workflows/taskWorkflow.js';
@@ -85,7 +86,7 @@ export function createBatonClient(options: BatonClientOptions) {
         const existing = error instanceof InvalidInputError ? await selectGraph(db, graph.id).catch(() => undefined) : undefined;
         if (!existing || !sameGraph(existing, graph)) throw error;
       }
-      const byKey = (key: string) => `${graph.id}/${key}`;
+      const byKey = (key: string) => taskIdOf(graph.id, key);
       const workflowInput: GraphWorkflowInput = {
         graphId: graph.id,
         policy: graph.policy,
@@ -148,7 +149,7 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /** The ownership timeline of a task, or of every task of a graph. */
     events(id: string, options: { afterId?: number } = {}): Promise<TaskEvent[]> {
-      return id.includes('/')
+      return isTaskId(id)
         ? selectEvents(db, 'task', id, options)
         : selectEvents(db, 'graph', id, { ...options, includeGraphTasks: true });
     },

@@ -29,8 +29,8 @@ export {
   type AgentIsolation,
   type AgentIsolationOptions,
   type AgentIsolationStatus,
-} from './runners/agentIsolation.js';
-export { AgentIsolationUnavailableError } from './runners/isolationErrors.js';
+} from './runners/isolation/agentIsolation.js';
+export { AgentIsolationUnavailableError } from './runners/isolation/errors.js';
 export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
 export { graphWorkflowId, taskWorkflowId, graphProgressQuery } from '../workflows/definitions.js';
 export { createHttpTool, type HttpToolOptions } from './tools/httpTool.js';

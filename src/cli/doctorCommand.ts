@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createPool } from '../db/pool.js';
 import { runDoctor } from '../doctor/runDoctor.js';
 import type { Log } from '../log.js';
-import { agentIsolationFromEnv, agentIsolationStatus } from '../runners/agentIsolation.js';
+import { agentIsolationFromEnv, agentIsolationStatus } from '../runners/isolation/agentIsolation.js';
 import { devAdministratorUrl, withCliContext } from './context.js';
 import { jsonOption } from './options.js';
 

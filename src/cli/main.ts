@@ -5,7 +5,7 @@ import { roleStatements } from '../db/roles.js';
 import { resolveTemporalCli } from '../dev/temporalCli.js';
 import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
-import { agentIsolationFromEnv, type AgentIsolationOptions } from '../runners/agentIsolation.js';
+import { agentIsolationFromEnv, type AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
 import { createBatonWorker } from '../worker.js';
 import { runDemo } from '../demo/runDemo.js';
 import { openCliContext, withCliContext } from './context.js';

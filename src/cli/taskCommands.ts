@@ -7,6 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
+import { graphOf, isTaskId } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
 import { operatorActor, withCliContext, type CliContext } from './context.js';
 import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
@@ -91,7 +92,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         await client.rerunTask(taskId, operatorActor(), opts.reason);
         log(`Task ${taskId} is ready again.`);
-        if (opts.watch && !(await watchGraph(client, taskId.split('/')[0]!, log, { follow: true }))) process.exitCode = 1;
+        if (opts.watch && !(await watchGraph(client, graphOf(taskId), log, { follow: true }))) process.exitCode = 1;
       });
     });
 
@@ -106,7 +107,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .action(async (id: string, opts: { reason: string }) => {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true });
-        const outcome = id.includes('/') ? await client.cancelTask(id, operatorActor(), opts.reason) : await client.cancelGraph(id, operatorActor(), opts.reason);
+        const outcome = isTaskId(id) ? await client.cancelTask(id, operatorActor(), opts.reason) : await client.cancelGraph(id, operatorActor(), opts.reason);
         log(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
         for (const t of outcome.left) log(`Left ${t.taskId} as it is (${t.status}).`);
       });
@@ -133,11 +134,11 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .action(async (id: string, opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
-        if (id.includes('/')) await client.task(id); // NotFoundError names a mistyped task
+        if (isTaskId(id)) await client.task(id); // NotFoundError names a mistyped task
         else await client.graphTasks(id);
         const events = await client.events(id);
         if (opts.json) for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
-        else process.stdout.write(`${formatEvents(events, { showSubject: !id.includes('/') })}\n`);
+        else process.stdout.write(`${formatEvents(events, { showSubject: !isTaskId(id) })}\n`);
       });
     });
 }

@@ -7,6 +7,7 @@ import { NotReadyError, waitFor } from '../dev/waitFor.js';
 import type { Log } from '../log.js';
 import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import type { TaskEvent, TaskRow } from '../tasks/types.js';
 import { connectClient } from '../temporal/connection.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
@@ -96,7 +97,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
       'demo',
     );
     log(`Submitted graph ${graph.id}: request, response -> tests.`);
-    const prKey = toolCallKey(`${graph.id}/tests`, OPEN_PR_STEP);
+    const prKey = toolCallKey(taskIdOf(graph.id, 'tests'), OPEN_PR_STEP);
     await codeHost.setFaults(prKey, ['hold_after_commit']);
 
     const deadline = Date.now() + DEMO_DEADLINE_MS;
@@ -148,19 +149,19 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     );
     workerA.child.kill('SIGCONT');
     await until("the tests agent's pull request to be created at the code host", async () => (await codeHost.held()).includes(prKey));
-    const prOwner = (await client.task(`${graph.id}/tests`)).owner;
+    const prOwner = (await client.task(taskIdOf(graph.id, 'tests'))).owner;
     const victim = fleet.ownerOf(prOwner);
     log(`\n>>> The code host created the pull request but holds its answer. SIGKILL ${victim.identity}, which made the call, before it can record the answer.`);
     victim.child.kill('SIGKILL');
     const lateWrites = (events: TaskEvent[]) =>
-      events.filter((e) => e.subjectId === `${graph.id}/request` && e.kind === 'stale_write_refused' && e.actor === workerA.identity);
+      events.filter((e) => e.subjectId === taskIdOf(graph.id, 'request') && e.kind === 'stale_write_refused' && e.actor === workerA.identity);
     await until('the graph to settle and the late write to be refused', (tasks, events) =>
       tasks.every((t) => TERMINAL_STATUSES.has(t.status)) && lateWrites(events).length > 0);
 
     const tasks = await client.graphTasks(graph.id);
     const events = await client.events(graph.id);
     log(`\nOwnership timeline of graph ${graph.id}:\n${formatEvents(events, { showSubject: true })}`);
-    const of = (key: string) => events.filter((e) => e.subjectId === `${graph.id}/${key}`);
+    const of = (key: string) => events.filter((e) => e.subjectId === taskIdOf(graph.id, key));
     const verifiedAt = (key: string) => of(key).find((e) => e.kind === 'verified')?.id ?? Infinity;
     const checks = [
       { what: 'every task verified', ok: tasks.every((t) => t.status === 'verified') },
@@ -174,7 +175,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
         what: "tests' pull request opened once, reconciled by the next owner after a SIGKILL",
         ok:
           (await codeHost.effects()).filter((e) => e.key === prKey).length === 1 &&
-          (await selectToolCalls(open.pool, `${graph.id}/tests`))[0]?.status === 'reconciled_succeeded' &&
+          (await selectToolCalls(open.pool, taskIdOf(graph.id, 'tests')))[0]?.status === 'reconciled_succeeded' &&
           of('tests').some((e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity && e.details.finding === 'found'),
       },
       {

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/queryable.js';
-import type { AgentIsolationStatus } from '../runners/agentIsolation.js';
+import type { AgentIsolationStatus } from '../runners/isolation/agentIsolation.js';
 import type { TemporalSettings } from '../temporal/connection.js';
 import { checkDatabase } from './databaseChecks.js';
 import type { Finding } from './types.js';

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
 import { claimTask } from '../db/sql/claimTask.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { CLAIM_LEASE_MS_DEFAULT } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
 import { drillResult, type DrillResult } from './types.js';
@@ -23,7 +24,7 @@ export async function runClaimRaceDrill(pool: pg.Pool, options: { trials: number
   let winners = 0;
   try {
     for (const key of Object.keys(tasks)) {
-      const taskId = `${graphId}/${key}`;
+      const taskId = taskIdOf(graphId, key);
       const results = await Promise.all([claim(a, taskId, 'drill-a'), claim(b, taskId, 'drill-b')]);
       const won = results.filter(Boolean).length;
       winners += won;

@@ -7,6 +7,7 @@ import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
@@ -148,7 +149,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     },
     'drill',
   );
-  const taskId = `${graph.id}/work`;
+  const taskId = taskIdOf(graph.id, 'work');
   try {
     const claimed = await waitFor(
       midRun ? 'the claimant to be mid-run' : 'the first claim',

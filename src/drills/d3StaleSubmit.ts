@@ -5,6 +5,7 @@ import { selectTask } from '../db/sql/selectTasks.js';
 import { submitTask } from '../db/sql/submitTask.js';
 import { StaleClaimError } from '../errors.js';
 import type { Artifact } from '../tasks/types.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { claimFence, reclaim } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
 import { runWorkerKillDrill, type WorkerKillDrillOptions } from './d2WorkerKill.js';
@@ -31,7 +32,7 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
   let logged = 0;
   let accepted = 0;
   for (const key of Object.keys(tasks)) {
-    const taskId = `${graphId}/${key}`;
+    const taskId = taskIdOf(graphId, key);
     const first = await claimFence(db, taskId, 'owner-a');
     const second = await reclaim(db, first, 'owner-b', { actor: 'drill', reason: 'drill: owner-a silent' });
     try {

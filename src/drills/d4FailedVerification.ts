@@ -7,6 +7,7 @@ import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { claimTask } from '../db/sql/claimTask.js';
@@ -33,7 +34,7 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
   for (let trial = 0; trial < options.trials; trial++) {
     const graphId = await insertGraph(db, { a: [], b: [], tests: ['a', 'b'], release: ['tests'] }, { prefix: 'd4', actor: 'drill' });
     for (const [key, exitCode] of [['a', 0], ['b', 1]] as const) {
-      const taskId = `${graphId}/${key}`;
+      const taskId = taskIdOf(graphId, key);
       const fence = await claimFence(db, taskId, 'agent');
       await submit(db, fence, {
         revision: `${key}-1`,
@@ -102,7 +103,7 @@ export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions
         },
         'drill',
       );
-      const id = (key: string) => `${graph.id}/${key}`;
+      const id = (key: string) => taskIdOf(graph.id, key);
       try {
         const settled = await waitFor(
           'a verified and b failed',

@@ -4,6 +4,7 @@ import type { Queryable } from '../db/queryable.js';
 import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import { silentLog, type Log } from '../log.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { claimFence, reclaim } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
 import type { ToolFault } from '../testkit/toolServer.js';
@@ -84,7 +85,7 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
 
     const one = async (i: number) => {
       const scenario = SCENARIOS[i % SCENARIOS.length]!;
-      const taskId = `${graphId}/t${i}`;
+      const taskId = taskIdOf(graphId, `t${i}`);
       const key = toolCallKey(taskId, STEP);
       const input = { tool: TOOL, step: STEP, params: { call: i, scenario: scenario.name } };
       const ownerA = await claimFence(options.pool, taskId, 'drill-owner-a');
@@ -121,7 +122,7 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
     let ambiguous = 0;
     let reconciled = 0;
     for (let i = 0; i < total; i++) {
-      const key = toolCallKey(`${graphId}/t${i}`, STEP);
+      const key = toolCallKey(taskIdOf(graphId, `t${i}`), STEP);
       if (!uncertain.has(key) && !inherited.has(key)) continue;
       ambiguous++;
       const row = rows.get(key);

@@ -4,6 +4,7 @@ import { selectEvents } from '../db/sql/selectEvents.js';
 import { selectTask } from '../db/sql/selectTasks.js';
 import { selectToolCalls } from '../db/sql/selectToolCalls.js';
 import type { Log } from '../log.js';
+import { taskIdOf } from '../tasks/taskId.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 import type { ToolServerControl } from '../testkit/toolServerProcess.js';
@@ -51,7 +52,7 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
     for (let trial = 0; trial < options.trials; trial++) {
       const deadline = Date.now() + trialDeadlineMs;
       const graphId = uniqueGraphId('d5k');
-      const taskId = `${graphId}/pr`;
+      const taskId = taskIdOf(graphId, 'pr');
       const key = toolCallKey(taskId, STEP);
       try {
         await server.setFaults(key, ['hold_after_commit']);

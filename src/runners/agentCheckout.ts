@@ -3,11 +3,11 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { batonHome } from '../config.js';
 import type { Claim } from '../tasks/types.js';
-import type { AgentIsolation } from './agentIsolation.js';
-import { openAgentWorkspace, type AgentWorkspace } from './agentWorkspace.js';
+import type { AgentIsolation } from './isolation/agentIsolation.js';
+import { openAgentWorkspace, type AgentWorkspace } from './isolation/workspace.js';
 import { ensureBatonShim } from './batonShim.js';
 import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, pinsInMergeOrder, removeWorktree, resolveCommit } from './git.js';
-import type { Confinement } from './processes.js';
+import type { Confinement } from './isolation/confinement.js';
 import { AgentFailedError } from './types.js';
 
 /** Where one run's agent (or one verification) works, and how it is started there. */

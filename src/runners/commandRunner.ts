@@ -3,10 +3,11 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Artifact } from '../tasks/types.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer, type AgentServer } from '../api/agentServer.js';
-import { AGENT_LIMITS_DEFAULT } from './agentLimits.js';
+import { AGENT_LIMITS_DEFAULT } from './isolation/limits.js';
+import { CLAIM_MARKER_ENV, claimMarker } from './isolation/claimMarker.js';
 import { openRunCheckout, protectWorkerFiles, type AgentCheckout } from './agentCheckout.js';
 import { git } from './git.js';
-import type { AgentIsolation } from './agentIsolation.js';
+import type { AgentIsolation } from './isolation/agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
@@ -79,7 +80,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
               childEnv({
                 BATON_TASK_ID: claim.taskId,
                 BATON_TASK_KEY: claim.key,
-                BATON_CLAIM: `${claim.taskId}@${claim.claimVersion}`,
+                [CLAIM_MARKER_ENV]: claimMarker(claim.taskId, claim.claimVersion),
                 BATON_CLAIM_VERSION: String(claim.claimVersion),
                 BATON_UPSTREAM_REVISIONS: JSON.stringify(claim.upstreamRevisions),
                 ...access?.env,

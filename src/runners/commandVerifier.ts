@@ -1,5 +1,5 @@
 import { openVerifyCheckout, protectWorkerFiles } from './agentCheckout.js';
-import type { AgentIsolation } from './agentIsolation.js';
+import type { AgentIsolation } from './isolation/agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import type { VerificationResult, Verifier, VerifyContext } from './types.js';
 

@@ -1,7 +1,8 @@
 import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { run } from '../dev/run.js';
-import { runConfined, type Confinement } from './processes.js';
+import type { Confinement } from './isolation/confinement.js';
+import { runConfined } from './processes.js';
 
 // Merge commits made by baton itself need an identity; agents commit with their own.
 const GIT_IDENTITY = ['-c', 'user.name=baton', '-c', 'user.email=baton@localhost'];

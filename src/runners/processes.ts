@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { killAgentProcesses } from '../tasks/isolateOwner.js';
-import { spawnWithOutsideNetwork } from './sandboxNetwork.js';
+import type { Confinement } from './isolation/confinement.js';
+import { killAgentProcesses } from './isolation/isolateOwner.js';
+import { spawnWithOutsideNetwork } from './isolation/sandboxNetwork.js';
 
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
 export const OUTPUT_TAIL_BYTES = 4_096;
@@ -30,16 +31,6 @@ export function childEnv(extra: Record<string, string>, env: NodeJS.ProcessEnv =
   const child: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) if (envNameMatches(name, allowed) && !SECRET_ENV.test(name)) child[name] = value;
   return { ...child, ...extra };
-}
-
-/** How an isolated command is started: under its own uid and gid, inside a sandbox, or both. */
-export interface Confinement {
-  /** Program and arguments put before `sh -c <command>`: bubblewrap's, or `setpriv --no-new-privs`. (Default: none) */
-  prefix?: string[];
-  /** The per-run user the command runs as. (Default: the worker's) */
-  user?: { uid: number; gid: number };
-  /** The slirp4netns that gives a sandbox made for the `outside` network its route out (sandboxNetwork.ts). */
-  slirp4netns?: string;
 }
 
 /** Starts `argv` as `confinement` says, in a process group of its own; stdin is closed. */

@@ -1,4 +1,5 @@
 import type { TaskEvent, TaskRow } from './types.js';
+import { keyOf } from './taskId.js';
 
 const short = (revision: string | null | undefined) => (revision ? revision.slice(0, 10) : '');
 
@@ -38,7 +39,7 @@ export function formatEvents(events: TaskEvent[], options: { showSubject: boolea
     ['TIME', ...(options.showSubject ? ['TASK'] : []), 'EVENT', 'ACTOR', 'CLAIM', 'DETAILS'],
     ...events.map((e) => [
       e.at.replace('T', ' ').replace('Z', ''),
-      ...(options.showSubject ? [e.subjectId.split('/').slice(1).join('/') || e.subjectId] : []),
+      ...(options.showSubject ? [keyOf(e.subjectId) || e.subjectId] : []),
       e.kind,
       e.actor,
       e.fence === null ? '' : `v${e.fence}`,

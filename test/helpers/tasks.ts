@@ -5,6 +5,7 @@ import { selectTask } from '../../src/db/sql/selectTasks.js';
 import { startVerification } from '../../src/db/sql/startVerification.js';
 import { submitTask } from '../../src/db/sql/submitTask.js';
 import type { TaskRow } from '../../src/tasks/types.js';
+import { taskIdOf } from '../../src/tasks/taskId.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 
 export const LEASE_MS = 60_000;
@@ -19,7 +20,7 @@ type Stage = 'ready' | 'running' | 'submitted' | 'verifying' | 'verified' | 'rej
  */
 export async function insertTask(db: Queryable, overrides: { status?: Stage; owner?: string } = {}): Promise<TaskRow> {
   const graphId = await insertGraph(db, { t: [] });
-  const taskId = `${graphId}/t`;
+  const taskId = taskIdOf(graphId, 't');
   const status = overrides.status ?? 'ready';
   const owner = overrides.owner ?? 'agent';
   const order: Stage[] = ['ready', 'running', 'submitted', 'verifying'];

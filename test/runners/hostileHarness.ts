@@ -13,10 +13,11 @@ import { newTokenSecret, problemOf, type AgentApi } from '../../src/api/agentApi
 import { UnauthenticatedError } from '../../src/api/errors.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { InvalidInputError, NotFoundError } from '../../src/errors.js';
-import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/agentIsolation.js';
+import { resolveAgentIsolation, type AgentIsolationOptions } from '../../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../../src/runners/commandRunner.js';
 import type { RunContext } from '../../src/runners/types.js';
 import type { Claim } from '../../src/tasks/types.js';
+import { taskIdOf } from '../../src/tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../../src/tools/types.js';
 
 export interface HarnessConfig {
@@ -124,7 +125,7 @@ function standInAgentApi(token: string, callTool: ((call: ToolCallInput) => Prom
 
 function claimOf(graphId: string, key: string, command: string): Claim {
   return {
-    taskId: `${graphId}/${key}`,
+    taskId: taskIdOf(graphId, key),
     graphId,
     key,
     claimVersion: 1,

@@ -66,7 +66,7 @@ async function attackStore(isolation: HarnessConfig['isolation'], credential: (d
     const url = new URL(db.url);
     const folders = await workerFolders(scene.scratch, 'x');
     // An agent root of its own: a `user: worker` run makes the shared default root 0700
-    // (src/runners/agentWorkspace.ts), which would lock out per-run agents of another test file.
+    // (src/runners/isolation/workspace.ts), which would lock out per-run agents of another test file.
     const agents = path.join(scene.scratch, `agents-${randomUUID().slice(0, 8)}`);
     const config: HarnessConfig = {
       isolation: isolation === 'off' ? 'off' : { ...isolation, root: agents },

@@ -1,5 +1,5 @@
 import { beforeAll } from 'vitest';
-import { findBubblewrap, findSlirp4netns } from '../../src/runners/bubblewrap.js';
+import { findBubblewrap, findSlirp4netns } from '../../src/runners/isolation/bubblewrap.js';
 
 /**
  * What the isolation drills need of the host, checked before their tests: they fail with the fix,

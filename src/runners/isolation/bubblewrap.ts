@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { readEnv } from '../config.js';
-import { findProgram } from '../dev/run.js';
+import { readEnv } from '../../config.js';
+import { findProgram } from '../../dev/run.js';
 import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD, spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
 /** Environment variable naming the `bwrap` binary to use instead of the one on PATH. */

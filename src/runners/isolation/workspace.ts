@@ -3,18 +3,18 @@ import { chmod, copyFile, lchown, lstat, mkdir, readdir, rename, rm, stat, write
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { batonHome } from '../config.js';
-import { killAgentProcesses } from '../tasks/isolateOwner.js';
+import { batonHome } from '../../config.js';
+import { killAgentProcesses } from './isolateOwner.js';
 import type { AgentIsolation } from './agentIsolation.js';
-import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './agentUids.js';
+import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './uids.js';
 import { bubblewrapPrefix, type AgentNetwork, type SandboxFile, type SandboxMount } from './bubblewrap.js';
-import { prlimitArgs } from './agentLimits.js';
-import { AgentIsolationUnavailableError } from './isolationErrors.js';
-import type { Confinement } from './processes.js';
+import { prlimitArgs } from './limits.js';
+import { AgentIsolationUnavailableError } from './errors.js';
+import type { Confinement } from './confinement.js';
 import { SLIRP_NAMESERVER } from './sandboxNetwork.js';
 
 /** This installation of baton; sandboxed agents see it (read-only) so `baton tool call` works. */
-const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** World-writable folders swept of a per-run user's files when its run ends (no sandbox to keep them private). */
 const SHARED_TEMP_DIRS = ['/tmp', '/var/tmp', '/dev/shm'];
 /** Shared temp folders a sandboxed agent gets empty, private and writable. */

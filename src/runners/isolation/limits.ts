@@ -2,8 +2,8 @@
 // util-linux's prlimit) that every process of the run inherits, a size for the sandbox's in-memory
 // folders, and a bound on connections to its agent API endpoint. Limits are per process except
 // processes (per run: each run has a uid of its own); docs/isolation.md says what is not bounded.
-import { readEnv } from '../config.js';
-import { InvalidInputError } from '../errors.js';
+import { readEnv } from '../../config.js';
+import { InvalidInputError } from '../../errors.js';
 
 export interface AgentLimits {
   /** Processes the run's uid may have at once (RLIMIT_NPROC); applied with per-run users only. (Default: 1,024) */

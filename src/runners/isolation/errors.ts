@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError } from '../../errors.js';
 
 /**
  * Thrown when agents cannot be isolated as configured: per-run users asked for by a worker that

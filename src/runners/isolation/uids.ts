@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import net from 'node:net';
-import { InvalidInputError } from '../errors.js';
-import { AgentIsolationUnavailableError } from './isolationErrors.js';
+import { InvalidInputError } from '../../errors.js';
+import { AgentIsolationUnavailableError } from './errors.js';
 
 /**
  * First uid (and gid) of the range per-run agent users are drawn from. systemd's table of uid

@@ -4,21 +4,22 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../src/dev/waitFor.js';
-import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../src/runners/agentIsolation.js';
-import { createCommandRunner } from '../../src/runners/commandRunner.js';
-import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
-import { git } from '../../src/runners/git.js';
-import { AgentIsolationUnavailableError } from '../../src/runners/isolationErrors.js';
-import { openAgentWorkspace } from '../../src/runners/agentWorkspace.js';
-import { runShell } from '../../src/runners/processes.js';
-import { AgentFailedError, type RunContext } from '../../src/runners/types.js';
-import { isolateOwner } from '../../src/tasks/isolateOwner.js';
-import { createBatonWorker } from '../../src/worker.js';
-import type { Claim } from '../../src/tasks/types.js';
-import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
-import { runHarness, useHostileScene, workerFolders } from './hostileScene.js';
-import { requireIsolationHost } from './isolationHost.js';
+import { waitFor } from '../../../src/dev/waitFor.js';
+import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../../src/runners/isolation/agentIsolation.js';
+import { createCommandRunner } from '../../../src/runners/commandRunner.js';
+import { createCommandVerifier } from '../../../src/runners/commandVerifier.js';
+import { git } from '../../../src/runners/git.js';
+import { AgentIsolationUnavailableError } from '../../../src/runners/isolation/errors.js';
+import { openAgentWorkspace } from '../../../src/runners/isolation/workspace.js';
+import { runShell } from '../../../src/runners/processes.js';
+import { AgentFailedError, type RunContext } from '../../../src/runners/types.js';
+import { isolateOwner } from '../../../src/runners/isolation/isolateOwner.js';
+import { createBatonWorker } from '../../../src/worker.js';
+import type { Claim } from '../../../src/tasks/types.js';
+import { taskIdOf } from '../../../src/tasks/taskId.js';
+import type { HarnessConfig, HarnessReport } from '../hostileHarness.js';
+import { runHarness, useHostileScene, workerFolders } from '../hostileScene.js';
+import { requireIsolationHost } from '../isolationHost.js';
 
 /** What the worker holds that no agent may learn: in its environment, and in a file of the baton home. */
 const WORKER_CANARY = `worker-env-${randomUUID()}`;
@@ -120,7 +121,7 @@ describe('the same hostile agent against a deliberately weakened set-up (isolati
 
 function claimFor(command: string): Claim {
   const graphId = `iso-${randomUUID().slice(0, 8)}`;
-  return { taskId: `${graphId}/work`, graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+  return { taskId: taskIdOf(graphId, 'work'), graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
 }
 
 /** Pids of every process running as `uid`, from /proc. */

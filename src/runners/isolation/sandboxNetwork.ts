@@ -5,8 +5,8 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { killAgentProcesses } from '../tasks/isolateOwner.js';
-import { AgentIsolationUnavailableError } from './isolationErrors.js';
+import { killAgentProcesses } from './isolateOwner.js';
+import { AgentIsolationUnavailableError } from './errors.js';
 
 /**
  * The descriptors bubblewrap is given for an `outside` sandbox: it writes the sandbox's pid to

@@ -6,14 +6,15 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentApi } from '../../src/api/agentApi.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { resolveAgentIsolation } from '../../src/runners/agentIsolation.js';
-import { agentLimitsFromEnv } from '../../src/runners/agentLimits.js';
-import { createCommandRunner } from '../../src/runners/commandRunner.js';
-import { createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
-import type { Claim } from '../../src/tasks/types.js';
-import { requireIsolationHost } from './isolationHost.js';
+import type { AgentApi } from '../../../src/api/agentApi.js';
+import { InvalidInputError } from '../../../src/errors.js';
+import { resolveAgentIsolation } from '../../../src/runners/isolation/agentIsolation.js';
+import { agentLimitsFromEnv } from '../../../src/runners/isolation/limits.js';
+import { createCommandRunner } from '../../../src/runners/commandRunner.js';
+import { createScriptedRepo } from '../../../src/testkit/scriptedRepo.js';
+import type { Claim } from '../../../src/tasks/types.js';
+import { taskIdOf } from '../../../src/tasks/taskId.js';
+import { requireIsolationHost } from '../isolationHost.js';
 
 const MIB = 1024 * 1024;
 const LIMITS = { processes: 40, memoryBytes: 256 * MIB, fileBytes: MIB, openFiles: 64, scratchBytes: 4 * MIB, connections: 4 };
@@ -63,7 +64,7 @@ describe('S6: the bounds of one isolated run', () => {
     expect(isolation.prlimit).toBeDefined();
     const runner = createCommandRunner({ workDir: path.join(scratch, 'work'), isolation });
     const graphId = `limits-${randomUUID().slice(0, 8)}`;
-    const claim = { taskId: `${graphId}/greedy`, graphId, key: 'greedy', claimVersion: 1, spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+    const claim = { taskId: taskIdOf(graphId, 'greedy'), graphId, key: 'greedy', claimVersion: 1, spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
     const lines: string[] = [];
     const run = runner.run({
       claim,

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { environHoldsClaim } from './claimMarker.js';
 
 /** An agent's processes: its process group, and the uid it runs as when that uid is its own. */
 export interface AgentProcesses {
@@ -47,7 +48,7 @@ export async function isolateOwner(taskId: string, claimVersion: number, progres
   const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => undefined);
   if (environ === undefined) return `agent pid ${pid} on ${host} had already exited`;
   // The pid may have been reused: kill only a process that still holds this very claim.
-  if (!environ.split('\0').includes(`BATON_CLAIM=${taskId}@${claimVersion}`)) {
+  if (!environHoldsClaim(environ, taskId, claimVersion)) {
     return `pid ${pid} on ${host} no longer runs this claim's agent`;
   }
   const processOwner = await processUser(pid);

@@ -3,14 +3,14 @@
 import { stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
-import { readEnv } from '../config.js';
-import { InvalidInputError } from '../errors.js';
-import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseUidRange, type AgentUidRange } from './agentUids.js';
-import { BATON_BIN } from './batonShim.js';
+import { readEnv } from '../../config.js';
+import { InvalidInputError } from '../../errors.js';
+import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseUidRange, type AgentUidRange } from './uids.js';
+import { BATON_BIN } from '../batonShim.js';
 import { findBubblewrap, findSlirp4netns, probeBubblewrap, probeOutsideNetwork, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
-import { AgentIsolationUnavailableError } from './isolationErrors.js';
-import { findProgram } from '../dev/run.js';
-import { AGENT_LIMITS_DEFAULT, agentLimitsFromEnv, type AgentLimits } from './agentLimits.js';
+import { AgentIsolationUnavailableError } from './errors.js';
+import { findProgram } from '../../dev/run.js';
+import { AGENT_LIMITS_DEFAULT, agentLimitsFromEnv, type AgentLimits } from './limits.js';
 
 export type { AgentNetwork } from './bubblewrap.js';
 /** `per-run`: a fresh unprivileged uid and gid for every run (needs a root worker); `worker`: the worker's own user. */
@@ -44,7 +44,7 @@ export interface AgentIsolationOptions {
   uids?: AgentUidRange;
   /** Folder of the per-run clones, outside the baton home. (Default: `<tmpdir>/baton-agents-<worker uid>`) */
   root?: string;
-  /** S6: what one isolated run may use (agentLimits.ts). (Default: AGENT_LIMITS_DEFAULT, each field on its own) */
+  /** S6: what one isolated run may use (limits.ts). (Default: AGENT_LIMITS_DEFAULT, each field on its own) */
   limits?: Partial<AgentLimits>;
 }
 

@@ -1,0 +1,24 @@
+// A task id is `<graph id>/<task key>`, as baton.submit_graph composes it in SQL. Neither part
+// holds a `/` (graphSpec.ts's KEY_PATTERN), so the first one splits it; a graph id has none.
+
+/** The id of the task `key` of graph `graph`: `sdk/tests`. */
+export function taskIdOf(graph: string, key: string): string {
+  return `${graph}/${key}`;
+}
+
+/** Whether `id` names a task rather than a graph (a graph id has no `/`). */
+export function isTaskId(id: string): boolean {
+  return id.includes('/');
+}
+
+/** The graph of task `id`: what comes before its first `/` (all of `id` when it has none). */
+export function graphOf(id: string): string {
+  const slash = id.indexOf('/');
+  return slash < 0 ? id : id.slice(0, slash);
+}
+
+/** The key of task `id` within its graph: what follows its first `/`; undefined when `id` has none. */
+export function keyOf(id: string): string | undefined {
+  const slash = id.indexOf('/');
+  return slash < 0 ? undefined : id.slice(slash + 1);
+}
