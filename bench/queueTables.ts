@@ -20,7 +20,7 @@ export async function createBareTable(db: Queryable): Promise<void> {
   await db.query('CREATE TABLE IF NOT EXISTS bench.tasks (LIKE baton.tasks INCLUDING ALL)');
 }
 
-/** The bare SKIP LOCKED claim, selecting and ordering exactly as baton.claim_next_task does. */
+/** The bare SKIP LOCKED claim, selecting and ordering exactly as baton.task_claim_next does. */
 export const BARE_CLAIM_SQL = `
 UPDATE bench.tasks
    SET status = 'running', owner = $1, claim_version = claim_version + 1,
@@ -30,13 +30,13 @@ UPDATE bench.tasks
               ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions`;
 
-/** The bare completion: baton.submit_task's update, keyed by id only (no fence, no event). */
+/** The bare completion: baton.task_submit's update, keyed by id only (no fence, no event). */
 export const BARE_SUBMIT_SQL = `
 UPDATE bench.tasks SET status = 'submitted', artifact = $2, lease_expires_at = NULL
  WHERE id = $1
 RETURNING true AS accepted, status, owner, claim_version, lease_expires_at`;
 
-/** `count` ready tasks in a fresh baton graph (written by baton.submit_graph, with their events). */
+/** `count` ready tasks in a fresh baton graph (written by baton.graph_submit, with their events). */
 export function seedBatonTasks(db: Queryable, count: number): Promise<string> {
   return insertGraph(db, independentTasks(count), { prefix: 'bench', actor: 'bench' });
 }
@@ -57,9 +57,9 @@ export async function seedBareTasks(db: Queryable, count: number, status: 'ready
   return graphId;
 }
 
-/** Claims every task of a seeded baton graph for BENCH_OWNER, each through baton.claim_task. */
+/** Claims every task of a seeded baton graph for BENCH_OWNER, each through baton.task_claim. */
 export async function claimAllBatonTasks(db: Queryable, graphId: string): Promise<void> {
-  await db.query('SELECT c.task_id FROM baton.tasks t, LATERAL baton.claim_task(t.id, $2, $3) c WHERE t.graph_id = $1', [
+  await db.query('SELECT c.task_id FROM baton.tasks t, LATERAL baton.task_claim(t.id, $2, $3) c WHERE t.graph_id = $1', [
     graphId,
     BENCH_OWNER,
     BENCH_LEASE_MS,

@@ -77,8 +77,8 @@ describe('least-privilege roles (S1)', () => {
     await refused(() => worker.query('SELECT * FROM baton.tasks'));
     await refused(() => worker.query('DELETE FROM baton.events'));
     await refused(() => worker.query('ALTER TABLE baton.events DISABLE TRIGGER events_append_only'));
-    await refused(() => worker.query('DROP FUNCTION baton.check_task_change() CASCADE'));
-    await refused(() => worker.query("SELECT baton.append_event('task', $1, 'verified', 'forger')", [claim.taskId]));
+    await refused(() => worker.query('DROP FUNCTION baton.task_check_change() CASCADE'));
+    await refused(() => worker.query("SELECT baton.event_append('task', $1, 'verified', 'forger')", [claim.taskId]));
     await refused(() => worker.query('CREATE TABLE baton.mine (id int)'));
     expect(await state(claim.taskId)).toEqual(before);
   });

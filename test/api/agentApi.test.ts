@@ -180,9 +180,9 @@ describe('the agent API over MCP and HTTP', () => {
     const attempts: [string, unknown[]][] = [
       ['SELECT * FROM baton.object_take($1, $2)', [victimKey, 'victim-2']],
       ['SELECT * FROM baton.object_grant($1, $2, $3, $4)', [victimKey, 'victim-2', 'mallory', 'write']],
-      ["SELECT * FROM baton.record_verification('t', 'v', 1, 'r', 'true', 0, 'd', '')", []],
-      ["SELECT * FROM baton.start_verification('t', 'v')", []],
-      ["SELECT * FROM baton.add_task_note('t', 'victim-2', NULL, 'forged')", []],
+      ["SELECT * FROM baton.verification_record('t', 'v', 1, 'r', 'true', 0, 'd', '')", []],
+      ["SELECT * FROM baton.verification_start('t', 'v')", []],
+      ["SELECT * FROM baton.task_note_add('t', 'victim-2', NULL, 'forged')", []],
       ["SELECT * FROM baton.agent_token_create('mallory', ARRAY['admin'], NULL, sha256('x'), 'mallory')", []],
       ['SELECT secret_sha256 FROM baton.agent_tokens', []],
       ["INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_0000000000000000', 'victim-2', ARRAY['admin'], sha256('x'), 'm')", []],

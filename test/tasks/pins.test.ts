@@ -1,6 +1,6 @@
 // Revision pins (SPEC T8, issue 13): a task is never verified on a pin its upstream task has
 // superseded, staleness flows downstream, and the policy `rerun` rebuilds what went stale.
-// Against record_verification as it was (commit 5d02f5d) the property fails within a few dozen runs;
+// Against record_verification (now verification_record) as it was (commit 5d02f5d) the property fails within a few dozen runs;
 // one counterexample, shrunk: graph {t0: [], t1: [t0]}; t0 verified at r1; t1 released and claimed on
 // t0@r1; t0 rerun, claimed, submitted at r7 and verified while t1 runs; t1 then submitted and
 // verified on t0@r1 ("t1 verified on t0@r1 after t0@r7"), and it stayed verified on it.

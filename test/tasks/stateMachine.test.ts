@@ -53,7 +53,7 @@ describe('the state machine, enforced by Postgres', () => {
   it('refuses to verify a task by a status change, with no passed verification of its artifact', async () => {
     const task = await insertTask(db.pool, { status: 'submitted' });
     await expect(setTaskStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(/goes through a claim, its owner or a verifier/);
-    await db.pool.query("SELECT * FROM baton.start_verification($1, 'verifier')", [task.id]);
+    await db.pool.query("SELECT * FROM baton.verification_start($1, 'verifier')", [task.id]);
     const direct = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [task.id])).catch((e) => e);
     expect(direct).toBeInstanceOf(IllegalTransitionError);
     expect(direct.message).toMatch(/verified needs a passed verification of revision rev-1/);

@@ -22,7 +22,7 @@ DECLARE
 BEGIN
   -- Agent subjects have no row to lock; this keeps their event numbers gapless under concurrency.
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(v_subject));
-  PERFORM baton.append_event('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
+  PERFORM baton.event_append('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id) || p_details);
   RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
 END $$;
@@ -104,7 +104,7 @@ BEGIN
     PERFORM baton.agent_invalid(format('a summary counts 1 or more calls, 0 to all of them throttled, over 0 ms or more (not %s, %s, %s)', p_count, p_throttled, p_window_ms));
   END IF;
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext('anonymous'));
-  PERFORM baton.append_event('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
+  PERFORM baton.event_append('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
     format('%s calls from %s refused within %s ms: %s with a token baton did not issue, %s throttled before the database',
       p_count, p_address, p_window_ms, p_count - p_throttled, p_throttled),
     jsonb_build_object('refusal', 'unauthenticated', 'address', p_address, 'count', p_count, 'throttled', p_throttled, 'windowMs', p_window_ms));
@@ -178,7 +178,7 @@ BEGIN
   k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by,
     p_note_graphs => v_graphs, p_note_tasks => v_tasks);
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
-  PERFORM baton.append_event('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
+  PERFORM baton.event_append('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
     jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at)
       || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END);
   RETURN baton.agent_token_view(k);
@@ -206,7 +206,7 @@ BEGIN
     RETURN baton.agent_token_view(k); -- already revoked: nothing changes
   END IF;
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
-  PERFORM baton.append_event('agent', k.identity, 'token_revoked', p_actor, NULL, NULL, p_reason, jsonb_build_object('token_id', k.id));
+  PERFORM baton.event_append('agent', k.identity, 'token_revoked', p_actor, NULL, NULL, p_reason, jsonb_build_object('token_id', k.id));
   RETURN baton.agent_token_view(k);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.agent_token_revoke TO baton_client;
@@ -217,10 +217,10 @@ CREATE FUNCTION baton.run_token_issue(
 ) RETURNS baton.fenced_result LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
+  IF NOT baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
   END IF;
   PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
-  RETURN baton.accepted_write(p_task_id);
+  RETURN baton.claim_accept_write(p_task_id);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.run_token_issue TO baton_worker;

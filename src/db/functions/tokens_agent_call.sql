@@ -23,15 +23,15 @@ CREATE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_claim_version b
 RETURNS baton.fenced_result LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
+  IF NOT baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
   END IF;
   INSERT INTO baton.pool_runs (task_id, claim_version, pool, offered_by) VALUES (p_task_id, p_claim_version, p_pool, p_owner)
   ON CONFLICT (task_id, claim_version) DO NOTHING;
   IF FOUND THEN
-    PERFORM baton.append_event('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
+    PERFORM baton.event_append('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
   END IF;
-  RETURN baton.accepted_write(p_task_id);
+  RETURN baton.claim_accept_write(p_task_id);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.pool_offer TO baton_worker;
 
@@ -120,10 +120,10 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
-    t := baton.lock_task(k.task_id);
+    t := baton.task_lock(k.task_id);
     IF t.claim_version <> k.claim_version OR t.status <> 'running' THEN
       -- T4: the claim this run token was issued for has moved on; like any late owner write.
-      PERFORM baton.refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
+      PERFORM baton.claim_refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
       RETURN jsonb_build_object('ok', false, 'refusal', 'stale_claim', 'identity', k.identity, 'taskId', k.task_id, 'claimVersion', k.claim_version,
         'reason', format('%s with the run token of claim version %s of task %s refused: the task is %s at claim version %s',
           p_operation, k.claim_version, k.task_id, t.status, t.claim_version),
@@ -165,7 +165,7 @@ BEGIN
     IF r.revision IS NULL THEN
       UPDATE baton.pool_runs SET revision = a->>'revision', submitted_at = now(), beat_at = now()
        WHERE task_id = t.id AND claim_version = t.claim_version;
-      PERFORM baton.append_event('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
+      PERFORM baton.event_append('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
@@ -191,7 +191,7 @@ BEGIN
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version
      ORDER BY r2.offered_at, r2.task_id FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
     IF NOT FOUND THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
-    t := baton.lock_task(r.task_id);
+    t := baton.task_lock(r.task_id);
     -- Its claim may have moved since the offer was read (recovered and claimed again): no run then.
     IF t.status <> 'running' OR t.claim_version <> r.claim_version THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
     -- The run token may read, write notes and use objects as its taker may (admin: all three), take no
@@ -202,7 +202,7 @@ BEGIN
       k.expires_at, v_secret_sha256, k.identity, t.id, r.claim_version, k.id);
     UPDATE baton.pool_runs SET agent = k.identity, taken_at = now(), beat_at = now(), token_id = k.id
      WHERE task_id = r.task_id AND claim_version = r.claim_version;
-    PERFORM baton.append_event('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
+    PERFORM baton.event_append('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'object.log' THEN

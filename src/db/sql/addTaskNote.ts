@@ -10,7 +10,7 @@ export function addTaskNote(db: Queryable, taskId: string, author: string, body:
     db,
     { taskId, owner: author, claimVersion: claimVersion ?? 0 },
     'note',
-    'add_task_note',
+    'task_note_add',
     [taskId, author, claimVersion ?? null, body],
   );
 }

@@ -10,7 +10,7 @@ export interface HealthCheckRow {
 
 /** Records one health check; a retried activity finds its earlier row instead of adding one. */
 export async function insertHealthCheck(db: Queryable, workflowId: string, message: string): Promise<HealthCheckRow> {
-  const [row] = await callStore<{ id: number; workflow_id: string; message: string; recorded_at: Date }>(db, 'record_health_check', [
+  const [row] = await callStore<{ id: number; workflow_id: string; message: string; recorded_at: Date }>(db, 'health_check_record', [
     workflowId,
     message,
   ]);

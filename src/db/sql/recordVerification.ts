@@ -29,7 +29,7 @@ export interface VerificationOutcome {
  * atomically, unless one of its pins was superseded meanwhile: then the task is stale instead.
  */
 export async function recordVerification(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
-  const [row] = await callStore<VerificationOutcome>(db, 'record_verification', [
+  const [row] = await callStore<VerificationOutcome>(db, 'verification_record', [
     v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail,
   ]);
   return { status: row!.status, released: row!.released, staled: row!.staled };

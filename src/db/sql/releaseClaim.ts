@@ -12,7 +12,7 @@ export function releaseClaim(
   db: Queryable,
   release: { taskId: string; claimVersion: number; actor: string; kind: ReleaseKind; reason: string; details?: Record<string, unknown> },
 ): Promise<boolean> {
-  return callStoreValue<boolean>(db, 'release_claim', [
+  return callStoreValue<boolean>(db, 'claim_release', [
     release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {},
   ]);
 }

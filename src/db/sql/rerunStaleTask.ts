@@ -8,5 +8,5 @@ import { callStoreValue } from '../storeCall.js';
  * until then) it stays stale. Returns its status afterwards; a task that is not stale is left alone.
  */
 export function rerunStaleTask(db: Queryable, change: { taskId: string; actor: string; reason: string }): Promise<TaskStatus> {
-  return callStoreValue<TaskStatus>(db, 'rerun_stale_task', [change.taskId, change.actor, change.reason]);
+  return callStoreValue<TaskStatus>(db, 'task_rerun_stale', [change.taskId, change.actor, change.reason]);
 }

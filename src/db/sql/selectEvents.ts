@@ -14,7 +14,7 @@ export async function selectEvents(
   subjectId: string,
   options: { includeGraphTasks?: boolean; afterId?: number } = {},
 ): Promise<TaskEvent[]> {
-  const rows = await callStore(db, 'read_events', [subjectKind, subjectId, options.afterId ?? 0, options.includeGraphTasks ?? false]);
+  const rows = await callStore(db, 'event_read', [subjectKind, subjectId, options.afterId ?? 0, options.includeGraphTasks ?? false]);
   return rows.map((r) => ({
     id: r.id,
     subjectId: r.subject_id,

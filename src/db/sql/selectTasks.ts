@@ -25,10 +25,10 @@ function toTaskRow(r: Record<string, any>): TaskRow {
 
 /** One task by id; NotFoundError when it does not exist. */
 export async function selectTask(db: Queryable, taskId: string): Promise<TaskRow> {
-  return toTaskRow((await callStore(db, 'read_task', [taskId]))[0]!);
+  return toTaskRow((await callStore(db, 'task_read', [taskId]))[0]!);
 }
 
 /** Every task of a graph, by key; NotFoundError when the graph does not exist. */
 export async function selectGraphTasks(db: Queryable, graphId: string): Promise<TaskRow[]> {
-  return (await callStore(db, 'read_graph_tasks', [graphId])).map(toTaskRow);
+  return (await callStore(db, 'graph_read_tasks', [graphId])).map(toTaskRow);
 }

@@ -10,5 +10,5 @@ export function setTaskStatus(
   db: Queryable,
   change: { taskId: string; actor: string; to: TaskStatus; kind: string; reason: string },
 ): Promise<TaskStatus> {
-  return callStoreValue<TaskStatus>(db, 'set_task_status', [change.taskId, change.actor, change.to, change.kind, change.reason]);
+  return callStoreValue<TaskStatus>(db, 'task_set_status', [change.taskId, change.actor, change.to, change.kind, change.reason]);
 }

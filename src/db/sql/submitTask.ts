@@ -5,7 +5,7 @@ import { fencedWrite } from './fencedWrite.js';
 
 /** T4, T7: the owner submits its artifact; refused (StaleClaimError) unless it still holds the claim. */
 export function submitTask(db: Queryable, fence: Fence, artifact: Artifact) {
-  return fencedWrite(db, fence, 'submit', 'submit_task', [
+  return fencedWrite(db, fence, 'submit', 'task_submit', [
     fence.taskId,
     fence.owner,
     fence.claimVersion,
