@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../src/db/queryable.js';
-import { claimNextTask } from '../src/db/sql/claimNextTask.js';
-import { submitTask } from '../src/db/sql/submitTask.js';
+import { taskClaimNext } from '../src/db/sql/claims.js';
+import { taskSubmit } from '../src/db/sql/ownerWrites.js';
 import type { Artifact } from '../src/tasks/types.js';
 import { independentTasks, insertGraph, NOOP_FUNCTIONS } from '../src/testkit/graphs.js';
 
@@ -69,11 +69,11 @@ export async function claimAllBatonTasks(db: Queryable, graphId: string): Promis
 /** One side of a claim benchmark: claims one task of `graphId`; false when none was left. */
 export type ClaimOnce = (db: Queryable, graphId: string, owner: string) => Promise<boolean>;
 
-export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) => (await claimNextTask(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
+export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) => (await taskClaimNext(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
 export const bareClaimOnce: ClaimOnce = async (db, graphId, owner) => ((await db.query(BARE_CLAIM_SQL, [owner, BENCH_LEASE_MS, graphId])).rowCount ?? 0) > 0;
 
 export const batonSubmitOnce = (db: Queryable, taskId: string) =>
-  submitTask(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
+  taskSubmit(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
 export const bareSubmitOnce = async (db: Queryable, taskId: string) => {
   const { rows } = await db.query<{ accepted: boolean }>(BARE_SUBMIT_SQL, [taskId, BENCH_ARTIFACT]);
   if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
