@@ -2,14 +2,16 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checksum, DatabaseNotMigratedError, loadMigrations, migrate, requireMigrated, type MigrateResult } from '../src/db/migrate.js';
 import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
-import { taskClaimNext, taskClaim } from '../src/db/sql/claims.js';
+import { taskClaimNext, toClaim, type ClaimRecord } from '../src/db/sql/claims.js';
 import { taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
 import { taskRead } from '../src/db/sql/reads.js';
 import { toolCallBegin } from '../src/db/sql/toolCalls.js';
 import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
+import { callStore, callStoreValue } from '../src/db/storeCall.js';
 import { StaleClaimError } from '../src/errors.js';
 import { createObject, readObject, takeObject } from '../src/objects/objectStore.js';
-import { insertGraph } from '../src/testkit/graphs.js';
+import { parseGraphSpec } from '../src/tasks/graphSpec.js';
+import { functionGraph, uniqueGraphId } from '../src/testkit/graphs.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { artifact, LEASE_MS } from './helpers/tasks.js';
 
@@ -43,8 +45,13 @@ beforeAll(async () => {
   await migrateAsVersion01(db);
   // In flight when the upgrade lands: a running claim with a tool call under way, a blocked
   // dependent, and a shared object with a holder.
-  graphId = await insertGraph(db.pool, { build: [], test: ['build'] });
-  const claim = (await taskClaim(db.pool, `${graphId}/build`, 'worker-a', LEASE_MS))!;
+  // Written and claimed through 0.1's functions, by the names they had then (graph_submit and
+  // task_claim today).
+  const graph = parseGraphSpec(functionGraph(uniqueGraphId('g'), { build: [], test: ['build'] }));
+  graphId = graph.id;
+  const tasks = graph.tasks.map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
+  await callStoreValue(db.pool, 'submit_graph', [graph.id, 'testkit', graph, JSON.stringify(tasks)]);
+  const claim = toClaim((await callStore<ClaimRecord>(db.pool, 'claim_task', [`${graphId}/build`, 'worker-a', LEASE_MS]))[0]!);
   fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
   await toolCallBegin(db.pool, fence, { step: 'open-pr', tool: 'code-host', paramsHash: `sha256:${'a'.repeat(64)}` });
   await createObject(db.pool, 'planner', { key: `plan-${graphId}`, content: 'v1', defaultAccess: 'write' });
