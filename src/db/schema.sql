@@ -515,13 +515,14 @@ END $function$
 
 CREATE OR REPLACE FUNCTION baton.agent_notes(p_task_id text)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
            'body', n.body, 'at', baton.object_ts(n.at)) ORDER BY n.id), '[]'::jsonb)
-    FROM baton.task_notes n WHERE n.task_id = p_task_id
-$function$
+    FROM baton.task_notes n WHERE n.task_id = p_task_id);
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.agent_notes_refusal(k baton.agent_tokens, p_operation text, p_task text)
