@@ -913,7 +913,7 @@ AS $function$
   SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
    WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
       OR (p_include_graph_tasks AND subject_kind = 'task'
-          AND subject_id LIKE replace(replace(p_subject_id, '%', '\%'), '_', '\_') || '/%'))
+          AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
    ORDER BY id
 $function$
 ;
@@ -989,16 +989,16 @@ BEGIN
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     INSERT INTO baton.tasks (id, graph_id, key, spec, status)
-      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
       INSERT INTO baton.task_dependencies (task_id, depends_on)
-        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
+        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
     END LOOP;
-    PERFORM baton.event_append('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
       jsonb_build_object('depends_on', v_task->'dependsOn'));
   END LOOP;
   RETURN v_count;
@@ -1986,6 +1986,24 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.task_id_of(p_graph_id text, p_key text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT p_graph_id || '/' || p_key
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_id_pattern_of(p_graph_id text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT replace(replace(p_graph_id, '%', '\%'), '_', '\_') || '/%'
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.task_list_superseded_pins(p_task_id text)
  RETURNS TABLE(upstream text, pinned text, verified text, upstream_status text)
  LANGUAGE sql
@@ -2316,7 +2334,7 @@ CREATE OR REPLACE FUNCTION baton.tool_call_read(p_id text)
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
   SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE replace(replace(p_id, '%', '\%'), '_', '\_') || '/%')
+   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
    ORDER BY created_at, task_id, step
 $function$
 ;
@@ -2760,6 +2778,10 @@ function baton.task_claim_next(text,integer,text): {baton_owner=X/baton_owner,ba
 function baton.task_fail_attempt(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.task_heartbeat(text,text,bigint,integer,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.task_id_of(text,text): {baton_owner=X/baton_owner}
+
+function baton.task_id_pattern_of(text): {baton_owner=X/baton_owner}
 
 function baton.task_list_superseded_pins(text): {baton_owner=X/baton_owner}
 

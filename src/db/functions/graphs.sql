@@ -80,6 +80,17 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.task_rerun_stale TO baton_worker;
 
+-- A task's id: its graph's id, '/', its key (graph ids have no '/'; src/tasks/format.ts reads the
+-- key back as everything after the first '/'). The one place SQL composes a task id.
+CREATE FUNCTION baton.task_id_of(p_graph_id text, p_key text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_graph_id || '/' || p_key
+$$;
+
+-- The LIKE pattern the id of every task of a graph matches, the graph id's own % and _ escaped.
+CREATE FUNCTION baton.task_id_pattern_of(p_graph_id text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT replace(replace(p_graph_id, '%', '\%'), '_', '\_') || '/%'
+$$;
+
 -- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
 -- else blocked), dependencies and one 'created' event per task.
 CREATE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
@@ -99,16 +110,16 @@ BEGIN
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     INSERT INTO baton.tasks (id, graph_id, key, spec, status)
-      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
       INSERT INTO baton.task_dependencies (task_id, depends_on)
-        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
+        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
     END LOOP;
-    PERFORM baton.event_append('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
       jsonb_build_object('depends_on', v_task->'dependsOn'));
   END LOOP;
   RETURN v_count;

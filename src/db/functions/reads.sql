@@ -63,7 +63,7 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
    WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
       OR (p_include_graph_tasks AND subject_kind = 'task'
-          AND subject_id LIKE replace(replace(p_subject_id, '%', '\%'), '_', '\_') || '/%'))
+          AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
    ORDER BY id
 $$;
 GRANT EXECUTE ON FUNCTION baton.event_read TO baton_worker, baton_client, baton_reader;
@@ -72,7 +72,7 @@ GRANT EXECUTE ON FUNCTION baton.event_read TO baton_worker, baton_client, baton_
 CREATE FUNCTION baton.tool_call_read(p_id text) RETURNS SETOF baton.tool_calls LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE replace(replace(p_id, '%', '\%'), '_', '\_') || '/%')
+   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
    ORDER BY created_at, task_id, step
 $$;
 GRANT EXECUTE ON FUNCTION baton.tool_call_read TO baton_worker, baton_client, baton_reader;
