@@ -3,18 +3,12 @@ import { Context } from '@temporalio/activity';
 import { createAgentApi, newTokenSecret } from '../src/api/agentApi.js';
 import { secretSha256 } from '../src/api/agentStore.js';
 import type { Queryable } from '../src/db/queryable.js';
-import { claimTask as claimTaskSql } from '../src/db/sql/claimTask.js';
-import { failAttempt } from '../src/db/sql/failAttempt.js';
-import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
-import { issueRunToken } from '../src/db/sql/poolRuns.js';
-import { recordVerification } from '../src/db/sql/recordVerification.js';
-import { releaseClaim } from '../src/db/sql/releaseClaim.js';
-import { rerunStaleTask } from '../src/db/sql/rerunStaleTask.js';
-import { selectGraphSource } from '../src/db/sql/selectGraphSource.js';
-import { selectGraphTasks, selectTask } from '../src/db/sql/selectTasks.js';
-import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
-import { startVerification } from '../src/db/sql/startVerification.js';
-import { submitTask } from '../src/db/sql/submitTask.js';
+import { claimRelease, taskClaim } from '../src/db/sql/claims.js';
+import { taskRerunStale, taskSetStatus } from '../src/db/sql/graphs.js';
+import { taskFailAttempt, taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
+import { graphReadSource, graphReadTasks, taskRead } from '../src/db/sql/reads.js';
+import { runTokenIssue } from '../src/db/sql/tokens.js';
+import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { InvalidInputError, StaleClaimError } from '../src/errors.js';
 import { checkArtifact } from '../src/runners/artifactCheck.js';
 import { resolveCommit } from '../src/runners/git.js';
@@ -92,7 +86,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
   async function recoverClaim(task: TaskRow, claimVersion: number, reason: string): Promise<boolean> {
     if (task.status !== 'running' || task.claimVersion !== claimVersion) return false;
     const isolation = await isolateOwner(task.id, claimVersion, task.progress);
-    return releaseClaim(db, {
+    return claimRelease(db, {
       taskId: task.id,
       claimVersion,
       actor: identity,
@@ -113,7 +107,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
    */
   async function recoverEarlierAttempt(taskId: string, heartbeatTimeoutMs: number): Promise<number> {
     const { attempt, heartbeatDetails } = Context.current().info;
-    const task = await selectTask(db, taskId);
+    const task = await taskRead(db, taskId);
     const claimVersion = (heartbeatDetails as RunHeartbeat | undefined)?.claimVersion;
     if (claimVersion !== undefined) {
       await recoverClaim(
@@ -135,7 +129,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     async runTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
       const ctx = Context.current();
       if (ctx.info.attempt > 1 && (await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
-      const claim = await claimTaskSql(db, input.taskId, identity, input.heartbeatTimeoutMs);
+      const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs);
       if (!claim) return null;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
       // Temporal hears from the run from its first moment (worktree setup can take a while), with
@@ -163,7 +157,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
               .finally(() => (keepAliveInFlight = false));
           }, Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
       try {
-        const graph = await selectGraphSource(db, claim.graphId);
+        const graph = await graphReadSource(db, claim.graphId);
         const artifact = await runner.run({
           claim,
           ...graph,
@@ -172,12 +166,12 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           heartbeatTimeoutMs: input.heartbeatTimeoutMs,
           openAgentApi: async (run) => {
             const token = newTokenSecret();
-            await issueRunToken(db, fence, claim.spec.run.agent ?? claim.taskId, secretSha256(token));
+            await runTokenIssue(db, fence, claim.spec.run.agent ?? claim.taskId, secretSha256(token));
             return { api: createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } }), token };
           },
           heartbeat: async (progress) => {
             try {
-              await heartbeatTask(db, fence, input.heartbeatTimeoutMs, progress);
+              await taskHeartbeat(db, fence, input.heartbeatTimeoutMs, progress);
               beat(progress);
             } catch (error) {
               // A lost claim stops the agent. A database blip does not, and Temporal is not told the
@@ -188,21 +182,21 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             }
           },
         });
-        await submitTask(db, fence, artifact);
+        await taskSubmit(db, fence, artifact);
         return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
         if (error instanceof StaleClaimError) throw error;
         // An artifact the store refuses (no revision, too large) is the agent's failure, not the run's.
         const agentError = error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
         if (agentError instanceof AgentFailedError) {
-          await failAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts);
+          await taskFailAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts);
           throw agentError;
         }
         // The database or the worktree failed under the run, or the run was cancelled (its
         // workflow was, or Temporal gave up on this attempt): give this claim back, then let
         // Temporal retry; the attempt count decides whether the task runs again. Keyed on the
         // claim version, so a claim another attempt already recovered is left alone.
-        await releaseClaim(db, {
+        await claimRelease(db, {
           taskId: input.taskId,
           claimVersion: claim.claimVersion,
           actor: identity,
@@ -218,7 +212,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
 
     /** T6: a claim nobody runs (its lease expired on the database clock) is recovered. False when it had moved on. */
     async recoverTask(input: { taskId: string; claimVersion: number; reason: string }): Promise<boolean> {
-      return recoverClaim(await selectTask(db, input.taskId), input.claimVersion, input.reason);
+      return recoverClaim(await taskRead(db, input.taskId), input.claimVersion, input.reason);
     },
 
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
@@ -226,11 +220,11 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const verifier = verifierIdentity(identity);
       // A retry after the outcome was recorded (its completion lost on the way to Temporal)
       // returns that outcome instead of verifying twice, with the dependents as they are now.
-      const current = await selectTask(db, input.taskId);
+      const current = await taskRead(db, input.taskId);
       if (current.status === 'verified' || current.status === 'rejected' || current.status === 'stale') {
         const revision = current.artifact?.revision ?? '';
         if (current.status !== 'verified') return { status: current.status, revision, released: [], staled: [] };
-        const tasks = await selectGraphTasks(db, current.graphId);
+        const tasks = await graphReadTasks(db, current.graphId);
         const verified = new Set(tasks.filter((t) => t.status === 'verified').map((t) => t.key));
         const dependents = tasks.filter((t) => t.dependsOn.includes(current.key) && t.dependsOn.every((d) => verified.has(d)));
         return {
@@ -240,8 +234,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           staled: dependents.filter((t) => t.status === 'stale').map((t) => t.id),
         };
       }
-      const { claimVersion, artifact, spec } = await startVerification(db, input.taskId, verifier);
-      const graph = await selectGraphSource(db, current.graphId);
+      const { claimVersion, artifact, spec } = await verificationStart(db, input.taskId, verifier);
+      const graph = await graphReadSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
       // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.
@@ -274,16 +268,16 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       } finally {
         clearInterval(keepAlive);
       }
-      const outcome = await recordVerification(db, { taskId: input.taskId, verifier, claimVersion, ...result });
+      const outcome = await verificationRecord(db, { taskId: input.taskId, verifier, claimVersion, ...result });
       return { status: outcome.status, revision: artifact.revision, released: outcome.released, staled: outcome.staled };
     },
 
     /** Applies the graph's policy after a rejected verification: run again, or fail the task. */
     async afterRejection(input: { taskId: string; policy: GraphPolicy }): Promise<TaskStatus> {
-      const task = await selectTask(db, input.taskId);
+      const task = await taskRead(db, input.taskId);
       if (task.status !== 'rejected') return task.status; // already decided by an earlier try
       const rerun = input.policy.onVerificationFailure === 'rerun' && task.attempts < input.policy.maxAttempts;
-      await setTaskStatus(db, {
+      await taskSetStatus(db, {
         taskId: input.taskId,
         actor: identity,
         to: rerun ? 'ready' : 'failed',
@@ -302,24 +296,24 @@ export function createTaskActivities(deps: TaskActivityDeps) {
      * recorded workflow histories call.)
      */
     async rerunTask(input: { taskId: string; reason: string }): Promise<TaskStatus> {
-      return rerunStaleTask(db, { taskId: input.taskId, actor: identity, reason: input.reason });
+      return taskRerunStale(db, { taskId: input.taskId, actor: identity, reason: input.reason });
     },
 
     /** Marks the task cancelled (its workflow was cancelled); a finished task stays as it is. */
     async cancelTask(input: { taskId: string; reason: string }): Promise<void> {
-      const task = await selectTask(db, input.taskId);
+      const task = await taskRead(db, input.taskId);
       if (TERMINAL_STATUSES.has(task.status)) return;
-      await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'cancelled', kind: 'cancelled', reason: input.reason });
+      await taskSetStatus(db, { taskId: input.taskId, actor: identity, to: 'cancelled', kind: 'cancelled', reason: input.reason });
     },
 
     /** Gives up on a task whose attempts are used up (ready -> failed), recording why. */
     async failExhaustedTask(input: { taskId: string; reason: string }): Promise<void> {
-      await setTaskStatus(db, { taskId: input.taskId, actor: identity, to: 'failed', kind: 'failed', reason: input.reason });
+      await taskSetStatus(db, { taskId: input.taskId, actor: identity, to: 'failed', kind: 'failed', reason: input.reason });
     },
 
     /** The task's status and attempts, for the workflow's decisions. */
     async readTask(input: { taskId: string }): Promise<TaskView> {
-      const task = await selectTask(db, input.taskId);
+      const task = await taskRead(db, input.taskId);
       return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
     },
   });

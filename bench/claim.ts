@@ -59,7 +59,7 @@ async function claimRound(
 }
 
 /**
- * claim: baton.claim_next_task (SKIP LOCKED, state-machine trigger, event row) against the bare
+ * claim: baton.task_claim_next (SKIP LOCKED, state-machine trigger, event row) against the bare
  * SKIP LOCKED UPDATE on an identical table, one claimer, `count` claims per round.
  */
 export async function runClaimBench(pool: pg.Pool, options: { pairs: number; count: number }, log: Log) {

@@ -48,7 +48,7 @@ async function completeRound(
 }
 
 /**
- * complete: baton.submit_task (fenced on owner, claim version and status, with its event row)
+ * complete: baton.task_submit (fenced on owner, claim version and status, with its event row)
  * against the same update keyed by id only, on running tasks, one connection.
  */
 export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; count: number }, log: Log) {

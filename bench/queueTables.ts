@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Queryable } from '../src/db/queryable.js';
-import { claimNextTask } from '../src/db/sql/claimNextTask.js';
-import { submitTask } from '../src/db/sql/submitTask.js';
+import { taskClaimNext } from '../src/db/sql/claims.js';
+import { taskSubmit } from '../src/db/sql/ownerWrites.js';
 import type { Artifact } from '../src/tasks/types.js';
 import { independentTasks, insertGraph, NOOP_FUNCTIONS } from '../src/testkit/graphs.js';
 
@@ -20,7 +20,7 @@ export async function createBareTable(db: Queryable): Promise<void> {
   await db.query('CREATE TABLE IF NOT EXISTS bench.tasks (LIKE baton.tasks INCLUDING ALL)');
 }
 
-/** The bare SKIP LOCKED claim, selecting and ordering exactly as baton.claim_next_task does. */
+/** The bare SKIP LOCKED claim, selecting and ordering exactly as baton.task_claim_next does. */
 export const BARE_CLAIM_SQL = `
 UPDATE bench.tasks
    SET status = 'running', owner = $1, claim_version = claim_version + 1,
@@ -30,13 +30,13 @@ UPDATE bench.tasks
               ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions`;
 
-/** The bare completion: baton.submit_task's update, keyed by id only (no fence, no event). */
+/** The bare completion: baton.task_submit's update, keyed by id only (no fence, no event). */
 export const BARE_SUBMIT_SQL = `
 UPDATE bench.tasks SET status = 'submitted', artifact = $2, lease_expires_at = NULL
  WHERE id = $1
 RETURNING true AS accepted, status, owner, claim_version, lease_expires_at`;
 
-/** `count` ready tasks in a fresh baton graph (written by baton.submit_graph, with their events). */
+/** `count` ready tasks in a fresh baton graph (written by baton.graph_submit, with their events). */
 export function seedBatonTasks(db: Queryable, count: number): Promise<string> {
   return insertGraph(db, independentTasks(count), { prefix: 'bench', actor: 'bench' });
 }
@@ -57,9 +57,9 @@ export async function seedBareTasks(db: Queryable, count: number, status: 'ready
   return graphId;
 }
 
-/** Claims every task of a seeded baton graph for BENCH_OWNER, each through baton.claim_task. */
+/** Claims every task of a seeded baton graph for BENCH_OWNER, each through baton.task_claim. */
 export async function claimAllBatonTasks(db: Queryable, graphId: string): Promise<void> {
-  await db.query('SELECT c.task_id FROM baton.tasks t, LATERAL baton.claim_task(t.id, $2, $3) c WHERE t.graph_id = $1', [
+  await db.query('SELECT c.task_id FROM baton.tasks t, LATERAL baton.task_claim(t.id, $2, $3) c WHERE t.graph_id = $1', [
     graphId,
     BENCH_OWNER,
     BENCH_LEASE_MS,
@@ -69,11 +69,11 @@ export async function claimAllBatonTasks(db: Queryable, graphId: string): Promis
 /** One side of a claim benchmark: claims one task of `graphId`; false when none was left. */
 export type ClaimOnce = (db: Queryable, graphId: string, owner: string) => Promise<boolean>;
 
-export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) => (await claimNextTask(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
+export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) => (await taskClaimNext(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
 export const bareClaimOnce: ClaimOnce = async (db, graphId, owner) => ((await db.query(BARE_CLAIM_SQL, [owner, BENCH_LEASE_MS, graphId])).rowCount ?? 0) > 0;
 
 export const batonSubmitOnce = (db: Queryable, taskId: string) =>
-  submitTask(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
+  taskSubmit(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
 export const bareSubmitOnce = async (db: Queryable, taskId: string) => {
   const { rows } = await db.query<{ accepted: boolean }>(BARE_SUBMIT_SQL, [taskId, BENCH_ARTIFACT]);
   if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);

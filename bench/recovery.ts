@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
-import { selectEvents } from '../src/db/sql/selectEvents.js';
-import { selectTask } from '../src/db/sql/selectTasks.js';
+import { eventRead, taskRead } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/d2WorkerKill.js';
 import type { TaskRow } from '../src/tasks/types.js';
@@ -125,7 +124,7 @@ async function runTrial(
     claimed = await waitFor(
       kill === 'after-claim' ? 'the claim' : 'the claimant to be mid-run',
       async () => {
-        const task = await selectTask(pool, taskId);
+        const task = await taskRead(pool, taskId);
         if (task.status !== 'running' || (kill === 'mid-run' && Number(task.progress?.step ?? 0) < 5)) throw new Error(`status ${task.status}`);
         return task;
       },
@@ -142,9 +141,9 @@ async function runTrial(
   await victim.kill();
 
   const outcome = await withDeadline(client.waitForGraph(graphId).catch(() => undefined), deadline);
-  const task = await selectTask(pool, taskId);
+  const task = await taskRead(pool, taskId);
   if (!outcome || task.status !== 'verified') return { kill, recovered: false, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
-  const events = await selectEvents(pool, 'task', taskId);
+  const events = await eventRead(pool, 'task', taskId);
   const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
   if (!nextClaim || !reclaim) return { kill, recovered: false, problem: 'verified without a recorded recovery' };

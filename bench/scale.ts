@@ -1,8 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
-import { selectGraph } from '../src/db/sql/selectGraph.js';
-import { selectGraphSource } from '../src/db/sql/selectGraphSource.js';
+import { graphRead, graphReadSource } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { graphWorkflowId } from '../workflows/definitions.js';
 import { runConcurrent, type BenchContext } from './context.js';
@@ -283,8 +282,8 @@ async function runBareScale(ctx: BenchContext, worker: BenchWorker, taskQueue: s
 const GRAPH_READ_PROBES = 10;
 
 /**
- * runTask and verifyTask each read the graph's repo and base (selectGraphSource, two columns); the
- * whole spec (selectGraph) grows with the graph. Both measured from here, for comparison.
+ * runTask and verifyTask each read the graph's repo and base (graphReadSource, two columns); the
+ * whole spec (graphRead) grows with the graph. Both measured from here, for comparison.
  */
 async function probeGraphRead(ctx: BenchContext, graphId: string) {
   const { rows } = await ctx.stack.pool.query<{ bytes: number; text_bytes: number }>(
@@ -304,8 +303,8 @@ async function probeGraphRead(ctx: BenchContext, graphId: string) {
   return {
     specStoredBytes: rows[0]!.bytes,
     specJsonBytes: rows[0]!.text_bytes,
-    selectGraphMedianMs: await medianMs(() => selectGraph(ctx.stack.pool, graphId)),
-    selectGraphSourceMedianMs: await medianMs(() => selectGraphSource(ctx.stack.pool, graphId)),
+    selectGraphMedianMs: await medianMs(() => graphRead(ctx.stack.pool, graphId)),
+    selectGraphSourceMedianMs: await medianMs(() => graphReadSource(ctx.stack.pool, graphId)),
   };
 }
 

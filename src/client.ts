@@ -2,12 +2,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
-import { selectEvents } from './db/sql/selectEvents.js';
-import { selectGraph } from './db/sql/selectGraph.js';
-import { setTaskStatus } from './db/sql/setTaskStatus.js';
+import { taskSetStatus, graphSubmit } from './db/sql/graphs.js';
+import { eventRead, graphRead, graphReadTasks, taskRead } from './db/sql/reads.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
-import { selectGraphTasks, selectTask } from './db/sql/selectTasks.js';
-import { submitGraph } from './db/sql/submitGraph.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { TaskEvent, TaskRow } from './tasks/types.js';
@@ -53,12 +50,12 @@ export function createBatonClient(options: BatonClientOptions) {
     for (const task of tasks) {
       // Anything that has not finished may be cancelled, a verification included (T12).
       const status = !TERMINAL_STATUSES.has(task.status)
-        ? await setTaskStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason }).then(
+        ? await taskSetStatus(db, { taskId: task.id, actor, to: 'cancelled', kind: 'cancelled', reason }).then(
             () => undefined,
             // It finished since it was read (say, it was verified): it is left as it is now.
             async (error: unknown) => {
               if (!(error instanceof IllegalTransitionError)) throw error;
-              return (await selectTask(db, task.id)).status;
+              return (await taskRead(db, task.id)).status;
             },
           )
         : task.status;
@@ -80,10 +77,10 @@ export function createBatonClient(options: BatonClientOptions) {
     async submitGraph(input: unknown, submittedBy: string, parseOptions?: Parameters<typeof parseGraphSpec>[1]): Promise<GraphSpec> {
       const graph = parseGraphSpec(input, parseOptions);
       try {
-        await submitGraph(db, graph, submittedBy);
+        await graphSubmit(db, graph, submittedBy);
       } catch (error) {
         // The same graph again (say its workflow failed to start last time): start it, once.
-        const existing = error instanceof InvalidInputError ? await selectGraph(db, graph.id).catch(() => undefined) : undefined;
+        const existing = error instanceof InvalidInputError ? await graphRead(db, graph.id).catch(() => undefined) : undefined;
         if (!existing || !sameGraph(existing, graph)) throw error;
       }
       const byKey = (key: string) => taskIdOf(graph.id, key);
@@ -108,9 +105,9 @@ export function createBatonClient(options: BatonClientOptions) {
      * `onUpstreamChange` re-runs them (`rerun`, the default) or leaves them for a rerun like this (`mark`).
      */
     async rerunTask(taskId: string, actor: string, reason: string): Promise<void> {
-      const task = await selectTask(db, taskId);
-      const graph = await selectGraph(db, task.graphId);
-      await setTaskStatus(db, { taskId, actor, to: 'ready', kind: 'rerun_requested', reason });
+      const task = await taskRead(db, taskId);
+      const graph = await graphRead(db, task.graphId);
+      await taskSetStatus(db, { taskId, actor, to: 'ready', kind: 'rerun_requested', reason });
       await temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
         taskQueue,
         workflowId: taskWorkflowId(taskId),
@@ -127,14 +124,14 @@ export function createBatonClient(options: BatonClientOptions) {
      * under a per-run uid, every process of that uid). A task being verified is left to finish.
      */
     async cancelGraph(graphId: string, actor: string, reason: string): Promise<CancelOutcome> {
-      const outcome = await cancelTasks(await selectGraphTasks(db, graphId), actor, reason);
+      const outcome = await cancelTasks(await graphReadTasks(db, graphId), actor, reason);
       await cancelWorkflow(graphWorkflowId(graphId));
       return outcome;
     },
 
     /** Cancels one task as `cancelGraph` cancels each of a graph's; its dependents stay blocked. */
     async cancelTask(taskId: string, actor: string, reason: string): Promise<CancelOutcome> {
-      return cancelTasks([await selectTask(db, taskId)], actor, reason);
+      return cancelTasks([await taskRead(db, taskId)], actor, reason);
     },
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
@@ -143,15 +140,15 @@ export function createBatonClient(options: BatonClientOptions) {
     },
 
     /** The graph as submitted (its policy with defaults filled in); NotFoundError when it does not exist. */
-    graph: (graphId: string): Promise<GraphSpec> => selectGraph(db, graphId),
-    graphTasks: (graphId: string): Promise<TaskRow[]> => selectGraphTasks(db, graphId),
-    task: (taskId: string): Promise<TaskRow> => selectTask(db, taskId),
+    graph: (graphId: string): Promise<GraphSpec> => graphRead(db, graphId),
+    graphTasks: (graphId: string): Promise<TaskRow[]> => graphReadTasks(db, graphId),
+    task: (taskId: string): Promise<TaskRow> => taskRead(db, taskId),
 
     /** The ownership timeline of a task, or of every task of a graph. */
     events(id: string, options: { afterId?: number } = {}): Promise<TaskEvent[]> {
       return isTaskId(id)
-        ? selectEvents(db, 'task', id, options)
-        : selectEvents(db, 'graph', id, { ...options, includeGraphTasks: true });
+        ? eventRead(db, 'task', id, options)
+        : eventRead(db, 'graph', id, { ...options, includeGraphTasks: true });
     },
   };
 }

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { selectHealthChecks } from './db/sql/selectHealthChecks.js';
-import type { HealthCheckRow } from './db/sql/insertHealthCheck.js';
+import { healthCheckRead, type HealthCheckRow } from './db/sql/reads.js';
 import { connectClient, connectWorker, type TemporalSettings } from './temporal/connection.js';
 import { createBatonWorker } from './worker.js';
 import { silentLog, type Log } from './log.js';
@@ -36,7 +35,7 @@ export async function runHealthCheck(options: {
     const row = await worker.runUntil(
       client.workflow.execute<typeof healthCheckWorkflow>('healthCheckWorkflow', { taskQueue, workflowId, args: [options.message ?? 'baton health check'] }),
     );
-    const stored = (await selectHealthChecks(options.pool, 50)).find((r) => r.workflowId === workflowId);
+    const stored = (await healthCheckRead(options.pool, 50)).find((r) => r.workflowId === workflowId);
     if (!stored || stored.id !== row.id) throw new Error(`workflow ${workflowId} returned row ${row.id}, but Postgres does not hold it`);
     return stored;
   } finally {

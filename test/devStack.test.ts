@@ -68,7 +68,7 @@ describe('baton dev: the zero-setup local stack', () => {
     }
     const client = new pg.Client({ connectionString: second.databaseUrl });
     await client.connect();
-    const { rows } = await client.query('SELECT id FROM baton.read_health_checks(100) WHERE workflow_id = $1', [row.workflowId]);
+    const { rows } = await client.query('SELECT id FROM baton.health_check_read(100) WHERE workflow_id = $1', [row.workflowId]);
     await client.end();
     expect(rows.map((r) => Number(r.id))).toEqual([row.id]);
     await stopDev(second.dev);

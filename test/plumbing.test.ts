@@ -1,7 +1,7 @@
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
-import { selectHealthChecks } from '../src/db/sql/selectHealthChecks.js';
+import { healthCheckRead } from '../src/db/sql/reads.js';
 import { useTaskStack } from './helpers/taskStack.js';
 import { uniqueWorkflowId } from './helpers/temporal.js';
 
@@ -20,7 +20,7 @@ describe('plumbing: a workflow on the real Temporal server writes to real Postgr
       }),
     );
 
-    const rows = await selectHealthChecks(stack.db.pool);
+    const rows = await healthCheckRead(stack.db.pool);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ id: result.id, workflowId, message: 'hello from the plumbing test' });
 
@@ -31,10 +31,10 @@ describe('plumbing: a workflow on the real Temporal server writes to real Postgr
   });
 
   it('refuses an invalid message in Postgres and leaves the table unchanged', async () => {
-    const before = await selectHealthChecks(stack.db.pool);
+    const before = await healthCheckRead(stack.db.pool);
     await expect(
       stack.db.pool.query('INSERT INTO baton.health_checks (workflow_id, message) VALUES ($1, $2)', ['bad', '']),
     ).rejects.toThrow(/check constraint/);
-    expect(await selectHealthChecks(stack.db.pool)).toEqual(before);
+    expect(await healthCheckRead(stack.db.pool)).toEqual(before);
   });
 });

@@ -3,13 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../src/db/roles.js';
-import { claimNextTask } from '../src/db/sql/claimNextTask.js';
-import { recordVerification } from '../src/db/sql/recordVerification.js';
-import { selectEvents } from '../src/db/sql/selectEvents.js';
-import { selectTask } from '../src/db/sql/selectTasks.js';
-import { setTaskStatus } from '../src/db/sql/setTaskStatus.js';
-import { startVerification } from '../src/db/sql/startVerification.js';
-import { submitTask } from '../src/db/sql/submitTask.js';
+import { taskClaimNext } from '../src/db/sql/claims.js';
+import { taskSetStatus } from '../src/db/sql/graphs.js';
+import { taskSubmit } from '../src/db/sql/ownerWrites.js';
+import { eventRead, taskRead } from '../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { InsufficientPrivilegeError, mapDatabaseErrors } from '../src/errors.js';
 import { createObject } from '../src/objects/objectStore.js';
 import { insertGraph } from '../src/testkit/graphs.js';
@@ -61,15 +59,15 @@ describe('least-privilege roles (S1)', () => {
   it('lets a worker claim, run and verify, and nothing it does not need', async () => {
     const graphId = await insertGraph(db.pool, { t: [] });
     const worker = await as('baton_worker');
-    const claim = (await claimNextTask(worker, 'worker-a', LEASE_MS, graphId))!;
+    const claim = (await taskClaimNext(worker, 'worker-a', LEASE_MS, graphId))!;
     const fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
-    await submitTask(worker, fence, artifact('rev-1'));
-    const started = await startVerification(worker, claim.taskId, 'worker-a/verifier');
-    await recordVerification(worker, {
+    await taskSubmit(worker, fence, artifact('rev-1'));
+    const started = await verificationStart(worker, claim.taskId, 'worker-a/verifier');
+    await verificationRecord(worker, {
       taskId: claim.taskId, verifier: 'worker-a/verifier', claimVersion: started.claimVersion, revision: 'rev-1',
       command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
     });
-    expect((await selectTask(worker, claim.taskId)).status).toBe('verified');
+    expect((await taskRead(worker, claim.taskId)).status).toBe('verified');
 
     const before = await state(claim.taskId);
     await refused(() => insertGraph(worker, { x: [] }));
@@ -77,8 +75,8 @@ describe('least-privilege roles (S1)', () => {
     await refused(() => worker.query('SELECT * FROM baton.tasks'));
     await refused(() => worker.query('DELETE FROM baton.events'));
     await refused(() => worker.query('ALTER TABLE baton.events DISABLE TRIGGER events_append_only'));
-    await refused(() => worker.query('DROP FUNCTION baton.check_task_change() CASCADE'));
-    await refused(() => worker.query("SELECT baton.append_event('task', $1, 'verified', 'forger')", [claim.taskId]));
+    await refused(() => worker.query('DROP FUNCTION baton.task_check_change() CASCADE'));
+    await refused(() => worker.query("SELECT baton.event_append('task', $1, 'verified', 'forger')", [claim.taskId]));
     await refused(() => worker.query('CREATE TABLE baton.mine (id int)'));
     expect(await state(claim.taskId)).toEqual(before);
   });
@@ -87,34 +85,34 @@ describe('least-privilege roles (S1)', () => {
     const client = await as('baton_client');
     const graphId = await insertGraph(client, { t: [] });
     const taskId = `${graphId}/t`;
-    expect((await selectTask(client, taskId)).status).toBe('ready');
+    expect((await taskRead(client, taskId)).status).toBe('ready');
     const before = await state(taskId);
-    await refused(() => claimNextTask(client, 'client-as-owner', LEASE_MS, graphId));
-    await refused(() => startVerification(client, taskId, 'forged-verifier'));
+    await refused(() => taskClaimNext(client, 'client-as-owner', LEASE_MS, graphId));
+    await refused(() => verificationStart(client, taskId, 'forged-verifier'));
     await refused(() =>
-      recordVerification(client, {
+      verificationRecord(client, {
         taskId, verifier: 'forged-verifier', claimVersion: 0, revision: 'x', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
       }),
     );
     await refused(() => client.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [taskId]));
     // A status change may not dress itself up as a verification in the record.
-    await expect(setTaskStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'verified', reason: 'forged' })).rejects.toThrow(
+    await expect(taskSetStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'verified', reason: 'forged' })).rejects.toThrow(
       /unknown status change kind verified/,
     );
     expect(await state(taskId)).toEqual(before);
-    await setTaskStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'cancelled', reason: 'not needed' });
-    expect((await selectTask(client, taskId)).status).toBe('cancelled');
+    await taskSetStatus(client, { taskId, actor: 'operator', to: 'cancelled', kind: 'cancelled', reason: 'not needed' });
+    expect((await taskRead(client, taskId)).status).toBe('cancelled');
   });
 
   it('lets a reader read and nothing else', async () => {
     const reader = await as('baton_reader');
     const task = await insertTask(db.pool, { status: 'running', owner: 'someone' });
-    expect((await selectTask(reader, task.id)).owner).toBe('someone');
-    expect((await selectEvents(reader, 'task', task.id)).map((e) => e.kind)).toEqual(['created', 'claimed']);
+    expect((await taskRead(reader, task.id)).owner).toBe('someone');
+    expect((await eventRead(reader, 'task', task.id)).map((e) => e.kind)).toEqual(['created', 'claimed']);
     const before = await state(task.id);
     await refused(() => insertGraph(reader, { x: [] }));
-    await refused(() => setTaskStatus(reader, { taskId: task.id, actor: 'reader', to: 'cancelled', kind: 'cancelled', reason: 'x' }));
-    await refused(() => claimNextTask(reader, 'reader', LEASE_MS));
+    await refused(() => taskSetStatus(reader, { taskId: task.id, actor: 'reader', to: 'cancelled', kind: 'cancelled', reason: 'x' }));
+    await refused(() => taskClaimNext(reader, 'reader', LEASE_MS));
     await refused(() => createObject(reader, 'reader', { key: 'plans/reader.md' }));
     await refused(() => reader.query('SELECT * FROM baton.events'));
     expect(await state(task.id)).toEqual(before);
@@ -123,8 +121,8 @@ describe('least-privilege roles (S1)', () => {
   it('gives the agent service nothing yet, and no group any table privilege', async () => {
     const agent = await as('baton_agent');
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent-1' });
-    await refused(() => selectTask(agent, task.id));
-    await refused(() => startVerification(agent, task.id, 'agent-2'));
+    await refused(() => taskRead(agent, task.id));
+    await refused(() => verificationStart(agent, task.id, 'agent-2'));
     await refused(() => createObject(agent, 'agent-1', { key: 'plans/agent.md' }));
     const { rows } = await db.pool.query(
       `SELECT c.relname, r.rolname FROM pg_class c CROSS JOIN pg_roles r
@@ -155,8 +153,8 @@ describe('least-privilege roles (S1)', () => {
     const reader = createPool(url.toString(), { max: 1 });
     try {
       const task = await insertTask(db.pool, { status: 'ready' });
-      expect((await selectTask(reader, task.id)).status).toBe('ready');
-      await refused(() => claimNextTask(reader, name, LEASE_MS));
+      expect((await taskRead(reader, task.id)).status).toBe('ready');
+      await refused(() => taskClaimNext(reader, name, LEASE_MS));
       const { rows } = await db.pool.query('SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = $1', [name]);
       expect(rows).toEqual([{ rolsuper: false, rolcreaterole: false, rolcreatedb: false }]);
     } finally {

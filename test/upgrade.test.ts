@@ -2,17 +2,16 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checksum, DatabaseNotMigratedError, loadMigrations, migrate, requireMigrated, type MigrateResult } from '../src/db/migrate.js';
 import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
-import { beginToolCall } from '../src/db/sql/beginToolCall.js';
-import { claimNextTask } from '../src/db/sql/claimNextTask.js';
-import { claimTask } from '../src/db/sql/claimTask.js';
-import { heartbeatTask } from '../src/db/sql/heartbeatTask.js';
-import { recordVerification } from '../src/db/sql/recordVerification.js';
-import { selectTask } from '../src/db/sql/selectTasks.js';
-import { startVerification } from '../src/db/sql/startVerification.js';
-import { submitTask } from '../src/db/sql/submitTask.js';
+import { taskClaimNext, toClaim, type ClaimRecord } from '../src/db/sql/claims.js';
+import { taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
+import { taskRead } from '../src/db/sql/reads.js';
+import { toolCallBegin } from '../src/db/sql/toolCalls.js';
+import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
+import { callStore, callStoreValue } from '../src/db/storeCall.js';
 import { StaleClaimError } from '../src/errors.js';
 import { createObject, readObject, takeObject } from '../src/objects/objectStore.js';
-import { insertGraph } from '../src/testkit/graphs.js';
+import { parseGraphSpec } from '../src/tasks/graphSpec.js';
+import { functionGraph, uniqueGraphId } from '../src/testkit/graphs.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { artifact, LEASE_MS } from './helpers/tasks.js';
 
@@ -46,10 +45,15 @@ beforeAll(async () => {
   await migrateAsVersion01(db);
   // In flight when the upgrade lands: a running claim with a tool call under way, a blocked
   // dependent, and a shared object with a holder.
-  graphId = await insertGraph(db.pool, { build: [], test: ['build'] });
-  const claim = (await claimTask(db.pool, `${graphId}/build`, 'worker-a', LEASE_MS))!;
+  // Written and claimed through 0.1's functions, by the names they had then (graph_submit and
+  // task_claim today).
+  const graph = parseGraphSpec(functionGraph(uniqueGraphId('g'), { build: [], test: ['build'] }));
+  graphId = graph.id;
+  const tasks = graph.tasks.map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
+  await callStoreValue(db.pool, 'submit_graph', [graph.id, 'testkit', graph, JSON.stringify(tasks)]);
+  const claim = toClaim((await callStore<ClaimRecord>(db.pool, 'claim_task', [`${graphId}/build`, 'worker-a', LEASE_MS]))[0]!);
   fence = { taskId: claim.taskId, owner: 'worker-a', claimVersion: claim.claimVersion };
-  await beginToolCall(db.pool, fence, { step: 'open-pr', tool: 'code-host', paramsHash: `sha256:${'a'.repeat(64)}` });
+  await toolCallBegin(db.pool, fence, { step: 'open-pr', tool: 'code-host', paramsHash: `sha256:${'a'.repeat(64)}` });
   await createObject(db.pool, 'planner', { key: `plan-${graphId}`, content: 'v1', defaultAccess: 'write' });
   await takeObject(db.pool, 'writer', { key: `plan-${graphId}` });
   before = {
@@ -91,18 +95,18 @@ describe('upgrading a database migrated by baton 0.1', () => {
   });
 
   it('finishes the in-flight lifecycle under the same claim, and still refuses a stale owner', async () => {
-    await heartbeatTask(db.pool, fence, LEASE_MS, { step: 'after upgrade' });
-    await expect(submitTask(db.pool, { ...fence, owner: 'worker-b' }, artifact('rev-x'))).rejects.toBeInstanceOf(StaleClaimError);
-    await submitTask(db.pool, fence, artifact('rev-1'));
-    const { claimVersion } = await startVerification(db.pool, fence.taskId, 'verifier');
-    const outcome = await recordVerification(db.pool, {
+    await taskHeartbeat(db.pool, fence, LEASE_MS, { step: 'after upgrade' });
+    await expect(taskSubmit(db.pool, { ...fence, owner: 'worker-b' }, artifact('rev-x'))).rejects.toBeInstanceOf(StaleClaimError);
+    await taskSubmit(db.pool, fence, artifact('rev-1'));
+    const { claimVersion } = await verificationStart(db.pool, fence.taskId, 'verifier');
+    const outcome = await verificationRecord(db.pool, {
       taskId: fence.taskId, verifier: 'verifier', claimVersion, revision: 'rev-1',
       command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
     });
     expect(outcome).toMatchObject({ status: 'verified', released: [`${graphId}/test`] });
-    const next = await claimNextTask(db.pool, 'worker-b', LEASE_MS, graphId);
+    const next = await taskClaimNext(db.pool, 'worker-b', LEASE_MS, graphId);
     expect(next).toMatchObject({ taskId: `${graphId}/test`, claimVersion: 1, upstreamRevisions: { build: 'rev-1' } });
-    expect((await selectTask(db.pool, fence.taskId)).status).toBe('verified');
+    expect((await taskRead(db.pool, fence.taskId)).status).toBe('verified');
     expect((await readObject(db.pool, 'writer', { key: `plan-${graphId}` })).content).toBe('v1');
   });
 

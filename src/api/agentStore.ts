@@ -1,6 +1,6 @@
 // The agent API's one way into the store: `baton.agent_call(secret, operation, args)`
-// (src/db/functions/tokens_agent_call.sql), which authenticates the token and acts as its
-// identity, with the token check alone (`agent_authenticate`, src/db/functions/tokens.sql) and the
+// (src/db/functions/agent_door.sql), which authenticates the token and acts as its
+// identity, with the token check alone (`agent_authenticate`, src/db/functions/agent_door.sql) and the
 // summaries of made-up tokens' refusals beside it.
 // This module turns the replies into results or baton's typed errors; it never names an actor.
 import { createHash } from 'node:crypto';

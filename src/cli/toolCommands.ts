@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { toolCallRead } from '../db/sql/reads.js';
 import type { Log } from '../log.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { cliCall, requireAgentEndpoint } from './agentCommands.js';
@@ -49,7 +49,7 @@ export function registerToolCommands(program: Command, log: Log): void {
     .addOption(jsonOption('the rows as JSON lines'))
     .action(async (id: string, opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false, applicationName: 'baton tool' }, async ({ pool }) => {
-        const rows = await selectToolCalls(pool, id);
+        const rows = await toolCallRead(pool, id);
         if (opts.json) {
           for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
           return;

@@ -350,32 +350,6 @@ CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, crea
 
 -- functions
 
-CREATE OR REPLACE FUNCTION baton.accepted_write(p_task_id text)
- RETURNS baton.fenced_result
- LANGUAGE sql
-AS $function$
-  SELECT true, status, owner, claim_version, lease_expires_at FROM baton.tasks WHERE id = p_task_id
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.add_task_note(p_task_id text, p_author text, p_claim_version bigint, p_body text)
- RETURNS baton.fenced_result
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
-  IF p_claim_version IS NOT NULL AND NOT baton.hold_fence(p_task_id, p_author, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_author, p_claim_version, 'note');
-  END IF;
-  INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (p_task_id, p_author, p_claim_version, p_body);
-  RETURN baton.accepted_write(p_task_id);
-END $function$
-;
-
 CREATE OR REPLACE FUNCTION baton.agent_authenticate(p_secret text, p_operation text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -414,10 +388,10 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
-    t := baton.lock_task(k.task_id);
+    t := baton.task_lock(k.task_id);
     IF t.claim_version <> k.claim_version OR t.status <> 'running' THEN
       -- T4: the claim this run token was issued for has moved on; like any late owner write.
-      PERFORM baton.refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
+      PERFORM baton.claim_refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
       RETURN jsonb_build_object('ok', false, 'refusal', 'stale_claim', 'identity', k.identity, 'taskId', k.task_id, 'claimVersion', k.claim_version,
         'reason', format('%s with the run token of claim version %s of task %s refused: the task is %s at claim version %s',
           p_operation, k.claim_version, k.task_id, t.status, t.claim_version),
@@ -459,7 +433,7 @@ BEGIN
     IF r.revision IS NULL THEN
       UPDATE baton.pool_runs SET revision = a->>'revision', submitted_at = now(), beat_at = now()
        WHERE task_id = t.id AND claim_version = t.claim_version;
-      PERFORM baton.append_event('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
+      PERFORM baton.event_append('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
@@ -485,7 +459,7 @@ BEGIN
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version
      ORDER BY r2.offered_at, r2.task_id FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
     IF NOT FOUND THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
-    t := baton.lock_task(r.task_id);
+    t := baton.task_lock(r.task_id);
     -- Its claim may have moved since the offer was read (recovered and claimed again): no run then.
     IF t.status <> 'running' OR t.claim_version <> r.claim_version THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
     -- The run token may read, write notes and use objects as its taker may (admin: all three), take no
@@ -496,7 +470,7 @@ BEGIN
       k.expires_at, v_secret_sha256, k.identity, t.id, r.claim_version, k.id);
     UPDATE baton.pool_runs SET agent = k.identity, taken_at = now(), beat_at = now(), token_id = k.id
      WHERE task_id = r.task_id AND claim_version = r.claim_version;
-    PERFORM baton.append_event('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
+    PERFORM baton.event_append('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'object.log' THEN
@@ -541,13 +515,14 @@ END $function$
 
 CREATE OR REPLACE FUNCTION baton.agent_notes(p_task_id text)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
            'body', n.body, 'at', baton.object_ts(n.at)) ORDER BY n.id), '[]'::jsonb)
-    FROM baton.task_notes n WHERE n.task_id = p_task_id
-$function$
+    FROM baton.task_notes n WHERE n.task_id = p_task_id);
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.agent_notes_refusal(k baton.agent_tokens, p_operation text, p_task text)
@@ -608,7 +583,7 @@ BEGIN
     PERFORM baton.agent_invalid(format('a summary counts 1 or more calls, 0 to all of them throttled, over 0 ms or more (not %s, %s, %s)', p_count, p_throttled, p_window_ms));
   END IF;
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext('anonymous'));
-  PERFORM baton.append_event('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
+  PERFORM baton.event_append('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
     format('%s calls from %s refused within %s ms: %s with a token baton did not issue, %s throttled before the database',
       p_count, p_address, p_window_ms, p_count - p_throttled, p_throttled),
     jsonb_build_object('refusal', 'unauthenticated', 'address', p_address, 'count', p_count, 'throttled', p_throttled, 'windowMs', p_window_ms));
@@ -624,7 +599,7 @@ DECLARE
 BEGIN
   -- Agent subjects have no row to lock; this keeps their event numbers gapless under concurrency.
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(v_subject));
-  PERFORM baton.append_event('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
+  PERFORM baton.event_append('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id) || p_details);
   RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
 END $function$
@@ -696,7 +671,7 @@ BEGIN
   k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by,
     p_note_graphs => v_graphs, p_note_tasks => v_tasks);
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
-  PERFORM baton.append_event('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
+  PERFORM baton.event_append('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
     jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at)
       || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END);
   RETURN baton.agent_token_view(k);
@@ -794,7 +769,7 @@ BEGIN
     RETURN baton.agent_token_view(k); -- already revoked: nothing changes
   END IF;
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
-  PERFORM baton.append_event('agent', k.identity, 'token_revoked', p_actor, NULL, NULL, p_reason, jsonb_build_object('token_id', k.id));
+  PERFORM baton.event_append('agent', k.identity, 'token_revoked', p_actor, NULL, NULL, p_reason, jsonb_build_object('token_id', k.id));
   RETURN baton.agent_token_view(k);
 END $function$
 ;
@@ -814,7 +789,105 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.append_event(p_subject_kind text, p_subject_id text, p_kind text, p_actor text, p_fence bigint DEFAULT NULL::bigint, p_version bigint DEFAULT NULL::bigint, p_reason text DEFAULT NULL::text, p_details jsonb DEFAULT '{}'::jsonb)
+CREATE OR REPLACE FUNCTION baton.claim_accept_write(p_task_id text)
+ RETURNS baton.fenced_result
+ LANGUAGE sql
+AS $function$
+  SELECT true, status, owner, claim_version, lease_expires_at FROM baton.tasks WHERE id = p_task_id
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_check_lease(p_lease_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
+    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_fence(p_task_id text, p_owner text, p_claim_version bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM 1 FROM baton.tasks t WHERE t.id = p_task_id AND baton.claim_holds(t, p_owner, p_claim_version) FOR UPDATE OF t;
+  RETURN FOUND;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_holds(t baton.tasks, p_owner text, p_claim_version bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT t.owner = p_owner AND t.claim_version = p_claim_version AND t.status = 'running'
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_refuse_stale_write(p_task_id text, p_owner text, p_claim_version bigint, p_action text)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  t := baton.task_lock(p_task_id);
+  -- The event's fence is the stale claim version the write carried; the current one is in the reason.
+  PERFORM baton.event_append('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
+    format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',
+           p_action, p_owner, p_claim_version, t.status, coalesce(t.owner, 'none'), t.claim_version),
+    jsonb_build_object('action', p_action, 'current_claim_version', t.claim_version));
+  RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_release(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  v_owner text;
+BEGIN
+  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
+    RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
+  END IF;
+  SELECT owner INTO v_owner FROM baton.tasks
+   WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE baton.tasks SET status = baton.task_ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+  RETURN true;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer)
+ RETURNS baton.claim
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  c baton.claim;
+BEGIN
+  UPDATE baton.tasks
+     SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
+         claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+         attempts = attempts + 1, progress = NULL, artifact = NULL
+   WHERE id = p_task_id
+  RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
+  PERFORM baton.event_append('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
+    jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
+  RETURN c;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.event_append(p_subject_kind text, p_subject_id text, p_kind text, p_actor text, p_fence bigint DEFAULT NULL::bigint, p_version bigint DEFAULT NULL::bigint, p_reason text DEFAULT NULL::text, p_details jsonb DEFAULT '{}'::jsonb)
  RETURNS bigint
  LANGUAGE plpgsql
 AS $function$
@@ -831,212 +904,127 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.check_lease(p_lease_ms integer)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
-    RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
-  END IF;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.check_task_change()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    IF NEW.status NOT IN ('blocked', 'ready') OR NEW.claim_version <> 0 THEN
-      RAISE EXCEPTION 'task %: a new task starts blocked or ready with claim version 0, not %', NEW.id, NEW.status
-        USING ERRCODE = 'BT001';
-    END IF;
-    RETURN NEW;
-  END IF;
-  IF NEW.claim_version < OLD.claim_version THEN
-    RAISE EXCEPTION 'task %: claim version may not go back from % to %', NEW.id, OLD.claim_version, NEW.claim_version
-      USING ERRCODE = 'BT001';
-  END IF;
-  IF NEW.claim_version <> OLD.claim_version AND NOT (OLD.status = 'ready' AND NEW.status = 'running') THEN
-    RAISE EXCEPTION 'task %: the claim version changes only when a ready task is claimed', NEW.id USING ERRCODE = 'BT001';
-  END IF;
-  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
-    SELECT 1 FROM baton.task_transitions WHERE from_status = OLD.status AND to_status = NEW.status
-  ) THEN
-    RAISE EXCEPTION 'task %: % -> % is not an allowed transition', NEW.id, OLD.status, NEW.status USING ERRCODE = 'BT001';
-  END IF;
-  IF NEW.status = 'verified' AND OLD.status <> 'verified' AND NOT EXISTS (
-    SELECT 1 FROM baton.verifications v
-     WHERE v.task_id = NEW.id AND v.passed AND v.claim_version = NEW.claim_version AND v.revision = NEW.artifact->>'revision'
-  ) THEN
-    RAISE EXCEPTION 'task %: verified needs a passed verification of revision % at claim version %',
-      NEW.id, NEW.artifact->>'revision', NEW.claim_version USING ERRCODE = 'BT001';
-  END IF;
-  NEW.updated_at := now();
-  RETURN NEW;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.check_task_release()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  v_unverified text;
-BEGIN
-  SELECT string_agg(u.key || ' (' || u.status || ')', ', ' ORDER BY u.key) INTO v_unverified
-    FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
-   WHERE d.task_id = NEW.id AND u.status <> 'verified';
-  IF v_unverified IS NOT NULL THEN
-    RAISE EXCEPTION 'task %: cannot become ready before its dependencies are verified: %', NEW.id, v_unverified
-      USING ERRCODE = 'BT001';
-  END IF;
-  RETURN NEW;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.check_tool_call_change()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    IF NEW.status <> 'pending' OR NEW.attempts <> 0 THEN
-      RAISE EXCEPTION 'tool call %: a new ledger row starts pending with no attempts', NEW.idempotency_key USING ERRCODE = 'BT001';
-    END IF;
-    RETURN NEW;
-  END IF;
-  IF NEW.task_id <> OLD.task_id OR NEW.step <> OLD.step OR NEW.tool <> OLD.tool OR NEW.params_hash <> OLD.params_hash THEN
-    RAISE EXCEPTION 'tool call %: key, tool and parameters never change', OLD.idempotency_key USING ERRCODE = 'BT001';
-  END IF;
-  IF NEW.attempts < OLD.attempts THEN
-    RAISE EXCEPTION 'tool call %: attempts may not go back', OLD.idempotency_key USING ERRCODE = 'BT001';
-  END IF;
-  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
-    SELECT 1 FROM baton.tool_call_transitions WHERE from_status = OLD.status AND to_status = NEW.status
-  ) THEN
-    RAISE EXCEPTION 'tool call %: % -> % is not an allowed transition', OLD.idempotency_key, OLD.status, NEW.status
-      USING ERRCODE = 'BT001';
-  END IF;
-  NEW.updated_at := now();
-  RETURN NEW;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL::text)
- RETURNS SETOF baton.claim
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  v_id text;
-BEGIN
-  PERFORM baton.check_lease(p_lease_ms);
-  IF p_graph_id IS NULL THEN
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
-     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
-  ELSE
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
-     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
-  END IF;
-  IF FOUND THEN
-    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
-  END IF;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer)
- RETURNS SETOF baton.claim
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  v_id text;
-BEGIN
-  PERFORM baton.check_lease(p_lease_ms);
-  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
-  IF FOUND THEN
-    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
-  END IF;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
- RETURNS baton.fenced_result
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
-  END IF;
-  UPDATE baton.tasks
-     SET status = CASE WHEN p_retry THEN baton.ready_or_blocked(p_task_id) ELSE 'failed' END,
-         owner = CASE WHEN p_retry THEN NULL ELSE owner END, lease_expires_at = NULL
-   WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
-    p_owner, p_claim_version, NULL, p_reason);
-  RETURN baton.accepted_write(p_task_id);
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.heartbeat_task(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
- RETURNS baton.fenced_result
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  r baton.fenced_result;
-BEGIN
-  UPDATE baton.tasks t
-     SET heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-         progress = coalesce(p_progress, t.progress)
-   WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version)
-  RETURNING true, t.status, t.owner, t.claim_version, t.lease_expires_at INTO r;
-  IF NOT FOUND THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'heartbeat');
-  END IF;
-  RETURN r;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.hold_fence(p_task_id text, p_owner text, p_claim_version bigint)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  PERFORM 1 FROM baton.tasks t WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version) FOR UPDATE OF t;
-  RETURN FOUND;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.holds_claim(t baton.tasks, p_owner text, p_claim_version bigint)
- RETURNS boolean
+CREATE OR REPLACE FUNCTION baton.event_read(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
+ RETURNS SETOF baton.event_view
  LANGUAGE sql
- IMMUTABLE
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
-  SELECT t.owner = p_owner AND t.claim_version = p_claim_version AND t.status = 'running'
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+   WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
+      OR (p_include_graph_tasks AND subject_kind = 'task'
+          AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
+   ORDER BY id
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.lock_task(p_task_id text)
- RETURNS baton.tasks
+CREATE OR REPLACE FUNCTION baton.event_refuse_change()
+ RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
-DECLARE
-  t baton.tasks;
 BEGIN
-  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
-  END IF;
-  RETURN t;
+  RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_read(p_graph_id text)
+ RETURNS TABLE(spec jsonb, submitted_by text, submitted_at timestamp with time zone, repo text, base text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN QUERY SELECT g.spec, g.submitted_by, g.submitted_at, g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_read_source(p_graph_id text)
+ RETURNS TABLE(repo text, base text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_read_tasks(p_graph_id text)
+ RETURNS SETOF baton.task_view
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  v_task jsonb;
+  v_dep text;
+  v_count integer := 0;
+BEGIN
+  BEGIN
+    INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  EXCEPTION WHEN unique_violation THEN
+    RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
+  END;
+  PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
+    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
+      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
+    v_count := v_count + 1;
+  END LOOP;
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
+      INSERT INTO baton.task_dependencies (task_id, depends_on)
+        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
+    END LOOP;
+    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+      jsonb_build_object('depends_on', v_task->'dependsOn'));
+  END LOOP;
+  RETURN v_count;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.health_check_read(p_limit integer)
+ RETURNS SETOF baton.health_checks
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT * FROM baton.health_checks ORDER BY id DESC LIMIT p_limit
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.health_check_record(p_workflow_id text, p_message text)
+ RETURNS SETOF baton.health_checks
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  INSERT INTO baton.health_checks (workflow_id, message) VALUES (p_workflow_id, p_message)
+  ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
+  RETURNING *
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.object_accept(p_key text, p_actor text, p_version bigint)
@@ -1124,7 +1112,7 @@ BEGIN
   UPDATE baton.object_suggestions SET status = 'approved', approved_by = p_actor, approved_at = now(), applied_version = o.version
    WHERE id = s.id;
   PERFORM baton.object_record_view(o, p_actor);
-  PERFORM baton.append_event('object', o.key, 'suggestion_approved', p_actor, o.token, o.version,
+  PERFORM baton.event_append('object', o.key, 'suggestion_approved', p_actor, o.token, o.version,
     format('approved suggestion %s by %s', s.id, s.suggested_by),
     jsonb_build_object('suggestion_id', s.id, 'suggested_by', s.suggested_by, 'from_version', s.base_version,
       'digest', md5(coalesce(s.content, s.content_ref))));
@@ -1208,7 +1196,7 @@ BEGIN
     RAISE EXCEPTION 'shared object % already exists', p_key USING ERRCODE = 'BT020';
   END IF;
   INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_actor, 'write', p_actor);
-  PERFORM baton.append_event('object', o.key, 'created', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'created', p_actor, o.token, o.version, NULL,
     jsonb_build_object('default_access', p_default_access, 'silence_timeout_ms', p_silence_timeout_ms));
   RETURN baton.object_outcome_of(o, true);
 END $function$
@@ -1231,7 +1219,7 @@ BEGIN
   UPDATE baton.object_offers SET status = 'declined', closed_at = now(), closed_by = p_actor WHERE id = f.id;
   -- Silence was not checked while the offer was open; the giver's window starts again now.
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'declined', p_actor, o.token, f.version,
+  PERFORM baton.event_append('object', o.key, 'declined', p_actor, o.token, f.version,
     coalesce(p_reason, format('%s declined the offer from %s at version %s', p_actor, f.giver, f.version)),
     jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);
@@ -1274,7 +1262,7 @@ BEGIN
   END IF;
   INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_grantee, p_access, p_actor)
   ON CONFLICT (object_key, actor) DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
-  PERFORM baton.append_event('object', o.key, 'granted', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'granted', p_actor, o.token, o.version, NULL,
     jsonb_build_object('grantee', p_grantee, 'access', p_access));
   RETURN baton.object_outcome_of(o, true);
 END $function$
@@ -1356,7 +1344,7 @@ BEGIN
          holder_heartbeat_at = CASE WHEN p_to IS NULL THEN NULL ELSE now() END
    WHERE key = o.key
   RETURNING * INTO o;
-  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+  PERFORM baton.event_append('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
     jsonb_build_object('from', v_from, 'to', p_to) || p_details);
   RETURN o;
 END $function$
@@ -1413,7 +1401,7 @@ BEGIN
   INSERT INTO baton.object_offers (object_key, giver, successor, version, token)
   VALUES (o.key, p_actor, p_successor, o.version, o.token) RETURNING id INTO v_offer_id;
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'offered', p_actor, o.token, o.version,
+  PERFORM baton.event_append('object', o.key, 'offered', p_actor, o.token, o.version,
     format('offered to %s at version %s', p_successor, o.version),
     jsonb_build_object('offer_id', v_offer_id, 'successor', p_successor));
   RETURN baton.object_outcome_of(o, true);
@@ -1470,7 +1458,7 @@ CREATE OR REPLACE FUNCTION baton.object_refuse(o baton.objects, p_actor text, p_
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+  PERFORM baton.event_append('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal) || p_details);
   RETURN baton.object_outcome_of(o, false, p_refusal, p_reason);
 END $function$
@@ -1629,7 +1617,7 @@ BEGIN
   IF NOT baton.object_may(o, p_actor, 'suggest') THEN RETURN baton.object_refuse_access(o, p_actor, 'suggest', 'suggest'); END IF;
   INSERT INTO baton.object_suggestions (object_key, suggested_by, base_version, content, content_ref, note)
   VALUES (o.key, p_actor, p_base_version, p_content, p_content_ref, p_note) RETURNING id INTO v_id;
-  PERFORM baton.append_event('object', o.key, 'suggested', p_actor, o.token, p_base_version, p_note,
+  PERFORM baton.event_append('object', o.key, 'suggested', p_actor, o.token, p_base_version, p_note,
     jsonb_build_object('suggestion_id', v_id, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true, p_suggestion_id => v_id);
 END $function$
@@ -1685,7 +1673,7 @@ BEGIN
   END IF;
   IF f.id IS NOT NULL THEN
     UPDATE baton.object_offers SET status = 'overtaken', closed_at = now(), closed_by = p_actor WHERE id = f.id;
-    PERFORM baton.append_event('object', o.key, 'overtaken', p_actor, o.token, f.version,
+    PERFORM baton.event_append('object', o.key, 'overtaken', p_actor, o.token, f.version,
       format('offer from %s to %s at version %s overtaken by %s', f.giver, f.successor, f.version, p_actor),
       jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor, 'by', p_actor));
   END IF;
@@ -1740,7 +1728,7 @@ BEGIN
   IF f.id IS NULL THEN RETURN baton.object_refuse_no_offer(o, p_actor, NULL, 'withdraw'); END IF;
   UPDATE baton.object_offers SET status = 'withdrawn', closed_at = now(), closed_by = p_actor WHERE id = f.id;
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'withdrawn', p_actor, o.token, f.version,
+  PERFORM baton.event_append('object', o.key, 'withdrawn', p_actor, o.token, f.version,
     format('%s withdrew the offer to %s at version %s', p_actor, f.successor, f.version),
     jsonb_build_object('offer_id', f.id, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);
@@ -1779,7 +1767,7 @@ BEGIN
    WHERE key = o.key
   RETURNING * INTO o;
   PERFORM baton.object_record_view(o, p_actor);
-  PERFORM baton.append_event('object', o.key, 'written', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'written', p_actor, o.token, o.version, NULL,
     jsonb_build_object('from_version', p_version, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true);
 END $function$
@@ -1792,15 +1780,15 @@ CREATE OR REPLACE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_clai
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
+  IF NOT baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
   END IF;
   INSERT INTO baton.pool_runs (task_id, claim_version, pool, offered_by) VALUES (p_task_id, p_claim_version, p_pool, p_owner)
   ON CONFLICT (task_id, claim_version) DO NOTHING;
   IF FOUND THEN
-    PERFORM baton.append_event('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
+    PERFORM baton.event_append('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
   END IF;
-  RETURN baton.accepted_write(p_task_id);
+  RETURN baton.claim_accept_write(p_task_id);
 END $function$
 ;
 
@@ -1812,105 +1800,6 @@ CREATE OR REPLACE FUNCTION baton.pool_run_state(p_task_id text, p_claim_version 
 AS $function$
   SELECT r.agent, r.beat_at, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
     FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.propagate_stale(p_task_id text, p_actor text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  v_key text;
-  v_reason text;
-  d record;
-BEGIN
-  SELECT key INTO STRICT v_key FROM baton.tasks WHERE id = p_task_id;
-  v_reason := format('it depends on %s, which is stale', v_key);
-  FOR d IN
-    WITH RECURSIVE downstream(id) AS (
-      SELECT task_id FROM baton.task_dependencies WHERE depends_on = p_task_id
-      UNION
-      SELECT dep.task_id FROM downstream s JOIN baton.task_dependencies dep ON dep.depends_on = s.id
-    )
-    SELECT t.id, t.status, t.claim_version FROM baton.tasks t WHERE t.id IN (SELECT id FROM downstream)
-     ORDER BY t.id FOR UPDATE OF t
-  LOOP
-    IF d.status = 'verified' THEN
-      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
-      PERFORM baton.append_event('task', d.id, 'marked_stale', p_actor, d.claim_version, NULL, v_reason,
-        jsonb_build_object('stale_upstream', v_key));
-    ELSIF d.status = 'ready' THEN
-      UPDATE baton.tasks SET status = 'blocked', upstream_revisions = '{}'::jsonb WHERE id = d.id;
-      PERFORM baton.append_event('task', d.id, 'reblocked', p_actor, d.claim_version, NULL, v_reason,
-        jsonb_build_object('stale_upstream', v_key));
-    END IF;
-  END LOOP;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_events(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
- RETURNS SETOF baton.event_view
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
-   WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
-      OR (p_include_graph_tasks AND subject_kind = 'task'
-          AND subject_id LIKE replace(replace(p_subject_id, '%', '\%'), '_', '\_') || '/%'))
-   ORDER BY id
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_graph(p_graph_id text)
- RETURNS TABLE(spec jsonb, submitted_by text, submitted_at timestamp with time zone, repo text, base text)
- LANGUAGE plpgsql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  RETURN QUERY SELECT g.spec, g.submitted_by, g.submitted_at, g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
-  END IF;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_graph_source(p_graph_id text)
- RETURNS TABLE(repo text, base text)
- LANGUAGE plpgsql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
-  END IF;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_graph_tasks(p_graph_id text)
- RETURNS SETOF baton.task_view
- LANGUAGE plpgsql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
-    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
-  END IF;
-  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_health_checks(p_limit integer)
- RETURNS SETOF baton.health_checks
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-  SELECT * FROM baton.health_checks ORDER BY id DESC LIMIT p_limit
 $function$
 ;
 
@@ -1938,7 +1827,262 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.read_task(p_task_id text)
+CREATE OR REPLACE FUNCTION baton.record_refuse_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.run_token_issue(p_task_id text, p_owner text, p_claim_version bigint, p_identity text, p_secret_sha256 bytea)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
+  END IF;
+  PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
+  RETURN baton.claim_accept_write(p_task_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_check_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.status NOT IN ('blocked', 'ready') OR NEW.claim_version <> 0 THEN
+      RAISE EXCEPTION 'task %: a new task starts blocked or ready with claim version 0, not %', NEW.id, NEW.status
+        USING ERRCODE = 'BT001';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF NEW.claim_version < OLD.claim_version THEN
+    RAISE EXCEPTION 'task %: claim version may not go back from % to %', NEW.id, OLD.claim_version, NEW.claim_version
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.claim_version <> OLD.claim_version AND NOT (OLD.status = 'ready' AND NEW.status = 'running') THEN
+    RAISE EXCEPTION 'task %: the claim version changes only when a ready task is claimed', NEW.id USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
+    SELECT 1 FROM baton.task_transitions WHERE from_status = OLD.status AND to_status = NEW.status
+  ) THEN
+    RAISE EXCEPTION 'task %: % -> % is not an allowed transition', NEW.id, OLD.status, NEW.status USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status = 'verified' AND OLD.status <> 'verified' AND NOT EXISTS (
+    SELECT 1 FROM baton.verifications v
+     WHERE v.task_id = NEW.id AND v.passed AND v.claim_version = NEW.claim_version AND v.revision = NEW.artifact->>'revision'
+  ) THEN
+    RAISE EXCEPTION 'task %: verified needs a passed verification of revision % at claim version %',
+      NEW.id, NEW.artifact->>'revision', NEW.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  NEW.updated_at := now();
+  RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_check_release()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_unverified text;
+BEGIN
+  SELECT string_agg(u.key || ' (' || u.status || ')', ', ' ORDER BY u.key) INTO v_unverified
+    FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
+   WHERE d.task_id = NEW.id AND u.status <> 'verified';
+  IF v_unverified IS NOT NULL THEN
+    RAISE EXCEPTION 'task %: cannot become ready before its dependencies are verified: %', NEW.id, v_unverified
+      USING ERRCODE = 'BT001';
+  END IF;
+  RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer)
+ RETURNS SETOF baton.claim
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  v_id text;
+BEGIN
+  PERFORM baton.claim_check_lease(p_lease_ms);
+  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
+  IF FOUND THEN
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_claim_next(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL::text)
+ RETURNS SETOF baton.claim
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  v_id text;
+BEGIN
+  PERFORM baton.claim_check_lease(p_lease_ms);
+  IF p_graph_id IS NULL THEN
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  ELSE
+    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+     ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
+  END IF;
+  IF FOUND THEN
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+  END IF;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_fail_attempt(p_task_id text, p_owner text, p_claim_version bigint, p_reason text, p_retry boolean)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'fail');
+  END IF;
+  UPDATE baton.tasks
+     SET status = CASE WHEN p_retry THEN baton.task_ready_or_blocked(p_task_id) ELSE 'failed' END,
+         owner = CASE WHEN p_retry THEN NULL ELSE owner END, lease_expires_at = NULL
+   WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, CASE WHEN p_retry THEN 'attempt_failed' ELSE 'failed' END,
+    p_owner, p_claim_version, NULL, p_reason);
+  RETURN baton.claim_accept_write(p_task_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_heartbeat(p_task_id text, p_owner text, p_claim_version bigint, p_lease_ms integer, p_progress jsonb)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  r baton.fenced_result;
+BEGIN
+  UPDATE baton.tasks t
+     SET heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+         progress = coalesce(p_progress, t.progress)
+   WHERE t.id = p_task_id AND baton.claim_holds(t, p_owner, p_claim_version)
+  RETURNING true, t.status, t.owner, t.claim_version, t.lease_expires_at INTO r;
+  IF NOT FOUND THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'heartbeat');
+  END IF;
+  RETURN r;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_id_of(p_graph_id text, p_key text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT p_graph_id || '/' || p_key
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_id_pattern_of(p_graph_id text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT replace(replace(p_graph_id, '%', '\%'), '_', '\_') || '/%'
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_list_superseded_pins(p_task_id text)
+ RETURNS TABLE(upstream text, pinned text, verified text, upstream_status text)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT u.key, t.upstream_revisions->>u.key, u.verified_revision, u.status
+    FROM baton.tasks t JOIN baton.task_dependencies d ON d.task_id = t.id JOIN baton.tasks u ON u.id = d.depends_on
+   WHERE t.id = p_task_id AND (u.status = 'stale' OR (t.upstream_revisions->>u.key) IS DISTINCT FROM u.verified_revision)
+   ORDER BY u.key
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_lock(p_task_id text)
+ RETURNS baton.tasks
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN t;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_note_add(p_task_id text, p_author text, p_claim_version bigint, p_body text)
+ RETURNS baton.fenced_result
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  IF p_claim_version IS NOT NULL AND NOT baton.claim_fence(p_task_id, p_author, p_claim_version) THEN
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_author, p_claim_version, 'note');
+  END IF;
+  INSERT INTO baton.task_notes (task_id, author, claim_version, body) VALUES (p_task_id, p_author, p_claim_version, p_body);
+  RETURN baton.claim_accept_write(p_task_id);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_propagate_stale(p_task_id text, p_actor text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_key text;
+  v_reason text;
+  d record;
+BEGIN
+  SELECT key INTO STRICT v_key FROM baton.tasks WHERE id = p_task_id;
+  v_reason := format('it depends on %s, which is stale', v_key);
+  FOR d IN
+    WITH RECURSIVE downstream(id) AS (
+      SELECT task_id FROM baton.task_dependencies WHERE depends_on = p_task_id
+      UNION
+      SELECT dep.task_id FROM downstream s JOIN baton.task_dependencies dep ON dep.depends_on = s.id
+    )
+    SELECT t.id, t.status, t.claim_version FROM baton.tasks t WHERE t.id IN (SELECT id FROM downstream)
+     ORDER BY t.id FOR UPDATE OF t
+  LOOP
+    IF d.status = 'verified' THEN
+      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
+      PERFORM baton.event_append('task', d.id, 'marked_stale', p_actor, d.claim_version, NULL, v_reason,
+        jsonb_build_object('stale_upstream', v_key));
+    ELSIF d.status = 'ready' THEN
+      UPDATE baton.tasks SET status = 'blocked', upstream_revisions = '{}'::jsonb WHERE id = d.id;
+      PERFORM baton.event_append('task', d.id, 'reblocked', p_actor, d.claim_version, NULL, v_reason,
+        jsonb_build_object('stale_upstream', v_key));
+    END IF;
+  END LOOP;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_read(p_task_id text)
  RETURNS SETOF baton.task_view
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -1952,19 +2096,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.read_tool_calls(p_id text)
- RETURNS SETOF baton.tool_calls
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-  SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE replace(replace(p_id, '%', '\%'), '_', '\_') || '/%')
-   ORDER BY created_at, task_id, step
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.ready_or_blocked(p_task_id text)
+CREATE OR REPLACE FUNCTION baton.task_ready_or_blocked(p_task_id text)
  RETURNS text
  LANGUAGE sql
 AS $function$
@@ -1975,175 +2107,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.record_health_check(p_workflow_id text, p_message text)
- RETURNS SETOF baton.health_checks
- LANGUAGE sql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-  INSERT INTO baton.health_checks (workflow_id, message) VALUES (p_workflow_id, p_message)
-  ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
-  RETURNING *
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.record_verification(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_exit_code integer, p_output_digest text, p_output_tail text)
- RETURNS TABLE(status text, released text[], staled text[])
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  t baton.tasks;
-  v_passed boolean := p_exit_code = 0;
-  v_released text[] := '{}';
-  v_staled text[] := '{}';
-  v_superseded jsonb;
-  v_why text;
-  v_id text;
-  d baton.tasks;
-  v_all_verified boolean;
-  v_pins jsonb;
-BEGIN
-  t := baton.lock_task(p_task_id);
-  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
-    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
-      USING ERRCODE = 'BT001';
-  END IF;
-  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
-    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
-      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
-  END IF;
-  INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
-    VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
-
-  IF NOT v_passed THEN
-    UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
-    PERFORM baton.append_event('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
-      -- The reason ends with the output's last line: for a refused artifact (T12), the refusal itself.
-      format('%s exited %s', p_command, p_exit_code) || coalesce(': ' || left(nullif(btrim(
-        (regexp_match(coalesce(p_output_tail, ''), '([^\n]*)\n*$'))[1]), ''), 500), ''),
-      jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
-    RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
-    RETURN;
-  END IF;
-
-  -- T8: the artifact was built on its pins; if an upstream task has moved on since, it is outdated.
-  -- (An upstream verification running now waits for this task's lock, and then finds it verified.)
-  SELECT jsonb_agg(jsonb_build_object('upstream', s.upstream, 'pinned', s.pinned, 'verified', s.verified, 'status', s.upstream_status)),
-         string_agg(CASE WHEN s.upstream_status = 'stale' THEN format('%s is stale', s.upstream)
-                         ELSE format('%s is verified at %s, not %s', s.upstream, s.verified, coalesce(s.pinned, 'the pinned revision')) END, '; ')
-    INTO v_superseded, v_why
-    FROM baton.superseded_pins(p_task_id) s;
-  IF v_superseded IS NOT NULL THEN
-    UPDATE baton.tasks SET status = 'stale' WHERE id = p_task_id;
-    PERFORM baton.append_event('task', p_task_id, 'marked_stale', p_verifier, p_claim_version, NULL,
-      format('revision %s passed on superseded pins: %s', p_revision, v_why),
-      jsonb_build_object('revision', p_revision, 'superseded', v_superseded));
-    PERFORM baton.propagate_stale(p_task_id, p_verifier);
-    RETURN QUERY SELECT 'stale'::text, v_released, v_staled;
-    RETURN;
-  END IF;
-
-  -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
-  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
-    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
-
-  -- Dependents are locked in id order first; each is read again below, as marking one stale may
-  -- already have made another (that depends on it) stale.
-  PERFORM 1 FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
-    WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt;
-  FOR v_id IN SELECT dep.task_id FROM baton.task_dependencies dep WHERE dep.depends_on = p_task_id ORDER BY dep.task_id LOOP
-    SELECT * INTO STRICT d FROM baton.tasks WHERE id = v_id;
-    v_all_verified := NOT EXISTS (
-      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id AND u.status <> 'verified'
-    );
-    IF d.status = 'blocked' AND v_all_verified THEN
-      SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
-        FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id;
-      UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = d.id;
-      PERFORM baton.append_event('task', d.id, 'released', p_verifier, d.claim_version, NULL,
-        'all dependencies verified', jsonb_build_object('upstream_revisions', v_pins));
-      v_released := v_released || d.id;
-    ELSIF d.status = 'verified' AND (d.upstream_revisions->>t.key) IS DISTINCT FROM p_revision THEN
-      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
-      PERFORM baton.append_event('task', d.id, 'marked_stale', p_verifier, d.claim_version, NULL,
-        format('%s was verified at %s; this task was verified against %s', t.key, p_revision, d.upstream_revisions->>t.key),
-        jsonb_build_object('upstream', t.key, 'old_revision', d.upstream_revisions->>t.key, 'new_revision', p_revision));
-      PERFORM baton.propagate_stale(d.id, p_verifier);
-      d.status := 'stale';
-    END IF;
-    -- A stale dependent whose dependencies are now all verified (marked just now, or before through
-    -- this task or another) can be re-run: this verification is the one that wakes it.
-    IF d.status = 'stale' AND v_all_verified THEN
-      v_staled := v_staled || d.id;
-    END IF;
-  END LOOP;
-  RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.refuse_event_change()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.refuse_record_change()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.refuse_stale_write(p_task_id text, p_owner text, p_claim_version bigint, p_action text)
- RETURNS baton.fenced_result
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  t baton.tasks;
-BEGIN
-  t := baton.lock_task(p_task_id);
-  -- The event's fence is the stale claim version the write carried; the current one is in the reason.
-  PERFORM baton.append_event('task', p_task_id, 'stale_write_refused', p_owner, p_claim_version, NULL,
-    format('%s by %s at claim version %s refused: task is %s, owner %s, claim version %s',
-           p_action, p_owner, p_claim_version, t.status, coalesce(t.owner, 'none'), t.claim_version),
-    jsonb_build_object('action', p_action, 'current_claim_version', t.claim_version));
-  RETURN ROW(false, t.status, t.owner, t.claim_version, t.lease_expires_at)::baton.fenced_result;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
- RETURNS boolean
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  v_owner text;
-BEGIN
-  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
-    RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
-  END IF;
-  SELECT owner INTO v_owner FROM baton.tasks
-   WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
-    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
-  RETURN true;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.rerun_stale_task(p_task_id text, p_actor text, p_reason text)
+CREATE OR REPLACE FUNCTION baton.task_rerun_stale(p_task_id text, p_actor text, p_reason text)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2153,34 +2117,19 @@ DECLARE
   t baton.tasks;
   v_policy text;
 BEGIN
-  t := baton.lock_task(p_task_id);
+  t := baton.task_lock(p_task_id);
   SELECT coalesce(g.spec->'policy'->>'onUpstreamChange', 'rerun') INTO STRICT v_policy FROM baton.graphs g WHERE g.id = t.graph_id;
   -- Upstream tasks are read after this task's lock: a verification of one that is under way waits
   -- for the lock, then finds this task stale and names it.
-  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.ready_or_blocked(p_task_id) = 'blocked' THEN
+  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.task_ready_or_blocked(p_task_id) = 'blocked' THEN
     RETURN t.status;
   END IF;
-  PERFORM baton.set_task_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
+  PERFORM baton.task_set_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
   RETURN 'ready';
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.run_token_issue(p_task_id text, p_owner text, p_claim_version bigint, p_identity text, p_secret_sha256 bytea)
- RETURNS baton.fenced_result
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'run token');
-  END IF;
-  PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
-  RETURN baton.accepted_write(p_task_id);
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
+CREATE OR REPLACE FUNCTION baton.task_set_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2190,7 +2139,7 @@ DECLARE
   t baton.tasks;
   v_count bigint;
 BEGIN
-  t := baton.lock_task(p_task_id);
+  t := baton.task_lock(p_task_id);
   IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
     RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
   END IF;
@@ -2220,7 +2169,7 @@ BEGIN
              FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = p_task_id
          ), '{}'::jsonb) ELSE upstream_revisions END
    WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
+  PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
     jsonb_build_object('from', t.status, 'to', p_to));
   IF t.status = 'verified' THEN
     -- Dependents released against the old revision but not yet started wait for the new one.
@@ -2231,7 +2180,7 @@ BEGIN
       RETURNING dt.id, dt.claim_version
     )
     SELECT count(*) INTO STRICT v_count FROM (
-      SELECT baton.append_event('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
+      SELECT baton.event_append('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
         format('upstream %s is being re-run', t.key)) FROM reblocked r
     ) appended;
   END IF;
@@ -2239,69 +2188,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.start_verification(p_task_id text, p_verifier text)
- RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb)
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  t baton.tasks;
-BEGIN
-  t := baton.lock_task(p_task_id);
-  IF t.owner = p_verifier THEN
-    RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
-  END IF;
-  IF t.status = 'verifying' THEN
-    -- An earlier verifier was lost before recording a result: this one starts over.
-    UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
-    PERFORM baton.append_event('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
-      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
-  END IF;
-  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
-    jsonb_build_object('revision', t.artifact->>'revision'));
-  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
- RETURNS integer
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-DECLARE
-  v_task jsonb;
-  v_dep text;
-  v_count integer := 0;
-BEGIN
-  BEGIN
-    INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
-  EXCEPTION WHEN unique_violation THEN
-    RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
-  END;
-  PERFORM baton.append_event('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
-    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
-  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
-      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
-              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
-    v_count := v_count + 1;
-  END LOOP;
-  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
-      INSERT INTO baton.task_dependencies (task_id, depends_on)
-        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
-    END LOOP;
-    PERFORM baton.append_event('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
-      jsonb_build_object('depends_on', v_task->'dependsOn'));
-  END LOOP;
-  RETURN v_count;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.submit_task(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
+CREATE OR REPLACE FUNCTION baton.task_submit(p_task_id text, p_owner text, p_claim_version bigint, p_artifact jsonb)
  RETURNS baton.fenced_result
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2314,50 +2201,19 @@ BEGIN
     RAISE EXCEPTION 'task %: an artifact must name its revision', p_task_id USING ERRCODE = 'BT003';
   END IF;
   UPDATE baton.tasks t SET status = 'submitted', artifact = p_artifact, lease_expires_at = NULL
-   WHERE t.id = p_task_id AND baton.holds_claim(t, p_owner, p_claim_version)
+   WHERE t.id = p_task_id AND baton.claim_holds(t, p_owner, p_claim_version)
   RETURNING true, t.status, t.owner, t.claim_version, t.lease_expires_at INTO r;
   IF NOT FOUND THEN
     -- The same submit again (its first answer was lost): accepted, and nothing changes.
     IF EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id AND owner = p_owner AND claim_version = p_claim_version
                 AND artifact->>'revision' = p_artifact->>'revision' AND status <> 'running') THEN
-      RETURN baton.accepted_write(p_task_id);
+      RETURN baton.claim_accept_write(p_task_id);
     END IF;
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
+    RETURN baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, 'submit');
   END IF;
-  PERFORM baton.append_event('task', p_task_id, 'submitted', p_owner, p_claim_version, NULL, NULL,
+  PERFORM baton.event_append('task', p_task_id, 'submitted', p_owner, p_claim_version, NULL, NULL,
     jsonb_build_object('revision', p_artifact->>'revision'));
   RETURN r;
-END $function$
-;
-
-CREATE OR REPLACE FUNCTION baton.superseded_pins(p_task_id text)
- RETURNS TABLE(upstream text, pinned text, verified text, upstream_status text)
- LANGUAGE sql
- STABLE
-AS $function$
-  SELECT u.key, t.upstream_revisions->>u.key, u.verified_revision, u.status
-    FROM baton.tasks t JOIN baton.task_dependencies d ON d.task_id = t.id JOIN baton.tasks u ON u.id = d.depends_on
-   WHERE t.id = p_task_id AND (u.status = 'stale' OR (t.upstream_revisions->>u.key) IS DISTINCT FROM u.verified_revision)
-   ORDER BY u.key
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.take_claim(p_task_id text, p_owner text, p_lease_ms integer)
- RETURNS baton.claim
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  c baton.claim;
-BEGIN
-  UPDATE baton.tasks
-     SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
-         claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-         attempts = attempts + 1, progress = NULL, artifact = NULL
-   WHERE id = p_task_id
-  RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
-  PERFORM baton.append_event('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
-    jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
-  RETURN c;
 END $function$
 ;
 
@@ -2412,11 +2268,39 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.tool_call_check_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.status <> 'pending' OR NEW.attempts <> 0 THEN
+      RAISE EXCEPTION 'tool call %: a new ledger row starts pending with no attempts', NEW.idempotency_key USING ERRCODE = 'BT001';
+    END IF;
+    RETURN NEW;
+  END IF;
+  IF NEW.task_id <> OLD.task_id OR NEW.step <> OLD.step OR NEW.tool <> OLD.tool OR NEW.params_hash <> OLD.params_hash THEN
+    RAISE EXCEPTION 'tool call %: key, tool and parameters never change', OLD.idempotency_key USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.attempts < OLD.attempts THEN
+    RAISE EXCEPTION 'tool call %: attempts may not go back', OLD.idempotency_key USING ERRCODE = 'BT001';
+  END IF;
+  IF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
+    SELECT 1 FROM baton.tool_call_transitions WHERE from_status = OLD.status AND to_status = NEW.status
+  ) THEN
+    RAISE EXCEPTION 'tool call %: % -> % is not an allowed transition', OLD.idempotency_key, OLD.status, NEW.status
+      USING ERRCODE = 'BT001';
+  END IF;
+  NEW.updated_at := now();
+  RETURN NEW;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.tool_call_event(c baton.tool_calls, p_kind text, p_actor text, p_fence bigint, p_reason text, p_details jsonb)
  RETURNS bigint
  LANGUAGE sql
 AS $function$
-  SELECT baton.append_event('task', c.task_id, p_kind, p_actor, p_fence, NULL, p_reason,
+  SELECT baton.event_append('task', c.task_id, p_kind, p_actor, p_fence, NULL, p_reason,
     jsonb_build_object('step', c.step, 'tool', c.tool, 'key', c.idempotency_key, 'status', c.status, 'attempts', c.attempts)
       || coalesce(p_details, '{}'::jsonb));
 $function$
@@ -2430,17 +2314,29 @@ DECLARE
   f baton.fenced_result;
   o baton.tool_call_outcome;
 BEGIN
-  IF baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+  IF baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
     o.accepted := true;
     RETURN o;
   END IF;
-  f := baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, p_action);
+  f := baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, p_action);
   o.accepted := false;
   o.task_status := f.status;
   o.task_owner := f.owner;
   o.task_claim_version := f.claim_version;
   RETURN o;
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_read(p_id text)
+ RETURNS SETOF baton.tool_calls
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT * FROM baton.tool_calls
+   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
+   ORDER BY created_at, task_id, step
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.tool_call_reconcile(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_finding text, p_result jsonb, p_reason text)
@@ -2565,30 +2461,149 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.verification_record(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_exit_code integer, p_output_digest text, p_output_tail text)
+ RETURNS TABLE(status text, released text[], staled text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks;
+  v_passed boolean := p_exit_code = 0;
+  v_released text[] := '{}';
+  v_staled text[] := '{}';
+  v_superseded jsonb;
+  v_why text;
+  v_id text;
+  d baton.tasks;
+  v_all_verified boolean;
+  v_pins jsonb;
+BEGIN
+  t := baton.task_lock(p_task_id);
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
+    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
+      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
+    VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
+
+  IF NOT v_passed THEN
+    UPDATE baton.tasks SET status = 'rejected' WHERE id = p_task_id;
+    PERFORM baton.event_append('task', p_task_id, 'rejected', p_verifier, p_claim_version, NULL,
+      -- The reason ends with the output's last line: for a refused artifact (T12), the refusal itself.
+      format('%s exited %s', p_command, p_exit_code) || coalesce(': ' || left(nullif(btrim(
+        (regexp_match(coalesce(p_output_tail, ''), '([^\n]*)\n*$'))[1]), ''), 500), ''),
+      jsonb_build_object('revision', p_revision, 'output_digest', p_output_digest));
+    RETURN QUERY SELECT 'rejected'::text, v_released, v_staled;
+    RETURN;
+  END IF;
+
+  -- T8: the artifact was built on its pins; if an upstream task has moved on since, it is outdated.
+  -- (An upstream verification running now waits for this task's lock, and then finds it verified.)
+  SELECT jsonb_agg(jsonb_build_object('upstream', s.upstream, 'pinned', s.pinned, 'verified', s.verified, 'status', s.upstream_status)),
+         string_agg(CASE WHEN s.upstream_status = 'stale' THEN format('%s is stale', s.upstream)
+                         ELSE format('%s is verified at %s, not %s', s.upstream, s.verified, coalesce(s.pinned, 'the pinned revision')) END, '; ')
+    INTO v_superseded, v_why
+    FROM baton.task_list_superseded_pins(p_task_id) s;
+  IF v_superseded IS NOT NULL THEN
+    UPDATE baton.tasks SET status = 'stale' WHERE id = p_task_id;
+    PERFORM baton.event_append('task', p_task_id, 'marked_stale', p_verifier, p_claim_version, NULL,
+      format('revision %s passed on superseded pins: %s', p_revision, v_why),
+      jsonb_build_object('revision', p_revision, 'superseded', v_superseded));
+    PERFORM baton.task_propagate_stale(p_task_id, p_verifier);
+    RETURN QUERY SELECT 'stale'::text, v_released, v_staled;
+    RETURN;
+  END IF;
+
+  -- Pins stay what the artifact was built on (set at release); they are never rewritten here.
+  UPDATE baton.tasks SET status = 'verified', verified_revision = p_revision WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, 'verified', p_verifier, p_claim_version, NULL, NULL,
+    jsonb_build_object('revision', p_revision, 'command', p_command, 'output_digest', p_output_digest));
+
+  -- Dependents are locked in id order first; each is read again below, as marking one stale may
+  -- already have made another (that depends on it) stale.
+  PERFORM 1 FROM baton.task_dependencies dep JOIN baton.tasks dt ON dt.id = dep.task_id
+    WHERE dep.depends_on = p_task_id ORDER BY dt.id FOR UPDATE OF dt;
+  FOR v_id IN SELECT dep.task_id FROM baton.task_dependencies dep WHERE dep.depends_on = p_task_id ORDER BY dep.task_id LOOP
+    SELECT * INTO STRICT d FROM baton.tasks WHERE id = v_id;
+    v_all_verified := NOT EXISTS (
+      SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id AND u.status <> 'verified'
+    );
+    IF d.status = 'blocked' AND v_all_verified THEN
+      SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+        FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = d.id;
+      UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = d.id;
+      PERFORM baton.event_append('task', d.id, 'released', p_verifier, d.claim_version, NULL,
+        'all dependencies verified', jsonb_build_object('upstream_revisions', v_pins));
+      v_released := v_released || d.id;
+    ELSIF d.status = 'verified' AND (d.upstream_revisions->>t.key) IS DISTINCT FROM p_revision THEN
+      UPDATE baton.tasks SET status = 'stale' WHERE id = d.id;
+      PERFORM baton.event_append('task', d.id, 'marked_stale', p_verifier, d.claim_version, NULL,
+        format('%s was verified at %s; this task was verified against %s', t.key, p_revision, d.upstream_revisions->>t.key),
+        jsonb_build_object('upstream', t.key, 'old_revision', d.upstream_revisions->>t.key, 'new_revision', p_revision));
+      PERFORM baton.task_propagate_stale(d.id, p_verifier);
+      d.status := 'stale';
+    END IF;
+    -- A stale dependent whose dependencies are now all verified (marked just now, or before through
+    -- this task or another) can be re-run: this verification is the one that wakes it.
+    IF d.status = 'stale' AND v_all_verified THEN
+      v_staled := v_staled || d.id;
+    END IF;
+  END LOOP;
+  RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.verification_start(p_task_id text, p_verifier text)
+ RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  t := baton.task_lock(p_task_id);
+  IF t.owner = p_verifier THEN
+    RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
+  END IF;
+  IF t.status = 'verifying' THEN
+    -- An earlier verifier was lost before recording a result: this one starts over.
+    UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
+    PERFORM baton.event_append('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
+      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
+  END IF;
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
+    jsonb_build_object('revision', t.artifact->>'revision'));
+  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
+END $function$
+;
+
 -- triggers
 
-CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON baton.events FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_event_change();
+CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON baton.events FOR EACH STATEMENT EXECUTE FUNCTION baton.event_refuse_change();
 
-CREATE TRIGGER task_notes_append_only BEFORE DELETE OR UPDATE ON baton.task_notes FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+CREATE TRIGGER task_notes_append_only BEFORE DELETE OR UPDATE ON baton.task_notes FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();
 
-CREATE TRIGGER tasks_release_guard BEFORE UPDATE OF status ON baton.tasks FOR EACH ROW WHEN (((old.status <> 'ready'::text) AND (new.status = 'ready'::text))) EXECUTE FUNCTION baton.check_task_release();
+CREATE TRIGGER tasks_release_guard BEFORE UPDATE OF status ON baton.tasks FOR EACH ROW WHEN (((old.status <> 'ready'::text) AND (new.status = 'ready'::text))) EXECUTE FUNCTION baton.task_check_release();
 
-CREATE TRIGGER tasks_state_machine BEFORE INSERT OR UPDATE ON baton.tasks FOR EACH ROW EXECUTE FUNCTION baton.check_task_change();
+CREATE TRIGGER tasks_state_machine BEFORE INSERT OR UPDATE ON baton.tasks FOR EACH ROW EXECUTE FUNCTION baton.task_check_change();
 
-CREATE TRIGGER tool_calls_keep_rows BEFORE DELETE OR TRUNCATE ON baton.tool_calls FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+CREATE TRIGGER tool_calls_keep_rows BEFORE DELETE OR TRUNCATE ON baton.tool_calls FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();
 
-CREATE TRIGGER tool_calls_state_machine BEFORE INSERT OR UPDATE ON baton.tool_calls FOR EACH ROW EXECUTE FUNCTION baton.check_tool_call_change();
+CREATE TRIGGER tool_calls_state_machine BEFORE INSERT OR UPDATE ON baton.tool_calls FOR EACH ROW EXECUTE FUNCTION baton.tool_call_check_change();
 
-CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifications FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifications FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();
 
 -- views
 
 
 -- privileges
-
-function baton.accepted_write(text): {baton_owner=X/baton_owner}
-
-function baton.add_task_note(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.agent_authenticate(text,text): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
@@ -2624,29 +2639,37 @@ function baton.agent_token_revoke(text,text,text): {baton_owner=X/baton_owner,ba
 
 function baton.agent_token_view(baton.agent_tokens): {baton_owner=X/baton_owner}
 
-function baton.append_event(text,text,text,text,bigint,bigint,text,jsonb): {baton_owner=X/baton_owner}
+function baton.claim_accept_write(text): {baton_owner=X/baton_owner}
 
-function baton.check_lease(integer): {baton_owner=X/baton_owner}
+function baton.claim_check_lease(integer): {baton_owner=X/baton_owner}
 
-function baton.check_task_change(): {baton_owner=X/baton_owner}
+function baton.claim_fence(text,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.check_task_release(): {baton_owner=X/baton_owner}
+function baton.claim_holds(baton.tasks,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.check_tool_call_change(): {baton_owner=X/baton_owner}
+function baton.claim_refuse_stale_write(text,text,bigint,text): {baton_owner=X/baton_owner}
 
-function baton.claim_next_task(text,integer,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.claim_release(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.claim_task(text,text,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.claim_take(text,text,integer): {baton_owner=X/baton_owner}
 
-function baton.fail_attempt(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.event_append(text,text,text,text,bigint,bigint,text,jsonb): {baton_owner=X/baton_owner}
 
-function baton.heartbeat_task(text,text,bigint,integer,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.hold_fence(text,text,bigint): {baton_owner=X/baton_owner}
+function baton.event_refuse_change(): {baton_owner=X/baton_owner}
 
-function baton.holds_claim(baton.tasks,text,bigint): {baton_owner=X/baton_owner}
+function baton.graph_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
-function baton.lock_task(text): {baton_owner=X/baton_owner}
+function baton.graph_read_source(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.graph_read_tasks(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.graph_submit(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.health_check_read(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.health_check_record(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.object_accept(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
@@ -2736,63 +2759,59 @@ function baton.pool_offer(text,text,bigint,text): {baton_owner=X/baton_owner,bat
 
 function baton.pool_run_state(text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.propagate_stale(text,text): {baton_owner=X/baton_owner}
-
-function baton.read_events(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.read_graph(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.read_graph_source(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.read_graph_tasks(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.read_health_checks(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
 function baton.read_object_events(text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.read_schema_state(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 
-function baton.read_task(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.read_tool_calls(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.ready_or_blocked(text): {baton_owner=X/baton_owner}
-
-function baton.record_health_check(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
-
-function baton.record_verification(text,text,bigint,text,text,integer,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
-
-function baton.refuse_event_change(): {baton_owner=X/baton_owner}
-
-function baton.refuse_record_change(): {baton_owner=X/baton_owner}
-
-function baton.refuse_stale_write(text,text,bigint,text): {baton_owner=X/baton_owner}
-
-function baton.release_claim(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
-
-function baton.rerun_stale_task(text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.record_refuse_change(): {baton_owner=X/baton_owner}
 
 function baton.run_token_issue(text,text,bigint,text,bytea): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.set_task_status(text,text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+function baton.task_check_change(): {baton_owner=X/baton_owner}
 
-function baton.start_verification(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.task_check_release(): {baton_owner=X/baton_owner}
 
-function baton.submit_graph(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+function baton.task_claim(text,text,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.submit_task(text,text,bigint,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.task_claim_next(text,integer,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.superseded_pins(text): {baton_owner=X/baton_owner}
+function baton.task_fail_attempt(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.take_claim(text,text,integer): {baton_owner=X/baton_owner}
+function baton.task_heartbeat(text,text,bigint,integer,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.task_id_of(text,text): {baton_owner=X/baton_owner}
+
+function baton.task_id_pattern_of(text): {baton_owner=X/baton_owner}
+
+function baton.task_list_superseded_pins(text): {baton_owner=X/baton_owner}
+
+function baton.task_lock(text): {baton_owner=X/baton_owner}
+
+function baton.task_note_add(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.task_propagate_stale(text,text): {baton_owner=X/baton_owner}
+
+function baton.task_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.task_ready_or_blocked(text): {baton_owner=X/baton_owner}
+
+function baton.task_rerun_stale(text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.task_set_status(text,text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.task_submit(text,text,bigint,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.task_view(baton.tasks): {baton_owner=X/baton_owner}
 
 function baton.tool_call_begin(text,text,bigint,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
+function baton.tool_call_check_change(): {baton_owner=X/baton_owner}
+
 function baton.tool_call_event(baton.tool_calls,text,text,bigint,text,jsonb): {baton_owner=X/baton_owner}
 
 function baton.tool_call_fence(text,text,bigint,text): {baton_owner=X/baton_owner}
+
+function baton.tool_call_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.tool_call_reconcile(text,text,bigint,text,text,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
@@ -2801,5 +2820,9 @@ function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): 
 function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {baton_owner=X/baton_owner}
 
 function baton.tool_call_send(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.verification_record(text,text,bigint,text,text,integer,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.verification_start(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 schema baton: {baton_owner=UC/baton_owner,baton_worker=U/baton_owner,baton_client=U/baton_owner,baton_reader=U/baton_owner,baton_agent=U/baton_owner}

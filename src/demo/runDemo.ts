@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { createBatonClient } from '../client.js';
 import type { Queryable } from '../db/queryable.js';
-import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { toolCallRead } from '../db/sql/reads.js';
 import type { DevStack } from '../dev/devStack.js';
 import { NotReadyError, waitFor } from '../dev/waitFor.js';
 import type { Log } from '../log.js';
@@ -175,7 +175,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
         what: "tests' pull request opened once, reconciled by the next owner after a SIGKILL",
         ok:
           (await codeHost.effects()).filter((e) => e.key === prKey).length === 1 &&
-          (await selectToolCalls(open.pool, taskIdOf(graph.id, 'tests')))[0]?.status === 'reconciled_succeeded' &&
+          (await toolCallRead(open.pool, taskIdOf(graph.id, 'tests')))[0]?.status === 'reconciled_succeeded' &&
           of('tests').some((e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity && e.details.finding === 'found'),
       },
       {

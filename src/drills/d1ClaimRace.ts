@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
-import { claimTask } from '../db/sql/claimTask.js';
+import { taskClaim } from '../db/sql/claims.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { CLAIM_LEASE_MS_DEFAULT } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
@@ -9,7 +9,7 @@ import { drillResult, type DrillResult } from './types.js';
 /** Claims `taskId` for `owner`; true when this caller got it. */
 export type ClaimFn = (db: Queryable, taskId: string, owner: string) => Promise<boolean>;
 
-export const batonClaim: ClaimFn = async (db, taskId, owner) => (await claimTask(db, taskId, owner, CLAIM_LEASE_MS_DEFAULT)) !== undefined;
+export const batonClaim: ClaimFn = async (db, taskId, owner) => (await taskClaim(db, taskId, owner, CLAIM_LEASE_MS_DEFAULT)) !== undefined;
 
 /**
  * D1: `trials` times, two claimants on separate connections claim the same ready task at once.

@@ -3,8 +3,7 @@ import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { createBatonClient, type BatonClient } from '../client.js';
-import { selectEvents } from '../db/sql/selectEvents.js';
-import { selectTask } from '../db/sql/selectTasks.js';
+import { eventRead, taskRead } from '../db/sql/reads.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
@@ -154,7 +153,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     const claimed = await waitFor(
       midRun ? 'the claimant to be mid-run' : 'the first claim',
       async () => {
-        const task = await selectTask(pool, taskId);
+        const task = await taskRead(pool, taskId);
         if (task.status !== 'running' || (midRun && Number(task.progress?.lines ?? 0) < 3)) throw new Error(`task is ${task.status}`);
         return task;
       },
@@ -170,14 +169,14 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     const task = await waitFor(
       'the task to be recovered and verified',
       async () => {
-        const current = await selectTask(pool, taskId);
+        const current = await taskRead(pool, taskId);
         if (current.status !== 'verified') throw new Error(`task is ${current.status}`);
         return current;
       },
       { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 100 },
-    ).catch(() => selectTask(pool, taskId));
+    ).catch(() => taskRead(pool, taskId));
     if (silence === 'frozen mid-run') await resumeFrozen(trial, victim, taskId, tally);
-    const events = await selectEvents(pool, 'task', taskId);
+    const events = await eventRead(pool, 'task', taskId);
     const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
     const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
     if (task.status !== 'verified') {
@@ -210,7 +209,7 @@ const RESUMED_WATCH_MS = 10_000;
  */
 async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string, tally: Tally): Promise<void> {
   const { rows } = await trial.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-  const late = async () => (await selectEvents(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
+  const late = async () => (await eventRead(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
   victim.child.kill('SIGCONT');
   await waitFor(
     'a late write of the resumed owner',

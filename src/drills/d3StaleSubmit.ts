@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/queryable.js';
 import type { Fence } from '../db/storeCall.js';
-import { selectEvents } from '../db/sql/selectEvents.js';
-import { selectTask } from '../db/sql/selectTasks.js';
-import { submitTask } from '../db/sql/submitTask.js';
+import { taskSubmit } from '../db/sql/ownerWrites.js';
+import { eventRead, taskRead } from '../db/sql/reads.js';
 import { StaleClaimError } from '../errors.js';
 import type { Artifact } from '../tasks/types.js';
 import { taskIdOf } from '../tasks/taskId.js';
@@ -24,7 +23,7 @@ function artifact(revision: string): Artifact {
  * tests run it against broken fences too; `baton drill` runs `runFrozenOwnerDrill`.)
  */
 export async function runStaleSubmitDrill(db: Queryable, options: { trials: number; submit?: SubmitFn }): Promise<DrillResult> {
-  const submit = options.submit ?? submitTask;
+  const submit = options.submit ?? taskSubmit;
   const tasks = independentTasks(options.trials);
   const graphId = await insertGraph(db, tasks, { prefix: 'd3', actor: 'drill' });
   const violations: string[] = [];
@@ -43,8 +42,8 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
       refused++;
     }
     await submit(db, second, artifact('b'));
-    const task = await selectTask(db, taskId);
-    const events = await selectEvents(db, 'task', taskId);
+    const task = await taskRead(db, taskId);
+    const events = await eventRead(db, 'task', taskId);
     if (events.some((e) => e.kind === 'stale_write_refused' && e.fence === first.claimVersion && e.details.action === 'submit')) logged++;
     else violations.push(`${taskId}: no stale_write_refused event for the old owner's submit`);
     const submits = events.filter((e) => e.kind === 'submitted').length;

@@ -3,18 +3,15 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { createBatonClient } from '../client.js';
 import type { Queryable } from '../db/queryable.js';
-import { selectEvents } from '../db/sql/selectEvents.js';
-import { selectTask } from '../db/sql/selectTasks.js';
+import { taskClaim } from '../db/sql/claims.js';
+import { taskSubmit } from '../db/sql/ownerWrites.js';
+import { eventRead, taskRead, graphReadTasks } from '../db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../db/sql/verification.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet } from '../testkit/workerFleet.js';
-import { claimTask } from '../db/sql/claimTask.js';
-import { recordVerification } from '../db/sql/recordVerification.js';
-import { selectGraphTasks } from '../db/sql/selectTasks.js';
-import { startVerification } from '../db/sql/startVerification.js';
-import { submitTask } from '../db/sql/submitTask.js';
 import { CLAIM_LEASE_MS_DEFAULT, claimFence } from '../testkit/claims.js';
 import { insertGraph, uniqueGraphId } from '../testkit/graphs.js';
 import type { SubmitFn } from './d3StaleSubmit.js';
@@ -27,7 +24,7 @@ import { drillResult, type DrillResult } from './types.js';
  * claimable afterwards.
  */
 export async function runFailedVerificationDrill(db: Queryable, options: { trials: number; submit?: SubmitFn }): Promise<DrillResult> {
-  const submit = options.submit ?? submitTask;
+  const submit = options.submit ?? taskSubmit;
   const violations: string[] = [];
   let blockedDependents = 0;
   let claimsRefused = 0;
@@ -41,17 +38,17 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
         testCommand: 'drill',
         agentResult: { exitCode: 0, outputDigest: 'drill' },
       });
-      await startVerification(db, taskId, 'verifier');
-      await recordVerification(db, {
+      await verificationStart(db, taskId, 'verifier');
+      await verificationRecord(db, {
         taskId, verifier: 'verifier', claimVersion: fence.claimVersion, revision: `${key}-1`,
         command: 'drill', exitCode, outputDigest: 'drill', outputTail: '',
       });
     }
-    const tasks = await selectGraphTasks(db, graphId);
+    const tasks = await graphReadTasks(db, graphId);
     for (const dependent of tasks.filter((t) => t.dependsOn.length > 0)) {
       if (dependent.status === 'blocked') blockedDependents++;
       else violations.push(`${dependent.id} is ${dependent.status} although ${dependent.key === 'tests' ? 'b' : 'tests'} is not verified`);
-      if (await claimTask(db, dependent.id, 'eager-agent', CLAIM_LEASE_MS_DEFAULT)) violations.push(`${dependent.id} was claimed before its dependencies were verified`);
+      if (await taskClaim(db, dependent.id, 'eager-agent', CLAIM_LEASE_MS_DEFAULT)) violations.push(`${dependent.id} was claimed before its dependencies were verified`);
       else claimsRefused++;
     }
   }
@@ -108,7 +105,7 @@ export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions
         const settled = await waitFor(
           'a verified and b failed',
           async () => {
-            const [a, b] = await Promise.all([selectTask(options.pool, id('a')), selectTask(options.pool, id('b'))]);
+            const [a, b] = await Promise.all([taskRead(options.pool, id('a')), taskRead(options.pool, id('b'))]);
             if (a.status !== 'verified' || b.status !== 'failed') throw new Error(`a ${a.status}, b ${b.status}`);
             return b;
           },
@@ -122,8 +119,8 @@ export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions
         if (real.length === 1) rejected++;
         else violations.push(`${id('b')}: expected one failed verification of its commit by another identity, found ${JSON.stringify(rows)}`);
         for (const key of ['tests', 'release']) {
-          const task = await selectTask(options.pool, id(key));
-          const claims = (await selectEvents(options.pool, 'task', id(key))).filter((e) => e.kind === 'claimed');
+          const task = await taskRead(options.pool, id(key));
+          const claims = (await eventRead(options.pool, 'task', id(key))).filter((e) => e.kind === 'claimed');
           if (task.status === 'blocked' && claims.length === 0) blockedDependents++;
           else violations.push(`${id(key)} is ${task.status} with ${claims.length} claim(s) although b failed verification`);
         }

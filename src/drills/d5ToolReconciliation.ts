@@ -1,8 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
-import { selectEvents } from '../db/sql/selectEvents.js';
-import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { eventRead, toolCallRead } from '../db/sql/reads.js';
 import { silentLog, type Log } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { claimFence, reclaim } from '../testkit/claims.js';
@@ -116,8 +115,8 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
     const effects = await server.effects();
     const effectsByKey = new Map<string, typeof effects>();
     for (const e of effects) effectsByKey.set(e.key, [...(effectsByKey.get(e.key) ?? []), e]);
-    const rows = new Map((await selectToolCalls(options.pool, graphId)).map((r) => [r.key, r]));
-    const events = await selectEvents(options.pool, 'graph', graphId, { includeGraphTasks: true });
+    const rows = new Map((await toolCallRead(options.pool, graphId)).map((r) => [r.key, r]));
+    const events = await eventRead(options.pool, 'graph', graphId, { includeGraphTasks: true });
     const uncertain = new Set(events.filter((e) => e.kind === 'tool_call_uncertain').map((e) => String(e.details.key)));
     let ambiguous = 0;
     let reconciled = 0;

@@ -1,8 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { createBatonClient } from '../client.js';
-import { selectEvents } from '../db/sql/selectEvents.js';
-import { selectTask } from '../db/sql/selectTasks.js';
-import { selectToolCalls } from '../db/sql/selectToolCalls.js';
+import { eventRead, taskRead, toolCallRead } from '../db/sql/reads.js';
 import type { Log } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
@@ -72,18 +70,18 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
           'drill',
         );
         await server.waitForHeld(key, Math.max(0, deadline - Date.now()));
-        const task = await selectTask(options.pool, taskId);
-        const [sent] = await selectToolCalls(options.pool, taskId);
+        const task = await taskRead(options.pool, taskId);
+        const [sent] = await toolCallRead(options.pool, taskId);
         if (sent?.status !== 'sent') violations.push(`${key}: expected the ledger row sent while the answer is held, found ${sent?.status}`);
         const victim = fleet.ownerOf(task.owner);
         await fleet.killAndReplace(victim);
         log(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);
 
         const outcome = await withDeadline(client.waitForGraph(graphId), deadline);
-        const [row] = await selectToolCalls(options.pool, taskId);
+        const [row] = await toolCallRead(options.pool, taskId);
         const effects = (await server.effects()).filter((e) => e.key === key);
         duplicates += Math.max(0, effects.length - 1);
-        const events = await selectEvents(options.pool, 'task', taskId);
+        const events = await eventRead(options.pool, 'task', taskId);
         const reconcile = events.find((e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity);
         if (!outcome || !outcome.verified.includes(taskId)) violations.push(`${key}: the task was not verified after the kill`);
         else if (effects.length !== 1) violations.push(`${key}: ${effects.length} effects after the kill`);

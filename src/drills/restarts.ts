@@ -7,7 +7,7 @@ import { createBatonClient, type BatonClient } from '../client.js';
 import { DEV_DATABASE_NAME } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, ensureDatabase, withDatabase } from '../db/pool.js';
-import { selectGraphTasks } from '../db/sql/selectTasks.js';
+import { graphReadTasks } from '../db/sql/reads.js';
 import { ensureDevLogins } from '../dev/devLogins.js';
 import { startEmbeddedPostgres, type PostgresStopMode, type RunningPostgres } from '../dev/embeddedPostgres.js';
 import { freePort } from '../dev/freePort.js';
@@ -259,7 +259,7 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
     await waitFor(
       `the ${trial.point.wave} wave to be mid-run`,
       async () => {
-        const tasks = await selectGraphTasks(pool, graph.id);
+        const tasks = await graphReadTasks(pool, graph.id);
         const midRun = tasks.some((t) => trial.point.keys.includes(t.key) && t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3);
         if (!midRun) throw new Error(tasks.map((t) => `${t.key} ${t.status}`).join(', '));
       },
@@ -272,7 +272,7 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
     const done = await waitFor(
       'every task verified',
       async () => {
-        const tasks = await selectGraphTasks(pool, graph.id);
+        const tasks = await graphReadTasks(pool, graph.id);
         const open = tasks.filter((t) => t.status !== 'verified');
         if (open.length) throw new Error(open.map((t) => `${t.key} ${t.status}`).join(', '));
       },

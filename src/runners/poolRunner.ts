@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';
-import { offerToPool, poolRunState } from '../db/sql/poolRuns.js';
-import { selectTask } from '../db/sql/selectTasks.js';
+import { poolOffer, poolRunState } from '../db/sql/poolRuns.js';
+import { taskRead } from '../db/sql/reads.js';
 import { StaleClaimError } from '../errors.js';
 import { HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../tasks/graphSpec.js';
 import type { Artifact } from '../tasks/types.js';
@@ -46,7 +46,7 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       // A remote agent pushes its commit into the repository itself: every object it sends is
       // checked as strictly as any push should be (S6: `.git`, `..` and the rest of fsck's rules).
       if (ctx.repo) await git(ctx.repo, ['config', 'receive.fsckObjects', 'true']);
-      await offerToPool(db, fence, pool);
+      await poolOffer(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {
         if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error(`run cancelled: ${String(ctx.signal.reason)}`);
@@ -61,7 +61,7 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
         } else if ((state.silentMs ?? 0) > timeoutMs) {
           // Silent past the timeout: Temporal's heartbeat timeout ends this attempt and the next one
           // recovers the claim. This attempt waits for that, then stops without a word.
-          const task = await selectTask(db, claim.taskId);
+          const task = await taskRead(db, claim.taskId);
           if (task.status !== 'running' || task.claimVersion !== claim.claimVersion) {
             throw new StaleClaimError(claim.taskId, identity, claim.claimVersion, 'pooled run', task);
           }

@@ -1,14 +1,13 @@
 import type { Queryable } from '../db/queryable.js';
-import { claimTask } from '../db/sql/claimTask.js';
+import { taskClaim, claimRelease } from '../db/sql/claims.js';
 import type { Fence } from '../db/storeCall.js';
-import { releaseClaim } from '../db/sql/releaseClaim.js';
 
 /** Lease of the claims the testkit takes: nothing runs under them, so it only has to outlast the caller's checks. */
 export const CLAIM_LEASE_MS_DEFAULT = 60_000;
 
 /** Claims a ready task for `owner` and returns the fence its writes carry; throws when the task is not claimable. */
 export async function claimFence(db: Queryable, taskId: string, owner: string, leaseMs = CLAIM_LEASE_MS_DEFAULT): Promise<Fence> {
-  const claim = await claimTask(db, taskId, owner, leaseMs);
+  const claim = await taskClaim(db, taskId, owner, leaseMs);
   if (!claim) throw new Error(`could not claim ${taskId} for ${owner}`);
   return { taskId, owner, claimVersion: claim.claimVersion };
 }
@@ -23,6 +22,6 @@ export async function reclaim(
   owner: string,
   release: { actor: string; reason: string } = { actor: 'testkit', reason: 'owner silent' },
 ): Promise<Fence> {
-  await releaseClaim(db, { taskId: fence.taskId, claimVersion: fence.claimVersion, kind: 'reclaimed_after_silence', ...release });
+  await claimRelease(db, { taskId: fence.taskId, claimVersion: fence.claimVersion, kind: 'reclaimed_after_silence', ...release });
   return claimFence(db, fence.taskId, owner);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';
-import { submitGraph } from '../db/sql/submitGraph.js';
+import { graphSubmit } from '../db/sql/graphs.js';
 import { parseGraphSpec, type GraphPolicy } from '../tasks/graphSpec.js';
 
 /** A graph's shape: each task's key and the keys it depends on, e.g. `{ up: [], down: ['up'] }`. */
@@ -53,6 +53,6 @@ export async function insertGraph(
   options: { prefix?: string; actor?: string; policy?: Partial<GraphPolicy> } = {},
 ): Promise<string> {
   const id = uniqueGraphId(options.prefix ?? 'g');
-  await submitGraph(db, parseGraphSpec(functionGraph(id, tasks, { policy: options.policy })), options.actor ?? 'testkit');
+  await graphSubmit(db, parseGraphSpec(functionGraph(id, tasks, { policy: options.policy })), options.actor ?? 'testkit');
   return id;
 }

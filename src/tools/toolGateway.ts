@@ -1,9 +1,6 @@
 import type { Queryable } from '../db/queryable.js';
-import { beginToolCall } from '../db/sql/beginToolCall.js';
+import { toolCallBegin, toolCallReconcile, toolCallRecord, toolCallSend } from '../db/sql/toolCalls.js';
 import type { Fence } from '../db/storeCall.js';
-import { reconcileToolCall } from '../db/sql/reconcileToolCall.js';
-import { recordToolOutcome } from '../db/sql/recordToolOutcome.js';
-import { sendToolCall } from '../db/sql/sendToolCall.js';
 import { InvalidInputError } from '../errors.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from './errors.js';
 import { paramsHash } from './paramsHash.js';
@@ -62,7 +59,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 
   async function run(fence: Fence, call: ToolCallInput, adapter: ToolAdapter, hash: string): Promise<ToolCallResult> {
     const key = toolCallKey(fence.taskId, call.step);
-    let row = await beginToolCall(db, fence, { step: call.step, tool: call.tool, paramsHash: hash });
+    let row = await toolCallBegin(db, fence, { step: call.step, tool: call.tool, paramsHash: hash });
     let sentNow = 0;
     let reconciled = false;
     let lookedUp = false;
@@ -77,7 +74,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
             row = await send(row, { replay: true });
             break;
           }
-          row = await reconcileToolCall(db, fence, call.step, await safeLookup(adapter, key));
+          row = await toolCallReconcile(db, fence, call.step, await safeLookup(adapter, key));
           reconciled = true;
           lookedUp = true;
           break;
@@ -97,10 +94,10 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
         if (current.status === 'unknown') throw new ToolOutcomeUnknownError(key, call.tool, `${sentNow} sends, no answer (last: ${current.error ?? 'none'})`);
         throw new ToolCallFailedError(key, call.tool, `${sentNow} sends did not take effect (last: ${current.error ?? current.status})`, true);
       }
-      await sendToolCall(db, fence, call.step, sendOptions);
+      await toolCallSend(db, fence, call.step, sendOptions);
       sentNow++;
       lookedUp = false;
-      return recordToolOutcome(db, fence, call.step, await safeExecute(adapter, key, call.params));
+      return toolCallRecord(db, fence, call.step, await safeExecute(adapter, key, call.params));
     }
 
     function done(r: ToolCallRow): ToolCallResult {

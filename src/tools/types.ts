@@ -12,13 +12,13 @@
  *   recording the answer, before anything is sent again.
  */
 
-// The ledger's row and what it records belong to the store (src/db/sql/toolCallRow.ts); the
+// The ledger's row and what it records belong to the store (src/db/sql/toolCalls.ts); the
 // gateway and its adapters use them from here.
 export type { Json } from '../json.js';
-export { TOOL_CALL_STATUSES } from '../db/sql/toolCallRow.js';
-export type { ExecuteOutcome, LookupFinding, ToolCallRow, ToolCallStatus } from '../db/sql/toolCallRow.js';
+export { TOOL_CALL_STATUSES } from '../db/sql/toolCalls.js';
+export type { ExecuteOutcome, LookupFinding, ToolCallRow, ToolCallStatus } from '../db/sql/toolCalls.js';
 import type { Json } from '../json.js';
-import type { ExecuteOutcome, LookupFinding, ToolCallStatus } from '../db/sql/toolCallRow.js';
+import type { ExecuteOutcome, LookupFinding, ToolCallStatus } from '../db/sql/toolCalls.js';
 
 /** Statuses in which the effect is known to have happened; the recorded result is the answer. */
 export const TOOL_CALL_DONE: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'reconciled_succeeded']);

@@ -13,9 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentApi, newTokenSecret, type LocalRun } from '../../src/api/agentApi.js';
 import { secretSha256 } from '../../src/api/agentStore.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
-import { issueRunToken } from '../../src/db/sql/poolRuns.js';
-import { selectTask } from '../../src/db/sql/selectTasks.js';
-import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
+import { taskRead, toolCallRead } from '../../src/db/sql/reads.js';
+import { runTokenIssue } from '../../src/db/sql/tokens.js';
 import type { Fence } from '../../src/db/storeCall.js';
 import { createToolGateway } from '../../src/tools/toolGateway.js';
 import type { Json } from '../../src/tools/types.js';
@@ -51,7 +50,7 @@ beforeAll(async () => {
   localRun.callTool = (call) => gateway.call(fence, call);
   issueToken = async (f) => {
     const secret = newTokenSecret();
-    await issueRunToken(worker.pool, f, 'fuzzed-agent', secretSha256(secret));
+    await runTokenIssue(worker.pool, f, 'fuzzed-agent', secretSha256(secret));
     return secret;
   };
   const api = createAgentApi({ db: worker.pool, localRun, maxBodyBytes: MAX_REQUEST_BYTES });
@@ -217,10 +216,10 @@ describe("fuzzing a run's agent API endpoint (S3)", () => {
       fc.asyncProperty(requestArb, async (request) => {
         await freshRun();
         const sent = executed.length;
-        const before = await selectTask(db.pool, fence.taskId);
+        const before = await taskRead(db.pool, fence.taskId);
         const reply = await send(request);
-        const calls = await selectToolCalls(db.pool, fence.taskId);
-        const after = await selectTask(db.pool, fence.taskId);
+        const calls = await toolCallRead(db.pool, fence.taskId);
+        const after = await taskRead(db.pool, fence.taskId);
         // Whatever was sent, the run's claim is as it was: no request moves the task.
         expect({ status: after.status, owner: after.owner, claimVersion: after.claimVersion }).toEqual({ status: before.status, owner: before.owner, claimVersion: before.claimVersion });
         if (reply.status === 200) {
@@ -283,7 +282,7 @@ describe("fuzzing a run's agent API endpoint (S3)", () => {
           expect(reply, JSON.stringify(reply.slice(0, 300))).toMatch(PROBLEM);
           expect(reply).toMatch(/\r\ncontent-type: application\/problem\+json\r\n/i);
           expect(reply).not.toMatch(/HTTP\/1\.1 5\d\d/);
-          expect(await selectToolCalls(db.pool, fence.taskId)).toEqual([]);
+          expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
           expect(executed.length).toBe(sent);
         },
       ),

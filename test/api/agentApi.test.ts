@@ -5,8 +5,8 @@ import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { offerToPool } from '../../src/db/sql/poolRuns.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
+import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
@@ -180,9 +180,9 @@ describe('the agent API over MCP and HTTP', () => {
     const attempts: [string, unknown[]][] = [
       ['SELECT * FROM baton.object_take($1, $2)', [victimKey, 'victim-2']],
       ['SELECT * FROM baton.object_grant($1, $2, $3, $4)', [victimKey, 'victim-2', 'mallory', 'write']],
-      ["SELECT * FROM baton.record_verification('t', 'v', 1, 'r', 'true', 0, 'd', '')", []],
-      ["SELECT * FROM baton.start_verification('t', 'v')", []],
-      ["SELECT * FROM baton.add_task_note('t', 'victim-2', NULL, 'forged')", []],
+      ["SELECT * FROM baton.verification_record('t', 'v', 1, 'r', 'true', 0, 'd', '')", []],
+      ["SELECT * FROM baton.verification_start('t', 'v')", []],
+      ["SELECT * FROM baton.task_note_add('t', 'victim-2', NULL, 'forged')", []],
       ["SELECT * FROM baton.agent_token_create('mallory', ARRAY['admin'], NULL, sha256('x'), 'mallory')", []],
       ['SELECT secret_sha256 FROM baton.agent_tokens', []],
       ["INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_0000000000000000', 'victim-2', ARRAY['admin'], sha256('x'), 'm')", []],
@@ -214,8 +214,8 @@ describe('the agent API over MCP and HTTP', () => {
     const worker = await db.login('baton_worker');
     const graphId = await insertGraph(db.pool, { solo: [] }, { prefix: 'pooltok' });
     const taskId = `${graphId}/solo`;
-    const claim = await claimTask(worker.pool, taskId, 'w-1', 60_000);
-    await offerToPool(worker.pool, { taskId, owner: 'w-1', claimVersion: claim!.claimVersion }, 'night');
+    const claim = await taskClaim(worker.pool, taskId, 'w-1', 60_000);
+    await poolOffer(worker.pool, { taskId, owner: 'w-1', claimVersion: claim!.claimVersion }, 'night');
     const taker = await tokenFor(db, 'nightly', ['read', 'notes', 'submit']);
     const taken = await call(api.url, taker.secret, 'pool.claim', { pool: 'night' });
     expect(taken.status).toBe(200);

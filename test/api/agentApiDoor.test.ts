@@ -14,7 +14,7 @@ import { OPERATIONS } from '../../src/api/operations.js';
 import { revokeToken } from '../../src/api/tokens.js';
 import { refusalBudgetKey } from '../../src/api/tokenGate.js';
 import type { Queryable } from '../../src/db/queryable.js';
-import { offerToPool } from '../../src/db/sql/poolRuns.js';
+import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { BATON_BIN } from '../../src/testkit/workerProcess.js';
 import { cleanEnv } from '../helpers/cli.js';
@@ -53,7 +53,7 @@ const BAD_TEXT = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
  */
 async function runToken(): Promise<string> {
   const worker = await db.login('baton_worker');
-  await offerToPool(worker.pool, await runningTask(db.pool), 'door');
+  await poolOffer(worker.pool, await runningTask(db.pool), 'door');
   const taker = await tokenFor(db, 'door-agent', ['read', 'submit']);
   const taken = await call(door.url, taker.secret, 'pool.claim', { pool: 'door' });
   expect(taken.status).toBe(200);

@@ -7,12 +7,11 @@ import { createAgentApi, newTokenSecret } from '../../src/api/agentApi.js';
 import { secretSha256 } from '../../src/api/agentStore.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { createToken, listTokens } from '../../src/api/tokens.js';
-import { addTaskNote } from '../../src/db/sql/addTaskNote.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { offerToPool, issueRunToken } from '../../src/db/sql/poolRuns.js';
-import { recordVerification } from '../../src/db/sql/recordVerification.js';
-import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitTask } from '../../src/db/sql/submitTask.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
+import { taskNoteAdd, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { poolOffer } from '../../src/db/sql/poolRuns.js';
+import { runTokenIssue } from '../../src/db/sql/tokens.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { NotFoundError } from '../../src/errors.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
@@ -35,17 +34,17 @@ async function scenario() {
   const graphId = await insertGraph(db.pool, { up: [], down: ['up'] }, { prefix: 'notes' });
   const otherGraphId = await insertGraph(db.pool, { other: [] }, { prefix: 'notes-other' });
   const [up, down, other] = [`${graphId}/up`, `${graphId}/down`, `${otherGraphId}/other`];
-  const upClaim = (await claimTask(db.pool, up, 'w-0', LEASE_MS))!;
-  await submitTask(db.pool, { taskId: up, owner: 'w-0', claimVersion: upClaim.claimVersion }, artifact('a'.repeat(40)));
-  await startVerification(db.pool, up, 'verifier');
-  await recordVerification(db.pool, {
+  const upClaim = (await taskClaim(db.pool, up, 'w-0', LEASE_MS))!;
+  await taskSubmit(db.pool, { taskId: up, owner: 'w-0', claimVersion: upClaim.claimVersion }, artifact('a'.repeat(40)));
+  await verificationStart(db.pool, up, 'verifier');
+  await verificationRecord(db.pool, {
     taskId: up, verifier: 'verifier', claimVersion: upClaim.claimVersion, revision: 'a'.repeat(40),
     command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
   });
-  await addTaskNote(db.pool, up, 'up-agent', 'the upstream found a bug in the parser');
-  await addTaskNote(db.pool, other, 'other-agent', 'a secret of another graph');
+  await taskNoteAdd(db.pool, up, 'up-agent', 'the upstream found a bug in the parser');
+  await taskNoteAdd(db.pool, other, 'other-agent', 'a secret of another graph');
   const worker = await db.login('baton_worker');
-  const downClaim = (await claimTask(worker.pool, down, 'w-1', LEASE_MS))!;
+  const downClaim = (await taskClaim(worker.pool, down, 'w-1', LEASE_MS))!;
   return { graphId, otherGraphId, up, down, other, fence: { taskId: down, owner: 'w-1', claimVersion: downClaim.claimVersion } };
 }
 
@@ -53,7 +52,7 @@ async function scenario() {
 async function commandRun(fence: { taskId: string; owner: string; claimVersion: number }, identity: string) {
   const worker = await db.login('baton_worker');
   const token = newTokenSecret();
-  await issueRunToken(worker.pool, fence, identity, secretSha256(token));
+  await runTokenIssue(worker.pool, fence, identity, secretSha256(token));
   const api = createAgentApi({ db: worker.pool, localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, reportProgress: () => {} } });
   const server = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
   servers.push(server);
@@ -110,8 +109,8 @@ describe('notes by grant (S6)', () => {
     const worker = await db.login('baton_worker');
     const graphId = await insertGraph(db.pool, { solo: [] }, { prefix: 'notes-pool' });
     const taskId = `${graphId}/solo`;
-    const claim = (await claimTask(worker.pool, taskId, 'w-2', LEASE_MS))!;
-    await offerToPool(worker.pool, { taskId, owner: 'w-2', claimVersion: claim.claimVersion }, 'notes-pool');
+    const claim = (await taskClaim(worker.pool, taskId, 'w-2', LEASE_MS))!;
+    await poolOffer(worker.pool, { taskId, owner: 'w-2', claimVersion: claim.claimVersion }, 'notes-pool');
     const taker = await tokenFor(db, 'pool-reader', ['read', 'notes', 'submit']);
     const taken = await call(serve.url, taker.secret, 'pool.claim', { pool: 'notes-pool' });
     expect(taken.status).toBe(200);

@@ -5,7 +5,7 @@
 // upstream's notes and is refused another graph's. Real Postgres, real Temporal, a real worker.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { addTaskNote } from '../../src/db/sql/addTaskNote.js';
+import { taskNoteAdd } from '../../src/db/sql/ownerWrites.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { git } from '../../src/runners/git.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
@@ -26,7 +26,7 @@ describe("a command run's token", () => {
     const id = `reach-${randomUUID().slice(0, 8)}`;
     const otherGraph = await insertGraph(stack.db.pool, { elsewhere: [] }, { prefix: 'reach-other' });
     const elsewhere = `${otherGraph}/elsewhere`;
-    await addTaskNote(stack.db.pool, elsewhere, 'someone', 'not for the leaker');
+    await taskNoteAdd(stack.db.pool, elsewhere, 'someone', 'not for the leaker');
     const agent = [
       'set -e',
       // The leak: any channel out of the run would do; a note is one the test can read.
@@ -73,7 +73,7 @@ describe("a command run's token", () => {
       );
       expect(refused.map((r) => `${r.details.operation}:${r.details.refusal}`)).toEqual(['whoami:outside_run', 'notes.list:outside_run', 'note.add:outside_run', 'context:outside_run']);
     } finally {
-      await addTaskNote(stack.db.pool, taskId, 'lead', GO_ON);
+      await taskNoteAdd(stack.db.pool, taskId, 'lead', GO_ON);
     }
     expect(await stack.client.waitForGraph(id)).toMatchObject({ verified: expect.arrayContaining([`${id}/up`, taskId]), failed: [] });
 

@@ -21,7 +21,7 @@ export const unfencedSubmit: SubmitFn = async (db, fence, artifact) => {
     artifact,
     fence.owner,
   ]);
-  await db.query("SELECT baton.append_event('task', $1, 'submitted', $2, $3)", [fence.taskId, fence.owner, fence.claimVersion]);
+  await db.query("SELECT baton.event_append('task', $1, 'submitted', $2, $3)", [fence.taskId, fence.owner, fence.claimVersion]);
 };
 
 /**
@@ -29,7 +29,7 @@ export const unfencedSubmit: SubmitFn = async (db, fence, artifact) => {
  * broken build must also lack the database's release guard (see dropReleaseGuard).
  */
 export const releasingSubmit: SubmitFn = async (db, fence, artifact) => {
-  await db.query('SELECT * FROM baton.submit_task($1, $2, $3, $4)', [fence.taskId, fence.owner, fence.claimVersion, artifact]);
+  await db.query('SELECT * FROM baton.task_submit($1, $2, $3, $4)', [fence.taskId, fence.owner, fence.claimVersion, artifact]);
   await db.query(
     `UPDATE baton.tasks t SET status = 'ready' FROM baton.task_dependencies d
       WHERE d.depends_on = $1 AND t.id = d.task_id AND t.status = 'blocked'`,

@@ -42,7 +42,7 @@ describe('T11: the servers baton depends on are restarted mid-graph (drill rows 
     const graphId = await insertGraph(stack.db.pool, { a: [], b: [] }, { prefix: 'r-audit', actor: 'test' });
     expect(await auditGraph(stack.db.pool, graphId)).toEqual({ verified: 0, duplicated: [], reclaimed: 0 });
     await reclaim(stack.db.pool, await claimFence(stack.db.pool, `${graphId}/a`, 'first'), 'second');
-    for (let i = 0; i < 2; i++) await stack.db.pool.query("SELECT baton.append_event('task', $1, 'verified', 'forger')", [`${graphId}/b`]);
+    for (let i = 0; i < 2; i++) await stack.db.pool.query("SELECT baton.event_append('task', $1, 'verified', 'forger')", [`${graphId}/b`]);
     expect(await auditGraph(stack.db.pool, graphId)).toEqual({
       verified: 0,
       duplicated: [`${graphId}/b: verified 2 times, 0 passing verifications`],

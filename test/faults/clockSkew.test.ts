@@ -5,9 +5,9 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createBatonClient, type BatonClient } from '../../src/client.js';
 import type { Queryable } from '../../src/db/queryable.js';
-import { heartbeatTask } from '../../src/db/sql/heartbeatTask.js';
-import { releaseClaim } from '../../src/db/sql/releaseClaim.js';
-import { selectTask } from '../../src/db/sql/selectTasks.js';
+import { claimRelease } from '../../src/db/sql/claims.js';
+import { taskHeartbeat } from '../../src/db/sql/ownerWrites.js';
+import { taskRead } from '../../src/db/sql/reads.js';
 import type { Fence } from '../../src/db/storeCall.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { StaleClaimError } from '../../src/errors.js';
@@ -173,7 +173,7 @@ describe('T6: leases use the database clock, whatever the worker clock says', ()
     expect(leaseViolations([await sampleLease(stack.db.pool, taskId, LEASE_MS)])).toEqual([]);
     // What the workflow's recovery reads (task_view.lease_expired) turns true within the bound, not an hour on.
     await waitFor(`${taskId}'s lease to read expired`, async () => {
-      const task = await selectTask(stack.db.pool, taskId);
+      const task = await taskRead(stack.db.pool, taskId);
       if (task.status === 'running' && !task.leaseExpired) throw new Error('lease still live');
     }, { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 100 });
 
@@ -200,20 +200,20 @@ describe('T6: leases use the database clock, whatever the worker clock says', ()
       const fence = { taskId: task.id, owner: 'skewed', claimVersion: task.claimVersion };
 
       // Baton's heartbeat: the worker sends no time, the database sets the lease.
-      await heartbeatTask(stack.db.pool, fence, LEASE_MS);
+      await taskHeartbeat(stack.db.pool, fence, LEASE_MS);
       expect(leaseViolations([await sampleLease(stack.db.pool, task.id, LEASE_MS)])).toEqual([]);
-      expect((await selectTask(stack.db.pool, task.id)).leaseExpired).toBe(false);
+      expect((await taskRead(stack.db.pool, task.id)).leaseExpired).toBe(false);
 
       // The broken variant: the same heartbeat, the lease from the worker's (skewed) clock.
       await heartbeatOnWorkerClock(stack.db.pool, fence, LEASE_MS, Date.now() + offsetMs);
       expect(leaseViolations([await sampleLease(stack.db.pool, task.id, LEASE_MS)])).toHaveLength(1);
-      const after = await selectTask(stack.db.pool, task.id);
+      const after = await taskRead(stack.db.pool, task.id);
       if (expected === 'premature') {
         // The owner heartbeated a moment ago, yet the workflow's recovery check sees a dead lease
         // and reclaims: the live owner's next heartbeat is refused.
         expect(after.leaseExpired).toBe(true);
-        expect(await releaseClaim(stack.db.pool, { taskId: task.id, claimVersion: fence.claimVersion, actor: 'recovery', kind: 'reclaimed_after_silence', reason: 'lease expired' })).toBe(true);
-        await expect(heartbeatTask(stack.db.pool, fence, LEASE_MS)).rejects.toBeInstanceOf(StaleClaimError);
+        expect(await claimRelease(stack.db.pool, { taskId: task.id, claimVersion: fence.claimVersion, actor: 'recovery', kind: 'reclaimed_after_silence', reason: 'lease expired' })).toBe(true);
+        await expect(taskHeartbeat(stack.db.pool, fence, LEASE_MS)).rejects.toBeInstanceOf(StaleClaimError);
       } else {
         // The lease reaches an hour past the database's now: a dead owner would hold the task that long.
         expect(after.leaseExpired).toBe(false);

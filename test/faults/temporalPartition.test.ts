@@ -163,7 +163,7 @@ describe('T6, T4, D3: a worker cut off from Temporal mid-run', () => {
     // A deliberately broken build (this file's database only): the fence checks the status alone.
     const breakFencing = async () => {
       await stack.db.pool.query(
-        "CREATE OR REPLACE FUNCTION baton.holds_claim(t baton.tasks, p_owner text, p_claim_version bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT t.status = 'running' $$",
+        "CREATE OR REPLACE FUNCTION baton.claim_holds(t baton.tasks, p_owner text, p_claim_version bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT t.status = 'running' $$",
       );
     };
     const { graphId, first, events, runs } = await partitionFromTemporal('unfenced', breakFencing);

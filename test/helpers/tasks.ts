@@ -1,9 +1,8 @@
 import type { Queryable } from '../../src/db/queryable.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { recordVerification } from '../../src/db/sql/recordVerification.js';
-import { selectTask } from '../../src/db/sql/selectTasks.js';
-import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitTask } from '../../src/db/sql/submitTask.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
+import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { taskRead } from '../../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import type { TaskRow } from '../../src/tasks/types.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
@@ -26,17 +25,17 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
   const order: Stage[] = ['ready', 'running', 'submitted', 'verifying'];
   const reach = (s: Stage) => order.indexOf(status) >= order.indexOf(s) || status === 'verified' || status === 'rejected';
   if (reach('running')) {
-    const claim = (await claimTask(db, taskId, owner, LEASE_MS))!;
-    if (reach('submitted')) await submitTask(db, { taskId, owner, claimVersion: claim.claimVersion }, artifact('rev-1'));
-    if (reach('verifying')) await startVerification(db, taskId, 'verifier');
+    const claim = (await taskClaim(db, taskId, owner, LEASE_MS))!;
+    if (reach('submitted')) await taskSubmit(db, { taskId, owner, claimVersion: claim.claimVersion }, artifact('rev-1'));
+    if (reach('verifying')) await verificationStart(db, taskId, 'verifier');
     if (status === 'verified' || status === 'rejected') {
-      await recordVerification(db, {
+      await verificationRecord(db, {
         taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision: 'rev-1',
         command: 'check', exitCode: status === 'verified' ? 0 : 1, outputDigest: 'sha256:x', outputTail: '',
       });
     }
   }
-  return selectTask(db, taskId);
+  return taskRead(db, taskId);
 }
 
 /** One task in each situation a claim must tell apart. */
@@ -47,12 +46,12 @@ export async function makeSelectionOfTasks(db: Queryable) {
   const expired = await insertTask(db, { status: 'running', owner: 'silent' });
   await db.query("UPDATE baton.tasks SET lease_expires_at = now() - interval '1 minute' WHERE id = $1", [expired.id]);
   const finished = await insertTask(db, { status: 'verified' });
-  return { claimable, leased, expired: await selectTask(db, expired.id), finished };
+  return { claimable, leased, expired: await taskRead(db, expired.id), finished };
 }
 
 /** The columns a transition must leave alone on tasks it does not touch. */
 export const snapshot = async (db: Queryable, ids: string[]) =>
   Promise.all(ids.map(async (id) => {
-    const t = await selectTask(db, id);
+    const t = await taskRead(db, id);
     return { id, status: t.status, owner: t.owner, claimVersion: t.claimVersion, leaseExpiresAt: t.leaseExpiresAt, artifact: t.artifact };
   }));

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../src/db/queryable.js';
-import { selectEvents } from '../../src/db/sql/selectEvents.js';
+import { eventRead } from '../../src/db/sql/reads.js';
 import type { Fence } from '../../src/db/storeCall.js';
 import { insertTask } from './tasks.js';
 
@@ -14,5 +14,5 @@ export async function runningTask(db: Queryable, owner = 'owner-a'): Promise<Fen
 
 /** Kinds of the task's tool-call and refusal events, in order. */
 export async function toolEventKinds(db: Queryable, taskId: string): Promise<string[]> {
-  return (await selectEvents(db, 'task', taskId)).map((e) => e.kind).filter((k) => k.startsWith('tool_call_') || k === 'stale_write_refused');
+  return (await eventRead(db, 'task', taskId)).map((e) => e.kind).filter((k) => k.startsWith('tool_call_') || k === 'stale_write_refused');
 }

@@ -131,8 +131,8 @@ CANDIDATES
 $login
 LOGIN
     report store_login succeeded "$u from $where"
-    o1=$(sql "$h" "$u" "$p" "SELECT claim_version FROM baton.start_verification('$STORE_TASK', 'forger')")
-    o2=$(sql "$h" "$u" "$p" "SELECT status FROM baton.record_verification('$STORE_TASK', 'forger', $STORE_CLAIM, '$STORE_REVISION', 'true', 0, 'x', '')")
+    o1=$(sql "$h" "$u" "$p" "SELECT claim_version FROM baton.verification_start('$STORE_TASK', 'forger')")
+    o2=$(sql "$h" "$u" "$p" "SELECT status FROM baton.verification_record('$STORE_TASK', 'forger', $STORE_CLAIM, '$STORE_REVISION', 'true', 0, 'x', '')")
     if [ "$o2" = 'verified ' ]; then r=succeeded; else r=blocked; fi
     report store_forge_verification "$r" "start: $o1; record: $o2"
     # Acting as another agent: naming the object's holder to give itself write access.

@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { submitGraph } from '../../src/db/sql/submitGraph.js';
-import { selectGraph } from '../../src/db/sql/selectGraph.js';
+import { graphSubmit } from '../../src/db/sql/graphs.js';
+import { graphRead } from '../../src/db/sql/reads.js';
 import { InvalidGraphError } from '../../src/errors.js';
 import {
   findCycle,
@@ -263,8 +263,8 @@ describe('fuzzing the graph parser (S3, T8)', () => {
       fc.asyncProperty(graphArb, async (graph) => {
         const result = parse({ ...graph, id: `fz-${randomUUID()}` });
         if (!('graph' in result)) return;
-        await submitGraph(db.pool, result.graph, 'fuzz');
-        expect((await selectGraph(db.pool, result.graph.id)).tasks).toHaveLength(result.graph.tasks.length);
+        await graphSubmit(db.pool, result.graph, 'fuzz');
+        expect((await graphRead(db.pool, result.graph.id)).tasks).toHaveLength(result.graph.tasks.length);
       }),
       { numRuns: 60 },
     );

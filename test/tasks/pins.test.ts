@@ -1,21 +1,17 @@
 // Revision pins (SPEC T8, issue 13): a task is never verified on a pin its upstream task has
 // superseded, staleness flows downstream, and the policy `rerun` rebuilds what went stale.
-// Against record_verification as it was (commit 5d02f5d) the property fails within a few dozen runs;
+// Against record_verification (now verification_record) as it was (commit 5d02f5d) the property fails within a few dozen runs;
 // one counterexample, shrunk: graph {t0: [], t1: [t0]}; t0 verified at r1; t1 released and claimed on
 // t0@r1; t0 rerun, claimed, submitted at r7 and verified while t1 runs; t1 then submitted and
 // verified on t0@r1 ("t1 verified on t0@r1 after t0@r7"), and it stayed verified on it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { recordVerification } from '../../src/db/sql/recordVerification.js';
-import { releaseClaim } from '../../src/db/sql/releaseClaim.js';
-import { rerunStaleTask } from '../../src/db/sql/rerunStaleTask.js';
-import { selectEvents } from '../../src/db/sql/selectEvents.js';
-import { selectGraphTasks, selectTask } from '../../src/db/sql/selectTasks.js';
-import { setTaskStatus } from '../../src/db/sql/setTaskStatus.js';
-import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitTask } from '../../src/db/sql/submitTask.js';
+import { taskClaim, claimRelease } from '../../src/db/sql/claims.js';
+import { taskRerunStale, taskSetStatus } from '../../src/db/sql/graphs.js';
+import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { eventRead, graphReadTasks, taskRead } from '../../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { IllegalTransitionError } from '../../src/errors.js';
 import type { TaskStatus } from '../../src/tasks/states.js';
 import type { TaskRow } from '../../src/tasks/types.js';
@@ -72,19 +68,19 @@ const refusedMove = (error: unknown) => {
  */
 async function step(db: Queryable, task: TaskRow, kind: Kind, revision: string, seen: Observed): Promise<void> {
   const taskId = task.id;
-  const rerun = (kind: string) => setTaskStatus(db, { taskId, actor: 'operator', to: 'ready', kind, reason: 'again' }).catch(refusedMove);
+  const rerun = (kind: string) => taskSetStatus(db, { taskId, actor: 'operator', to: 'ready', kind, reason: 'again' }).catch(refusedMove);
   switch (kind === 'advance' || kind === 'fail' ? task.status : kind) {
     case 'ready':
-      await claimTask(db, taskId, 'agent', LEASE_MS);
+      await taskClaim(db, taskId, 'agent', LEASE_MS);
       break;
     case 'running':
-      await submitTask(db, { taskId, owner: 'agent', claimVersion: task.claimVersion }, artifact(revision));
+      await taskSubmit(db, { taskId, owner: 'agent', claimVersion: task.claimVersion }, artifact(revision));
       break;
     case 'submitted':
-      await startVerification(db, taskId, 'verifier');
+      await verificationStart(db, taskId, 'verifier');
       break;
     case 'verifying': {
-      const outcome = await recordVerification(db, {
+      const outcome = await verificationRecord(db, {
         taskId, verifier: 'verifier', claimVersion: task.claimVersion, revision: task.artifact!.revision,
         command: 'c', exitCode: kind === 'fail' ? 1 : 0, outputDigest: 'd', outputTail: '',
       });
@@ -97,7 +93,7 @@ async function step(db: Queryable, task: TaskRow, kind: Kind, revision: string, 
       break;
     }
     case 'stale': // as the workflows do under the default policy (onUpstreamChange: rerun)
-      await rerunStaleTask(db, { taskId, actor: 'policy', reason: 'upstream moved' });
+      await taskRerunStale(db, { taskId, actor: 'policy', reason: 'upstream moved' });
       break;
     case 'rejected':
       await rerun('rerun_after_rejection');
@@ -106,7 +102,7 @@ async function step(db: Queryable, task: TaskRow, kind: Kind, revision: string, 
       await rerun('rerun_requested');
       break;
     case 'kill':
-      await releaseClaim(db, { taskId, claimVersion: task.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'killed' });
+      await claimRelease(db, { taskId, claimVersion: task.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'killed' });
   }
 }
 
@@ -130,12 +126,12 @@ describe('T8 as a property: random DAGs, reruns of upstream tasks at new revisio
         const graphId = await insertGraph(db.pool, deps);
         const keys = Object.keys(deps);
         const seen: Observed = { verified: new Map(), supersededPins: [] };
-        let tasks = await selectGraphTasks(db.pool, graphId);
+        let tasks = await graphReadTasks(db.pool, graphId);
         for (const [i, action] of actions.entries()) {
           const candidates = tasks.filter((t) => APPLIES_TO[action.kind].includes(t.status));
           if (candidates.length === 0) continue;
           await step(db.pool, candidates[action.task % candidates.length]!, action.kind, `r${i}`, seen);
-          tasks = await selectGraphTasks(db.pool, graphId);
+          tasks = await graphReadTasks(db.pool, graphId);
           expectPinsCurrent(tasks, seen);
         }
         // Then every task is driven forward until nothing moves: all are verified, on current pins.
@@ -143,7 +139,7 @@ describe('T8 as a property: random DAGs, reruns of upstream tasks at new revisio
         for (let round = 0, moved = true; moved && round < 4 * keys.length + 4; round++) {
           for (const task of tasks) await step(db.pool, task, 'advance', `s${round}-${task.key}`, seen);
           const before = tasks;
-          tasks = await selectGraphTasks(db.pool, graphId);
+          tasks = await graphReadTasks(db.pool, graphId);
           moved = tasks.some((t, i) => t.status !== before[i]!.status);
         }
         expect(tasks.map((t) => `${t.key}: ${t.status}`)).toEqual(keys.map((k) => `${k}: verified`));
@@ -157,11 +153,11 @@ describe('T8 as a property: random DAGs, reruns of upstream tasks at new revisio
 /** Drives tasks of one graph through the real store, as an agent and a verifier would. */
 function graphRunner(graphId: string) {
   const id = (key: string) => `${graphId}/${key}`;
-  const claim = async (key: string) => (await claimTask(db.pool, id(key), 'agent', LEASE_MS))!;
+  const claim = async (key: string) => (await taskClaim(db.pool, id(key), 'agent', LEASE_MS))!;
   const finish = async (key: string, claimVersion: number, revision: string) => {
-    await submitTask(db.pool, { taskId: id(key), owner: 'agent', claimVersion }, artifact(revision));
-    await startVerification(db.pool, id(key), 'verifier');
-    return recordVerification(db.pool, {
+    await taskSubmit(db.pool, { taskId: id(key), owner: 'agent', claimVersion }, artifact(revision));
+    await verificationStart(db.pool, id(key), 'verifier');
+    return verificationRecord(db.pool, {
       taskId: id(key), verifier: 'verifier', claimVersion, revision, command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
     });
   };
@@ -170,10 +166,10 @@ function graphRunner(graphId: string) {
     claim,
     finish,
     run: async (key: string, revision: string) => finish(key, (await claim(key)).claimVersion, revision),
-    rerun: (key: string) => setTaskStatus(db.pool, { taskId: id(key), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API' }),
-    byPolicy: (key: string) => rerunStaleTask(db.pool, { taskId: id(key), actor: 'policy', reason: 'upstream moved' }),
-    task: (key: string) => selectTask(db.pool, id(key)),
-    events: async (key: string) => selectEvents(db.pool, 'task', id(key)),
+    rerun: (key: string) => taskSetStatus(db.pool, { taskId: id(key), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API' }),
+    byPolicy: (key: string) => taskRerunStale(db.pool, { taskId: id(key), actor: 'policy', reason: 'upstream moved' }),
+    task: (key: string) => taskRead(db.pool, id(key)),
+    events: async (key: string) => eventRead(db.pool, 'task', id(key)),
   };
 }
 
@@ -241,7 +237,7 @@ describe('T8 pins in the store', () => {
       expect(await g.byPolicy('down'), onUpstreamChange).toBe(onUpstreamChange === 'mark' ? 'stale' : 'ready');
       if (onUpstreamChange === 'mark') {
         expect(await g.events('down')).toHaveLength(eventsBefore); // nothing happened
-        await setTaskStatus(db.pool, { taskId: g.id('down'), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'rebuild on up-2' });
+        await taskSetStatus(db.pool, { taskId: g.id('down'), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'rebuild on up-2' });
       }
       expect(await g.task('down')).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
     }

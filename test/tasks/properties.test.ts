@@ -1,15 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { heartbeatTask } from '../../src/db/sql/heartbeatTask.js';
-import { recordVerification } from '../../src/db/sql/recordVerification.js';
-import { releaseClaim } from '../../src/db/sql/releaseClaim.js';
-import { selectEvents } from '../../src/db/sql/selectEvents.js';
-import { selectGraphTasks, selectTask } from '../../src/db/sql/selectTasks.js';
-import { setTaskStatus } from '../../src/db/sql/setTaskStatus.js';
-import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitTask } from '../../src/db/sql/submitTask.js';
+import { taskClaim, claimRelease } from '../../src/db/sql/claims.js';
+import { taskSetStatus } from '../../src/db/sql/graphs.js';
+import { taskHeartbeat, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { eventRead, graphReadTasks, taskRead } from '../../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { IllegalTransitionError, StaleClaimError } from '../../src/errors.js';
 import type { TaskStatus } from '../../src/tasks/states.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
@@ -31,20 +27,20 @@ const actionArb = fc.record({
 
 /** Applies one agent/verifier/recovery step through the real store, if it applies to the task's state. */
 async function step(db: Queryable, taskId: string, kind: string, revision: string): Promise<void> {
-  const t = await selectTask(db, taskId);
+  const t = await taskRead(db, taskId);
   const fence = { taskId, owner: t.owner ?? 'nobody', claimVersion: t.claimVersion };
   const verify = async (exitCode: number) => {
-    const { claimVersion, artifact: a } = await startVerification(db, taskId, 'verifier');
-    await recordVerification(db, { taskId, verifier: 'verifier', claimVersion, revision: a.revision, command: 'c', exitCode, outputDigest: 'd', outputTail: '' });
+    const { claimVersion, artifact: a } = await verificationStart(db, taskId, 'verifier');
+    await verificationRecord(db, { taskId, verifier: 'verifier', claimVersion, revision: a.revision, command: 'c', exitCode, outputDigest: 'd', outputTail: '' });
   };
-  if (kind === 'claim' && t.status === 'ready') await claimTask(db, taskId, `agent-${revision}`, LEASE_MS);
-  else if (kind === 'submit' && t.status === 'running') await submitTask(db, fence, artifact(revision));
+  if (kind === 'claim' && t.status === 'ready') await taskClaim(db, taskId, `agent-${revision}`, LEASE_MS);
+  else if (kind === 'submit' && t.status === 'running') await taskSubmit(db, fence, artifact(revision));
   else if (kind === 'kill' && t.status === 'running') {
-    await releaseClaim(db, { taskId, claimVersion: t.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'killed' });
+    await claimRelease(db, { taskId, claimVersion: t.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'killed' });
   } else if (kind === 'verifyPass' && t.status === 'submitted') await verify(0);
   else if (kind === 'verifyFail' && t.status === 'submitted') await verify(1);
   else if (kind === 'retry' && t.status === 'rejected') {
-    await setTaskStatus(db, { taskId, actor: 'policy', to: 'ready', kind: 'rerun_after_rejection', reason: 'retry' });
+    await taskSetStatus(db, { taskId, actor: 'policy', to: 'ready', kind: 'rerun_after_rejection', reason: 'retry' });
   }
 }
 
@@ -56,7 +52,7 @@ describe('D4 as a property: random DAGs, random verification failures and kills'
         const keys = Object.keys(deps);
         for (const [i, action] of actions.entries()) {
           await step(db.pool, `${graphId}/${keys[action.task % keys.length]}`, action.kind, `r${i}`);
-          const tasks = await selectGraphTasks(db.pool, graphId);
+          const tasks = await graphReadTasks(db.pool, graphId);
           const status = new Map(tasks.map((t) => [t.key, t.status]));
           for (const t of tasks) {
             if (t.status === 'blocked') continue;
@@ -65,7 +61,7 @@ describe('D4 as a property: random DAGs, random verification failures and kills'
         }
         // The record: per task, event numbers 1..n with no gaps, and claim versions only grow.
         for (const key of keys) {
-          const events = await selectEvents(db.pool, 'task', `${graphId}/${key}`);
+          const events = await eventRead(db.pool, 'task', `${graphId}/${key}`);
           expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
           const claims = events.filter((e) => e.kind === 'claimed').map((e) => e.fence);
           expect(claims).toEqual(claims.map((_, i) => i + 1));
@@ -92,7 +88,7 @@ class Claim implements fc.AsyncCommand<Model, Real> {
   constructor(readonly owner: string) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const claim = await claimTask(r.db, r.taskId, this.owner, LEASE_MS);
+    const claim = await taskClaim(r.db, r.taskId, this.owner, LEASE_MS);
     expect(claim !== undefined).toBe(m.status === 'ready');
     if (claim) Object.assign(m, { status: 'running', owner: this.owner, claimVersion: m.claimVersion + 1, submitted: false });
     expect(claim?.claimVersion ?? m.claimVersion).toBe(m.claimVersion);
@@ -108,7 +104,7 @@ class OwnerWrite implements fc.AsyncCommand<Model, Real> {
     const fence = { taskId: r.taskId, owner: this.owner, claimVersion: m.claimVersion - this.lag };
     const fits = m.status === 'running' && m.owner === this.owner && this.lag === 0;
     const repeat = this.action === 'submit' && m.submitted && m.status !== 'running' && m.owner === this.owner && this.lag === 0;
-    const write = this.action === 'heartbeat' ? heartbeatTask(r.db, fence, LEASE_MS) : submitTask(r.db, fence, artifact('x'));
+    const write = this.action === 'heartbeat' ? taskHeartbeat(r.db, fence, LEASE_MS) : taskSubmit(r.db, fence, artifact('x'));
     const error = await write.then(() => undefined, (e: unknown) => e);
     if (fits || repeat) {
       expect(error).toBeUndefined();
@@ -124,7 +120,7 @@ class OwnerWrite implements fc.AsyncCommand<Model, Real> {
 class Silence implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
-    const released = await releaseClaim(r.db, { taskId: r.taskId, claimVersion: m.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' });
+    const released = await claimRelease(r.db, { taskId: r.taskId, claimVersion: m.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' });
     expect(released).toBe(m.status === 'running');
     if (released) Object.assign(m, { status: 'ready', owner: null });
   }
@@ -136,12 +132,12 @@ class Verify implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     if (m.status !== 'submitted') {
-      const error = await startVerification(r.db, r.taskId, 'verifier').then(() => undefined, (e: unknown) => e);
+      const error = await verificationStart(r.db, r.taskId, 'verifier').then(() => undefined, (e: unknown) => e);
       expect(error).toBeInstanceOf(IllegalTransitionError);
       return;
     }
-    await startVerification(r.db, r.taskId, 'verifier');
-    await recordVerification(r.db, {
+    await verificationStart(r.db, r.taskId, 'verifier');
+    await verificationRecord(r.db, {
       taskId: r.taskId, verifier: 'verifier', claimVersion: m.claimVersion, revision: 'x', command: 'c',
       exitCode: this.passes ? 0 : 1, outputDigest: 'd', outputTail: '',
     });
@@ -153,7 +149,7 @@ class Verify implements fc.AsyncCommand<Model, Real> {
 class Retry implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
-    const error = await setTaskStatus(r.db, { taskId: r.taskId, actor: 'policy', to: 'ready', kind: 'rerun_after_rejection', reason: 'retry' }).then(
+    const error = await taskSetStatus(r.db, { taskId: r.taskId, actor: 'policy', to: 'ready', kind: 'rerun_after_rejection', reason: 'retry' }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -184,9 +180,9 @@ describe('one task against a model of the state machine (fast-check commands)', 
         const real = { db: db.pool, taskId: `${graphId}/t` };
         const model: Model = { status: 'ready', owner: null, claimVersion: 0, refusals: 0, submitted: false };
         await fc.asyncModelRun(() => ({ model, real }), cmds);
-        const task = await selectTask(db.pool, real.taskId);
+        const task = await taskRead(db.pool, real.taskId);
         expect({ status: task.status, claimVersion: task.claimVersion }).toEqual({ status: model.status, claimVersion: model.claimVersion });
-        const events = await selectEvents(db.pool, 'task', real.taskId);
+        const events = await eventRead(db.pool, 'task', real.taskId);
         expect(events.filter((e) => e.kind === 'stale_write_refused')).toHaveLength(model.refusals);
       }),
       { numRuns: 40 },

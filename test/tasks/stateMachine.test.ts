@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { addTaskNote } from '../../src/db/sql/addTaskNote.js';
-import { claimNextTask } from '../../src/db/sql/claimNextTask.js';
-import { claimTask } from '../../src/db/sql/claimTask.js';
-import { heartbeatTask } from '../../src/db/sql/heartbeatTask.js';
-import { recordVerification } from '../../src/db/sql/recordVerification.js';
-import { releaseClaim } from '../../src/db/sql/releaseClaim.js';
-import { selectEvents } from '../../src/db/sql/selectEvents.js';
-import { selectTask } from '../../src/db/sql/selectTasks.js';
-import { setTaskStatus } from '../../src/db/sql/setTaskStatus.js';
-import { startVerification } from '../../src/db/sql/startVerification.js';
-import { submitTask } from '../../src/db/sql/submitTask.js';
+import { taskClaimNext, taskClaim, claimRelease } from '../../src/db/sql/claims.js';
+import { taskSetStatus } from '../../src/db/sql/graphs.js';
+import { taskNoteAdd, taskHeartbeat, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { eventRead, taskRead } from '../../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { AppendOnlyError, IllegalTransitionError, InvalidInputError, mapDatabaseErrors, StaleClaimError } from '../../src/errors.js';
 import { TASK_TRANSITIONS } from '../../src/tasks/states.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
@@ -18,7 +12,7 @@ import { artifact, insertTask, LEASE_MS, makeSelectionOfTasks, snapshot } from '
 
 const db = useTestDatabase();
 
-const kinds = async (taskId: string) => (await selectEvents(db.pool, 'task', taskId)).map((e) => e.kind);
+const kinds = async (taskId: string) => (await eventRead(db.pool, 'task', taskId)).map((e) => e.kind);
 
 describe('the state machine, enforced by Postgres', () => {
   it('holds exactly the transitions defined in TypeScript', async () => {
@@ -39,7 +33,7 @@ describe('the state machine, enforced by Postgres', () => {
     const leased = await insertTask(db.pool, { status: 'running' });
     await expect(mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 0 WHERE id = $1', [leased.id]))).rejects.toThrow(/may not go back/);
     await expect(mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 7 WHERE id = $1', [leased.id]))).rejects.toThrow(IllegalTransitionError);
-    expect((await selectTask(db.pool, leased.id)).claimVersion).toBe(1);
+    expect((await taskRead(db.pool, leased.id)).claimVersion).toBe(1);
   });
 
   it('refuses to make a dependent ready before its dependencies are verified, whoever writes', async () => {
@@ -47,24 +41,24 @@ describe('the state machine, enforced by Postgres', () => {
     const error = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'ready' WHERE id = $1", [`${graphId}/down`])).catch((e) => e);
     expect(error).toBeInstanceOf(IllegalTransitionError);
     expect(error.message).toMatch(/before its dependencies are verified: up \(ready\)/);
-    expect((await selectTask(db.pool, `${graphId}/down`)).status).toBe('blocked');
+    expect((await taskRead(db.pool, `${graphId}/down`)).status).toBe('blocked');
   });
 
   it('refuses to verify a task by a status change, with no passed verification of its artifact', async () => {
     const task = await insertTask(db.pool, { status: 'submitted' });
-    await expect(setTaskStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(/goes through a claim, its owner or a verifier/);
-    await db.pool.query("SELECT * FROM baton.start_verification($1, 'verifier')", [task.id]);
+    await expect(taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(/goes through a claim, its owner or a verifier/);
+    await db.pool.query("SELECT * FROM baton.verification_start($1, 'verifier')", [task.id]);
     const direct = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [task.id])).catch((e) => e);
     expect(direct).toBeInstanceOf(IllegalTransitionError);
     expect(direct.message).toMatch(/verified needs a passed verification of revision rev-1/);
-    expect((await selectTask(db.pool, task.id)).status).toBe('verifying');
+    expect((await taskRead(db.pool, task.id)).status).toBe('verifying');
   });
 
   it('treats a repeated status change as done: no second event', async () => {
     const task = await insertTask(db.pool, { status: 'rejected' });
-    for (let i = 0; i < 2; i++) await setTaskStatus(db.pool, { taskId: task.id, actor: 'policy', to: 'failed', kind: 'failed', reason: 'r' });
+    for (let i = 0; i < 2; i++) await taskSetStatus(db.pool, { taskId: task.id, actor: 'policy', to: 'failed', kind: 'failed', reason: 'r' });
     expect((await kinds(task.id)).filter((k) => k === 'failed')).toHaveLength(1);
-    await expect(setTaskStatus(db.pool, { taskId: task.id, actor: 'x', to: 'bogus' as never, kind: 'k', reason: 'r' })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'bogus' as never, kind: 'k', reason: 'r' })).rejects.toBeInstanceOf(InvalidInputError);
   });
 
   it('keeps the event log append-only', async () => {
@@ -79,8 +73,8 @@ describe('claims (T3)', () => {
   it('claims only the ready task, bumps its claim version on the database clock, and leaves the others alone', async () => {
     const { claimable, leased, expired, finished } = await makeSelectionOfTasks(db.pool);
     const before = await snapshot(db.pool, [leased.id, expired.id, finished.id]);
-    for (const t of [leased, expired, finished]) expect(await claimTask(db.pool, t.id, 'me', LEASE_MS)).toBeUndefined();
-    const claim = (await claimTask(db.pool, claimable.id, 'me', LEASE_MS))!;
+    for (const t of [leased, expired, finished]) expect(await taskClaim(db.pool, t.id, 'me', LEASE_MS)).toBeUndefined();
+    const claim = (await taskClaim(db.pool, claimable.id, 'me', LEASE_MS))!;
     expect(claim).toMatchObject({ taskId: claimable.id, claimVersion: 1, attempts: 1 });
     const { rows } = await db.pool.query('SELECT lease_expires_at - claimed_at AS lease, claimed_at <= now() AS past FROM baton.tasks WHERE id = $1', [claimable.id]);
     expect(rows[0]).toMatchObject({ past: true });
@@ -91,43 +85,43 @@ describe('claims (T3)', () => {
 
   it('returns nothing when no task is ready, and never invents an assignment', async () => {
     const graphId = await insertGraph(db.pool, { only: [] });
-    expect(await claimNextTask(db.pool, 'me', LEASE_MS, graphId)).toMatchObject({ taskId: `${graphId}/only` });
-    expect(await claimNextTask(db.pool, 'me', LEASE_MS, graphId)).toBeUndefined();
+    expect(await taskClaimNext(db.pool, 'me', LEASE_MS, graphId)).toMatchObject({ taskId: `${graphId}/only` });
+    expect(await taskClaimNext(db.pool, 'me', LEASE_MS, graphId)).toBeUndefined();
   });
 
   it('refuses a lease that is not a positive number of milliseconds, and claims nothing', async () => {
     const task = await insertTask(db.pool);
-    await expect(claimTask(db.pool, task.id, 'me', 0)).rejects.toBeInstanceOf(InvalidInputError);
-    expect((await selectTask(db.pool, task.id)).status).toBe('ready');
+    await expect(taskClaim(db.pool, task.id, 'me', 0)).rejects.toBeInstanceOf(InvalidInputError);
+    expect((await taskRead(db.pool, task.id)).status).toBe('ready');
   });
 });
 
 describe('fenced writes (T4)', () => {
   it('accepts the owner\'s heartbeat and refuses, logs and reports everyone else\'s', async () => {
     const task = await insertTask(db.pool, { status: 'running', owner: 'owner' });
-    await heartbeatTask(db.pool, { taskId: task.id, owner: 'owner', claimVersion: 1 }, LEASE_MS, { step: 2 });
-    expect((await selectTask(db.pool, task.id)).progress).toEqual({ step: 2 });
+    await taskHeartbeat(db.pool, { taskId: task.id, owner: 'owner', claimVersion: 1 }, LEASE_MS, { step: 2 });
+    expect((await taskRead(db.pool, task.id)).progress).toEqual({ step: 2 });
     for (const fence of [{ owner: 'intruder', claimVersion: 1 }, { owner: 'owner', claimVersion: 2 }]) {
-      const error = await heartbeatTask(db.pool, { taskId: task.id, ...fence }, LEASE_MS, { step: 99 }).catch((e) => e);
+      const error = await taskHeartbeat(db.pool, { taskId: task.id, ...fence }, LEASE_MS, { step: 99 }).catch((e) => e);
       expect(error).toBeInstanceOf(StaleClaimError);
       expect(error).toMatchObject({ taskId: task.id, owner: fence.owner, claimVersion: fence.claimVersion, current: { owner: 'owner', claimVersion: 1 } });
     }
-    expect((await selectTask(db.pool, task.id)).progress).toEqual({ step: 2 });
+    expect((await taskRead(db.pool, task.id)).progress).toEqual({ step: 2 });
     expect((await kinds(task.id)).filter((k) => k === 'stale_write_refused')).toHaveLength(2);
   });
 
   it('after a reclaim refuses the old owner\'s submit and notes, and accepts the new owner\'s', async () => {
     const task = await insertTask(db.pool, { status: 'running', owner: 'old' });
-    expect(await releaseClaim(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' })).toBe(true);
+    expect(await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' })).toBe(true);
     // Releasing the same claim twice changes nothing the second time.
-    expect(await releaseClaim(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'again' })).toBe(false);
-    const claim = (await claimTask(db.pool, task.id, 'new', LEASE_MS))!;
+    expect(await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'again' })).toBe(false);
+    const claim = (await taskClaim(db.pool, task.id, 'new', LEASE_MS))!;
     expect(claim.claimVersion).toBe(2);
-    await expect(submitTask(db.pool, { taskId: task.id, owner: 'old', claimVersion: 1 }, artifact('old'))).rejects.toBeInstanceOf(StaleClaimError);
-    await expect(addTaskNote(db.pool, task.id, 'old', 'I am still on it', 1)).rejects.toBeInstanceOf(StaleClaimError);
-    await addTaskNote(db.pool, task.id, 'reviewer', 'a free note is never ownership');
-    await submitTask(db.pool, { taskId: task.id, owner: 'new', claimVersion: 2 }, artifact('new'));
-    expect(await selectTask(db.pool, task.id)).toMatchObject({ status: 'submitted', owner: 'new', artifact: { revision: 'new' } });
+    await expect(taskSubmit(db.pool, { taskId: task.id, owner: 'old', claimVersion: 1 }, artifact('old'))).rejects.toBeInstanceOf(StaleClaimError);
+    await expect(taskNoteAdd(db.pool, task.id, 'old', 'I am still on it', 1)).rejects.toBeInstanceOf(StaleClaimError);
+    await taskNoteAdd(db.pool, task.id, 'reviewer', 'a free note is never ownership');
+    await taskSubmit(db.pool, { taskId: task.id, owner: 'new', claimVersion: 2 }, artifact('new'));
+    expect(await taskRead(db.pool, task.id)).toMatchObject({ status: 'submitted', owner: 'new', artifact: { revision: 'new' } });
     expect(await kinds(task.id)).toEqual(['created', 'claimed', 'reclaimed_after_silence', 'claimed', 'stale_write_refused', 'stale_write_refused', 'submitted']);
   });
 });
@@ -135,39 +129,39 @@ describe('fenced writes (T4)', () => {
 describe('verification (T7) and release (T8)', () => {
   it('refuses the agent as its own verifier', async () => {
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent' });
-    await expect(startVerification(db.pool, task.id, 'agent')).rejects.toThrow(/agent produced the artifact and may not verify it/);
-    expect((await selectTask(db.pool, task.id)).status).toBe('submitted');
+    await expect(verificationStart(db.pool, task.id, 'agent')).rejects.toThrow(/agent produced the artifact and may not verify it/);
+    expect((await taskRead(db.pool, task.id)).status).toBe('submitted');
   });
 
   it('refuses a verification of a different revision than the artifact', async () => {
     const task = await insertTask(db.pool, { status: 'verifying' });
-    const wrong = recordVerification(db.pool, {
+    const wrong = verificationRecord(db.pool, {
       taskId: task.id, verifier: 'verifier', claimVersion: 1, revision: 'other', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
     });
     await expect(wrong).rejects.toBeInstanceOf(IllegalTransitionError);
-    expect((await selectTask(db.pool, task.id)).status).toBe('verifying');
+    expect((await taskRead(db.pool, task.id)).status).toBe('verifying');
   });
 
   it('marks a dependent stale when its upstream is re-run and verified at a new revision', async () => {
     const graphId = await insertGraph(db.pool, { up: [], down: ['up'] });
     const run = async (key: string, revision: string) => {
       const taskId = `${graphId}/${key}`;
-      const claim = (await claimTask(db.pool, taskId, 'agent', LEASE_MS))!;
-      await submitTask(db.pool, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
-      await startVerification(db.pool, taskId, 'verifier');
-      return recordVerification(db.pool, {
+      const claim = (await taskClaim(db.pool, taskId, 'agent', LEASE_MS))!;
+      await taskSubmit(db.pool, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
+      await verificationStart(db.pool, taskId, 'verifier');
+      return verificationRecord(db.pool, {
         taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision, command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
       });
     };
     expect((await run('up', 'up-1')).released).toEqual([`${graphId}/down`]);
     await run('down', 'down-1');
-    expect((await selectTask(db.pool, `${graphId}/down`)).upstreamRevisions).toEqual({ up: 'up-1' });
-    await setTaskStatus(db.pool, { taskId: `${graphId}/up`, actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API version' });
+    expect((await taskRead(db.pool, `${graphId}/down`)).upstreamRevisions).toEqual({ up: 'up-1' });
+    await taskSetStatus(db.pool, { taskId: `${graphId}/up`, actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API version' });
     expect((await run('up', 'up-2')).staled).toEqual([`${graphId}/down`]);
-    expect(await selectTask(db.pool, `${graphId}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'up-1' } });
+    expect(await taskRead(db.pool, `${graphId}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'up-1' } });
     // Re-running it builds on the new upstream revision; its pins say so before any work starts.
-    await setTaskStatus(db.pool, { taskId: `${graphId}/down`, actor: 'operator', to: 'ready', kind: 'rerun_after_stale', reason: 'up moved' });
-    expect(await selectTask(db.pool, `${graphId}/down`)).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
+    await taskSetStatus(db.pool, { taskId: `${graphId}/down`, actor: 'operator', to: 'ready', kind: 'rerun_after_stale', reason: 'up moved' });
+    expect(await taskRead(db.pool, `${graphId}/down`)).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
     expect(await kinds(`${graphId}/down`)).toContain('marked_stale');
   });
 });

@@ -7,9 +7,8 @@ import { createAgentApi, newTokenSecret } from '../../src/api/agentApi.js';
 import { secretSha256 } from '../../src/api/agentStore.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../../src/api/agentServer.js';
 import type { Fence } from '../../src/db/storeCall.js';
-import { issueRunToken } from '../../src/db/sql/poolRuns.js';
-import { selectEvents } from '../../src/db/sql/selectEvents.js';
-import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
+import { eventRead, toolCallRead } from '../../src/db/sql/reads.js';
+import { runTokenIssue } from '../../src/db/sql/tokens.js';
 import { git } from '../../src/runners/git.js';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
@@ -77,7 +76,7 @@ const RUN_AGENT = 'run-agent';
 async function runEndpoint(fence: Fence) {
   const worker = await stack.db.login('baton_worker');
   const token = newTokenSecret();
-  await issueRunToken(worker.pool, fence, RUN_AGENT, secretSha256(token));
+  await runTokenIssue(worker.pool, fence, RUN_AGENT, secretSha256(token));
   const api = createAgentApi({
     db: worker.pool,
     localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, callTool: (call) => gateway.call(fence, call), reportProgress: () => {} },
@@ -118,7 +117,7 @@ describe('agent access to the tool gateway', () => {
     const taskId = `${graph.id}/pr`;
     expect(outcome.verified).toEqual([taskId]);
     const task = await client.task(taskId);
-    const [row] = await selectToolCalls(stack.db.pool, taskId);
+    const [row] = await toolCallRead(stack.db.pool, taskId);
     expect(row).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', owner: stack.worker.identity, claimVersion: 1, attempts: 1 });
     const pr = JSON.parse(await git(repo, ['show', `${task.artifact!.revision}:pr.json`]));
     expect(pr).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', result: { key: `${taskId}:open-pr`, params: { title: 'v2 API' } } });
@@ -139,7 +138,7 @@ describe('agent access to the tool gateway', () => {
     );
     const taskId = `${graph.id}/pay`;
     expect((await client.waitForGraph(graph.id)).verified).toEqual([taskId]);
-    expect((await selectToolCalls(stack.db.pool, taskId))[0]).toMatchObject({ status: 'succeeded', owner: stack.worker.identity, attempts: 1 });
+    expect((await toolCallRead(stack.db.pool, taskId))[0]).toMatchObject({ status: 'succeeded', owner: stack.worker.identity, attempts: 1 });
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:charge`)).toHaveLength(1);
   });
 
@@ -170,12 +169,12 @@ describe('agent access to the tool gateway', () => {
       const owner = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, owner: 'owner-b' });
       expect(owner.status).toBe(400);
       expect(await owner.json()).toMatchObject({ detail: expect.stringMatching(/unexpected field\(s\) owner: the actor is always the token's identity/) });
-      expect(await selectToolCalls(stack.db.pool, fence.taskId)).toEqual([]);
-      expect(await selectToolCalls(stack.db.pool, other.taskId)).toEqual([]);
+      expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([]);
+      expect(await toolCallRead(stack.db.pool, other.taskId)).toEqual([]);
       // The same endpoint with its own token does make the call: the refusals above were not for want of a working endpoint.
       const own = await post(endpoint.token, { tool: 'payments', step: 's', params: {} });
       expect(own.status, await own.clone().text()).toBe(200);
-      expect(await selectToolCalls(stack.db.pool, fence.taskId)).toEqual([expect.objectContaining({ key: `${fence.taskId}:s`, status: 'succeeded', owner: fence.owner })]);
+      expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([expect.objectContaining({ key: `${fence.taskId}:s`, status: 'succeeded', owner: fence.owner })]);
     } finally {
       await endpoint.close();
       await otherEndpoint.close();
@@ -190,9 +189,9 @@ describe('agent access to the tool gateway', () => {
       const result = await runCli(['tool', 'call', 'payments', 'charge', '--params', '{"amount":5}'], cleanEnv(endpoint.env));
       expect(result.code, result.output).toBe(3);
       expect(result.output).toMatch(/tool\.call refused \(stale_claim\): tool\.call refused for task/);
-      const refusal = (await selectEvents(stack.db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
+      const refusal = (await eventRead(stack.db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
       expect(refusal).toMatchObject({ actor: RUN_AGENT, fence: 1, details: { action: 'tool.call' } });
-      expect(await selectToolCalls(stack.db.pool, old.taskId)).toEqual([]);
+      expect(await toolCallRead(stack.db.pool, old.taskId)).toEqual([]);
     } finally {
       await endpoint.close();
     }

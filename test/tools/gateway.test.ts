@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectToolCalls } from '../../src/db/sql/selectToolCalls.js';
+import { toolCallRead } from '../../src/db/sql/reads.js';
 import { StaleClaimError, ToolParamsMismatchError } from '../../src/errors.js';
 import type { ToolFault } from '../../src/testkit/toolServer.js';
 import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
@@ -55,7 +55,7 @@ async function scenario(faults: ToolFault[], server = plain, step = 'charge'): P
 }
 
 const effectsOf = async (server: ToolServerProcess, key: string) => (await server.effects()).filter((e) => e.key === key);
-const rowOf = async (fence: Fence) => (await selectToolCalls(db.pool, fence.taskId))[0]!;
+const rowOf = async (fence: Fence) => (await toolCallRead(db.pool, fence.taskId))[0]!;
 
 describe('the tool gateway against a real HTTP tool', () => {
   it('makes a call once and answers a repeat from the ledger without sending', async () => {

@@ -2,7 +2,7 @@
 -- the claim version and starts the lease on the database clock; a claim given back (after silence,
 -- or by a run that failed under its agent) releases exactly that claim version.
 
-CREATE FUNCTION baton.take_claim(p_task_id text, p_owner text, p_lease_ms integer) RETURNS baton.claim
+CREATE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer) RETURNS baton.claim
 LANGUAGE plpgsql AS $$
 DECLARE
   c baton.claim;
@@ -13,13 +13,13 @@ BEGIN
          attempts = attempts + 1, progress = NULL, artifact = NULL
    WHERE id = p_task_id
   RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
-  PERFORM baton.append_event('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
+  PERFORM baton.event_append('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
     jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
   RETURN c;
 END $$;
 
 -- A lease is a positive number of milliseconds (BT003 otherwise).
-CREATE FUNCTION baton.check_lease(p_lease_ms integer) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.claim_check_lease(p_lease_ms integer) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   IF p_lease_ms IS NULL OR p_lease_ms < 1 THEN
     RAISE EXCEPTION 'lease must be a positive number of milliseconds, not %', p_lease_ms USING ERRCODE = 'BT003';
@@ -27,28 +27,28 @@ BEGIN
 END $$;
 
 -- T3: claim one named task if it is ready. Returns no row when it is not (or another claim holds its lock).
-CREATE FUNCTION baton.claim_task(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
+CREATE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
 LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
 BEGIN
-  PERFORM baton.check_lease(p_lease_ms);
+  PERFORM baton.claim_check_lease(p_lease_ms);
   SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
-    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.claim_task TO baton_worker;
+GRANT EXECUTE ON FUNCTION baton.task_claim TO baton_worker;
 
 -- T3: claim the next ready task, optionally within one graph: the oldest first, one index entry read.
-CREATE FUNCTION baton.claim_next_task(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
+CREATE FUNCTION baton.task_claim_next(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
 RETURNS SETOF baton.claim LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
 BEGIN
-  PERFORM baton.check_lease(p_lease_ms);
+  PERFORM baton.claim_check_lease(p_lease_ms);
   IF p_graph_id IS NULL THEN
     SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
@@ -57,15 +57,15 @@ BEGIN
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   END IF;
   IF FOUND THEN
-    RETURN NEXT baton.take_claim(v_id, p_owner, p_lease_ms);
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.claim_next_task TO baton_worker;
+GRANT EXECUTE ON FUNCTION baton.task_claim_next TO baton_worker;
 
 -- T6: make a running task claimable again, after its owner went silent (reclaimed_after_silence) or
 -- its run failed under the agent (claim_released). Only that claim: if the task has moved on,
 -- nothing changes and false is returned.
-CREATE FUNCTION baton.release_claim(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
+CREATE FUNCTION baton.claim_release(p_task_id text, p_claim_version bigint, p_actor text, p_kind text, p_reason text, p_details jsonb)
 RETURNS boolean LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -79,9 +79,9 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  UPDATE baton.tasks SET status = baton.ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
+  UPDATE baton.tasks SET status = baton.task_ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
     coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
   RETURN true;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.release_claim TO baton_worker;
+GRANT EXECUTE ON FUNCTION baton.claim_release TO baton_worker;

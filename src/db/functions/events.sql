@@ -1,16 +1,16 @@
 -- The record (SPEC E1): events are appended by the store function that makes a change, in its
 -- transaction; the record's tables refuse UPDATE, DELETE and TRUNCATE whoever asks.
 
-CREATE FUNCTION baton.refuse_event_change() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.event_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
 END $$;
 
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON baton.events
-  FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_event_change();
+  FOR EACH STATEMENT EXECUTE FUNCTION baton.event_refuse_change();
 
 -- Appends one event; callers hold the subject's row lock, which keeps subject_seq gapless.
-CREATE FUNCTION baton.append_event(
+CREATE FUNCTION baton.event_append(
   p_subject_kind text, p_subject_id text, p_kind text, p_actor text,
   p_fence bigint DEFAULT NULL, p_version bigint DEFAULT NULL,
   p_reason text DEFAULT NULL, p_details jsonb DEFAULT '{}'::jsonb
@@ -27,17 +27,17 @@ BEGIN
   RETURN v_id;
 END $$;
 
-CREATE FUNCTION baton.refuse_record_change() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.record_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
 END $$;
 
 CREATE TRIGGER verifications_append_only BEFORE UPDATE OR DELETE ON baton.verifications
-  FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+  FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();
 
 CREATE TRIGGER task_notes_append_only BEFORE UPDATE OR DELETE ON baton.task_notes
-  FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+  FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();
 
 -- The ledger is the memory of what was done to the world: rows are never deleted.
 CREATE TRIGGER tool_calls_keep_rows BEFORE DELETE OR TRUNCATE ON baton.tool_calls
-  FOR EACH STATEMENT EXECUTE FUNCTION baton.refuse_record_change();
+  FOR EACH STATEMENT EXECUTE FUNCTION baton.record_refuse_change();

@@ -2,14 +2,14 @@
 -- a task outside any owner's claim.
 
 -- Policy moves outside an owner's claim: retry a rejected task, give up on it, re-run a verified one.
-CREATE FUNCTION baton.set_task_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
+CREATE FUNCTION baton.task_set_status(p_task_id text, p_actor text, p_to text, p_kind text, p_reason text)
 RETURNS text LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
   v_count bigint;
 BEGIN
-  t := baton.lock_task(p_task_id);
+  t := baton.task_lock(p_task_id);
   IF NOT EXISTS (SELECT 1 FROM baton.task_statuses WHERE status = p_to) THEN
     RAISE EXCEPTION 'unknown task status %', p_to USING ERRCODE = 'BT003';
   END IF;
@@ -39,7 +39,7 @@ BEGIN
              FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = p_task_id
          ), '{}'::jsonb) ELSE upstream_revisions END
    WHERE id = p_task_id;
-  PERFORM baton.append_event('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
+  PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
     jsonb_build_object('from', t.status, 'to', p_to));
   IF t.status = 'verified' THEN
     -- Dependents released against the old revision but not yet started wait for the new one.
@@ -50,39 +50,50 @@ BEGIN
       RETURNING dt.id, dt.claim_version
     )
     SELECT count(*) INTO STRICT v_count FROM (
-      SELECT baton.append_event('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
+      SELECT baton.event_append('task', r.id, 'reblocked', p_actor, r.claim_version, NULL,
         format('upstream %s is being re-run', t.key)) FROM reblocked r
     ) appended;
   END IF;
   RETURN t.status;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.set_task_status TO baton_worker, baton_client;
+GRANT EXECUTE ON FUNCTION baton.task_set_status TO baton_worker, baton_client;
 
 -- T8: the graph's policy for a stale task (policy.onUpstreamChange). `rerun` sends it round again on
 -- its upstream tasks' current verified revisions once they are all verified; until then it stays
--- stale, and the verification that completes them names it to be woken (record_verification's
+-- stale, and the verification that completes them names it to be woken (verification_record's
 -- `staled`). `mark` leaves it stale until an operator reruns it. Returns its status afterwards.
-CREATE FUNCTION baton.rerun_stale_task(p_task_id text, p_actor text, p_reason text) RETURNS text LANGUAGE plpgsql
+CREATE FUNCTION baton.task_rerun_stale(p_task_id text, p_actor text, p_reason text) RETURNS text LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
   v_policy text;
 BEGIN
-  t := baton.lock_task(p_task_id);
+  t := baton.task_lock(p_task_id);
   SELECT coalesce(g.spec->'policy'->>'onUpstreamChange', 'rerun') INTO STRICT v_policy FROM baton.graphs g WHERE g.id = t.graph_id;
   -- Upstream tasks are read after this task's lock: a verification of one that is under way waits
   -- for the lock, then finds this task stale and names it.
-  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.ready_or_blocked(p_task_id) = 'blocked' THEN
+  IF t.status <> 'stale' OR v_policy <> 'rerun' OR baton.task_ready_or_blocked(p_task_id) = 'blocked' THEN
     RETURN t.status;
   END IF;
-  PERFORM baton.set_task_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
+  PERFORM baton.task_set_status(p_task_id, p_actor, 'ready', 'rerun_after_stale', p_reason);
   RETURN 'ready';
 END $$;
-GRANT EXECUTE ON FUNCTION baton.rerun_stale_task TO baton_worker;
+GRANT EXECUTE ON FUNCTION baton.task_rerun_stale TO baton_worker;
+
+-- A task's id: its graph's id, '/', its key (graph ids have no '/'; src/tasks/format.ts reads the
+-- key back as everything after the first '/'). The one place SQL composes a task id.
+CREATE FUNCTION baton.task_id_of(p_graph_id text, p_key text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_graph_id || '/' || p_key
+$$;
+
+-- The LIKE pattern the id of every task of a graph matches, the graph id's own % and _ escaped.
+CREATE FUNCTION baton.task_id_pattern_of(p_graph_id text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT replace(replace(p_graph_id, '%', '\%'), '_', '\_') || '/%'
+$$;
 
 -- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
 -- else blocked), dependencies and one 'created' event per task.
-CREATE FUNCTION baton.submit_graph(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
+CREATE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
 RETURNS integer LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -95,22 +106,22 @@ BEGIN
   EXCEPTION WHEN unique_violation THEN
     RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
   END;
-  PERFORM baton.append_event('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
+  PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     INSERT INTO baton.tasks (id, graph_id, key, spec, status)
-      VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
       INSERT INTO baton.task_dependencies (task_id, depends_on)
-        VALUES (p_graph_id || '/' || (v_task->>'key'), p_graph_id || '/' || v_dep);
+        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
     END LOOP;
-    PERFORM baton.append_event('task', p_graph_id || '/' || (v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
       jsonb_build_object('depends_on', v_task->'dependsOn'));
   END LOOP;
   RETURN v_count;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.submit_graph TO baton_client;
+GRANT EXECUTE ON FUNCTION baton.graph_submit TO baton_client;

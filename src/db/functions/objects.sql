@@ -29,7 +29,7 @@ BEGIN
     RAISE EXCEPTION 'shared object % already exists', p_key USING ERRCODE = 'BT020';
   END IF;
   INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_actor, 'write', p_actor);
-  PERFORM baton.append_event('object', o.key, 'created', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'created', p_actor, o.token, o.version, NULL,
     jsonb_build_object('default_access', p_default_access, 'silence_timeout_ms', p_silence_timeout_ms));
   RETURN baton.object_outcome_of(o, true);
 END $$;
@@ -56,7 +56,7 @@ BEGIN
   END IF;
   INSERT INTO baton.object_permissions (object_key, actor, access, granted_by) VALUES (o.key, p_grantee, p_access, p_actor)
   ON CONFLICT (object_key, actor) DO UPDATE SET access = EXCLUDED.access, granted_by = EXCLUDED.granted_by, granted_at = now();
-  PERFORM baton.append_event('object', o.key, 'granted', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'granted', p_actor, o.token, o.version, NULL,
     jsonb_build_object('grantee', p_grantee, 'access', p_access));
   RETURN baton.object_outcome_of(o, true);
 END $$;
@@ -110,7 +110,7 @@ BEGIN
   END IF;
   IF f.id IS NOT NULL THEN
     UPDATE baton.object_offers SET status = 'overtaken', closed_at = now(), closed_by = p_actor WHERE id = f.id;
-    PERFORM baton.append_event('object', o.key, 'overtaken', p_actor, o.token, f.version,
+    PERFORM baton.event_append('object', o.key, 'overtaken', p_actor, o.token, f.version,
       format('offer from %s to %s at version %s overtaken by %s', f.giver, f.successor, f.version, p_actor),
       jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor, 'by', p_actor));
   END IF;
@@ -160,7 +160,7 @@ BEGIN
    WHERE key = o.key
   RETURNING * INTO o;
   PERFORM baton.object_record_view(o, p_actor);
-  PERFORM baton.append_event('object', o.key, 'written', p_actor, o.token, o.version, NULL,
+  PERFORM baton.event_append('object', o.key, 'written', p_actor, o.token, o.version, NULL,
     jsonb_build_object('from_version', p_version, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true);
 END $$;

@@ -52,7 +52,7 @@ BEGIN
   INSERT INTO baton.object_offers (object_key, giver, successor, version, token)
   VALUES (o.key, p_actor, p_successor, o.version, o.token) RETURNING id INTO v_offer_id;
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'offered', p_actor, o.token, o.version,
+  PERFORM baton.event_append('object', o.key, 'offered', p_actor, o.token, o.version,
     format('offered to %s at version %s', p_successor, o.version),
     jsonb_build_object('offer_id', v_offer_id, 'successor', p_successor));
   RETURN baton.object_outcome_of(o, true);
@@ -91,7 +91,7 @@ BEGIN
   UPDATE baton.object_offers SET status = 'declined', closed_at = now(), closed_by = p_actor WHERE id = f.id;
   -- Silence was not checked while the offer was open; the giver's window starts again now.
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'declined', p_actor, o.token, f.version,
+  PERFORM baton.event_append('object', o.key, 'declined', p_actor, o.token, f.version,
     coalesce(p_reason, format('%s declined the offer from %s at version %s', p_actor, f.giver, f.version)),
     jsonb_build_object('offer_id', f.id, 'giver', f.giver, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);
@@ -115,7 +115,7 @@ BEGIN
   IF f.id IS NULL THEN RETURN baton.object_refuse_no_offer(o, p_actor, NULL, 'withdraw'); END IF;
   UPDATE baton.object_offers SET status = 'withdrawn', closed_at = now(), closed_by = p_actor WHERE id = f.id;
   o := baton.object_touch(o);
-  PERFORM baton.append_event('object', o.key, 'withdrawn', p_actor, o.token, f.version,
+  PERFORM baton.event_append('object', o.key, 'withdrawn', p_actor, o.token, f.version,
     format('%s withdrew the offer to %s at version %s', p_actor, f.successor, f.version),
     jsonb_build_object('offer_id', f.id, 'successor', f.successor));
   RETURN baton.object_outcome_of(o, true);

@@ -89,7 +89,7 @@ CREATE FUNCTION baton.object_refuse(
   p_details jsonb DEFAULT '{}'::jsonb
 ) RETURNS baton.object_outcome LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+  PERFORM baton.event_append('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal) || p_details);
   RETURN baton.object_outcome_of(o, false, p_refusal, p_reason);
 END $$;
@@ -171,7 +171,7 @@ BEGIN
          holder_heartbeat_at = CASE WHEN p_to IS NULL THEN NULL ELSE now() END
    WHERE key = o.key
   RETURNING * INTO o;
-  PERFORM baton.append_event('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
+  PERFORM baton.event_append('object', o.key, p_kind, p_actor, o.token, o.version, p_reason,
     jsonb_build_object('from', v_from, 'to', p_to) || p_details);
   RETURN o;
 END $$;

@@ -20,7 +20,7 @@ BEGIN
   IF NOT baton.object_may(o, p_actor, 'suggest') THEN RETURN baton.object_refuse_access(o, p_actor, 'suggest', 'suggest'); END IF;
   INSERT INTO baton.object_suggestions (object_key, suggested_by, base_version, content, content_ref, note)
   VALUES (o.key, p_actor, p_base_version, p_content, p_content_ref, p_note) RETURNING id INTO v_id;
-  PERFORM baton.append_event('object', o.key, 'suggested', p_actor, o.token, p_base_version, p_note,
+  PERFORM baton.event_append('object', o.key, 'suggested', p_actor, o.token, p_base_version, p_note,
     jsonb_build_object('suggestion_id', v_id, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true, p_suggestion_id => v_id);
 END $$;
@@ -59,7 +59,7 @@ BEGIN
   UPDATE baton.object_suggestions SET status = 'approved', approved_by = p_actor, approved_at = now(), applied_version = o.version
    WHERE id = s.id;
   PERFORM baton.object_record_view(o, p_actor);
-  PERFORM baton.append_event('object', o.key, 'suggestion_approved', p_actor, o.token, o.version,
+  PERFORM baton.event_append('object', o.key, 'suggestion_approved', p_actor, o.token, o.version,
     format('approved suggestion %s by %s', s.id, s.suggested_by),
     jsonb_build_object('suggestion_id', s.id, 'suggested_by', s.suggested_by, 'from_version', s.base_version,
       'digest', md5(coalesce(s.content, s.content_ref))));

@@ -11,7 +11,7 @@ CREATE FUNCTION baton.task_view(t baton.tasks) RETURNS baton.task_view LANGUAGE 
                     WHERE d.task_id = t.id), '{}')
 $$;
 
-CREATE FUNCTION baton.read_task(p_task_id text) RETURNS SETOF baton.task_view LANGUAGE plpgsql STABLE
+CREATE FUNCTION baton.task_read(p_task_id text) RETURNS SETOF baton.task_view LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.id = p_task_id;
@@ -19,10 +19,10 @@ BEGIN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.read_task TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.task_read TO baton_worker, baton_client, baton_reader;
 
 -- Every task of a graph, by key.
-CREATE FUNCTION baton.read_graph_tasks(p_graph_id text) RETURNS SETOF baton.task_view LANGUAGE plpgsql STABLE
+CREATE FUNCTION baton.graph_read_tasks(p_graph_id text) RETURNS SETOF baton.task_view LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
@@ -30,10 +30,10 @@ BEGIN
   END IF;
   RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.read_graph_tasks TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.graph_read_tasks TO baton_worker, baton_client, baton_reader;
 
 -- The graph as submitted, and where its runs work (repo, base).
-CREATE FUNCTION baton.read_graph(p_graph_id text)
+CREATE FUNCTION baton.graph_read(p_graph_id text)
 RETURNS TABLE (spec jsonb, submitted_by text, submitted_at timestamptz, repo text, base text) LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
@@ -42,10 +42,10 @@ BEGIN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
   END IF;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.read_graph TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.graph_read TO baton_worker, baton_client, baton_reader;
 
 -- Where a graph's runs work, without its spec (which can be large): one row or BT002.
-CREATE FUNCTION baton.read_graph_source(p_graph_id text) RETURNS TABLE (repo text, base text) LANGUAGE plpgsql STABLE
+CREATE FUNCTION baton.graph_read_source(p_graph_id text) RETURNS TABLE (repo text, base text) LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
   RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
@@ -53,45 +53,45 @@ BEGIN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
   END IF;
 END $$;
-GRANT EXECUTE ON FUNCTION baton.read_graph_source TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.graph_read_source TO baton_worker, baton_client, baton_reader;
 
 -- The record of one subject in order after p_after_id, or also of every task of a graph when
 -- p_include_graph_tasks (the subject is then a graph id).
-CREATE FUNCTION baton.read_events(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
+CREATE FUNCTION baton.event_read(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
 RETURNS SETOF baton.event_view LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
    WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
       OR (p_include_graph_tasks AND subject_kind = 'task'
-          AND subject_id LIKE replace(replace(p_subject_id, '%', '\%'), '_', '\_') || '/%'))
+          AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
    ORDER BY id
 $$;
-GRANT EXECUTE ON FUNCTION baton.read_events TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.event_read TO baton_worker, baton_client, baton_reader;
 
 -- The ledger rows of one task, or of every task of a graph when p_id has no '/', oldest first.
-CREATE FUNCTION baton.read_tool_calls(p_id text) RETURNS SETOF baton.tool_calls LANGUAGE sql STABLE
+CREATE FUNCTION baton.tool_call_read(p_id text) RETURNS SETOF baton.tool_calls LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE replace(replace(p_id, '%', '\%'), '_', '\_') || '/%')
+   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
    ORDER BY created_at, task_id, step
 $$;
-GRANT EXECUTE ON FUNCTION baton.read_tool_calls TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.tool_call_read TO baton_worker, baton_client, baton_reader;
 
 -- The most recent health checks, newest first.
-CREATE FUNCTION baton.read_health_checks(p_limit integer) RETURNS SETOF baton.health_checks LANGUAGE sql STABLE
+CREATE FUNCTION baton.health_check_read(p_limit integer) RETURNS SETOF baton.health_checks LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT * FROM baton.health_checks ORDER BY id DESC LIMIT p_limit
 $$;
-GRANT EXECUTE ON FUNCTION baton.read_health_checks TO baton_worker, baton_client, baton_reader;
+GRANT EXECUTE ON FUNCTION baton.health_check_read TO baton_worker, baton_client, baton_reader;
 
 -- Records one health check; a retried activity finds its earlier row instead of adding one.
-CREATE FUNCTION baton.record_health_check(p_workflow_id text, p_message text) RETURNS SETOF baton.health_checks LANGUAGE sql
+CREATE FUNCTION baton.health_check_record(p_workflow_id text, p_message text) RETURNS SETOF baton.health_checks LANGUAGE sql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   INSERT INTO baton.health_checks (workflow_id, message) VALUES (p_workflow_id, p_message)
   ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
   RETURNING *
 $$;
-GRANT EXECUTE ON FUNCTION baton.record_health_check TO baton_worker, baton_client;
+GRANT EXECUTE ON FUNCTION baton.health_check_record TO baton_worker, baton_client;
 
 -- A shared object's record after p_after_seq. Callers check view access first (object_show).
 CREATE FUNCTION baton.read_object_events(p_key text, p_after_seq integer, p_limit integer)

@@ -3,7 +3,7 @@
 -- dependency is verified.
 
 -- The state machine, enforced whoever writes: a client bug or a hostile agent cannot skip a state.
-CREATE FUNCTION baton.check_task_change() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.task_check_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     IF NEW.status NOT IN ('blocked', 'ready') OR NEW.claim_version <> 0 THEN
@@ -36,10 +36,10 @@ BEGIN
 END $$;
 
 CREATE TRIGGER tasks_state_machine BEFORE INSERT OR UPDATE ON baton.tasks
-  FOR EACH ROW EXECUTE FUNCTION baton.check_task_change();
+  FOR EACH ROW EXECUTE FUNCTION baton.task_check_change();
 
 -- T8, enforced whoever writes: a dependent becomes ready only when every dependency is verified.
-CREATE FUNCTION baton.check_task_release() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.task_check_release() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   v_unverified text;
 BEGIN
@@ -55,10 +55,10 @@ END $$;
 
 CREATE TRIGGER tasks_release_guard BEFORE UPDATE OF status ON baton.tasks
   FOR EACH ROW WHEN (OLD.status <> 'ready' AND NEW.status = 'ready')
-  EXECUTE FUNCTION baton.check_task_release();
+  EXECUTE FUNCTION baton.task_check_release();
 
 -- Where a task goes when it is given back: ready, unless an upstream task is being re-run.
-CREATE FUNCTION baton.ready_or_blocked(p_task_id text) RETURNS text LANGUAGE sql AS $$
+CREATE FUNCTION baton.task_ready_or_blocked(p_task_id text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE WHEN EXISTS (
     SELECT 1 FROM baton.task_dependencies d JOIN baton.tasks u ON u.id = d.depends_on
      WHERE d.task_id = p_task_id AND u.status <> 'verified'
@@ -66,7 +66,7 @@ CREATE FUNCTION baton.ready_or_blocked(p_task_id text) RETURNS text LANGUAGE sql
 $$;
 
 -- Locks the task for a change and returns it; a task that does not exist is an error (BT002).
-CREATE FUNCTION baton.lock_task(p_task_id text) RETURNS baton.tasks LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.task_lock(p_task_id text) RETURNS baton.tasks LANGUAGE plpgsql AS $$
 DECLARE
   t baton.tasks;
 BEGIN

@@ -5,7 +5,7 @@
 -- back. Each change appends its 'tool_call_*' event (subject 'task', the task id) in the same
 -- transaction, under the task's row lock.
 
-CREATE FUNCTION baton.check_tool_call_change() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION baton.tool_call_check_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     IF NEW.status <> 'pending' OR NEW.attempts <> 0 THEN
@@ -30,7 +30,7 @@ BEGIN
 END $$;
 
 CREATE TRIGGER tool_calls_state_machine BEFORE INSERT OR UPDATE ON baton.tool_calls
-  FOR EACH ROW EXECUTE FUNCTION baton.check_tool_call_change();
+  FOR EACH ROW EXECUTE FUNCTION baton.tool_call_check_change();
 
 -- Locks the task (fencing and gapless event numbers) and checks the caller's claim: accepted, or
 -- the refusal outcome, already logged as a 'stale_write_refused' event.
@@ -40,11 +40,11 @@ DECLARE
   f baton.fenced_result;
   o baton.tool_call_outcome;
 BEGIN
-  IF baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
+  IF baton.claim_fence(p_task_id, p_owner, p_claim_version) THEN
     o.accepted := true;
     RETURN o;
   END IF;
-  f := baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, p_action);
+  f := baton.claim_refuse_stale_write(p_task_id, p_owner, p_claim_version, p_action);
   o.accepted := false;
   o.task_status := f.status;
   o.task_owner := f.owner;
@@ -61,7 +61,7 @@ $$;
 
 CREATE FUNCTION baton.tool_call_event(c baton.tool_calls, p_kind text, p_actor text, p_fence bigint, p_reason text, p_details jsonb)
 RETURNS bigint LANGUAGE sql AS $$
-  SELECT baton.append_event('task', c.task_id, p_kind, p_actor, p_fence, NULL, p_reason,
+  SELECT baton.event_append('task', c.task_id, p_kind, p_actor, p_fence, NULL, p_reason,
     jsonb_build_object('step', c.step, 'tool', c.tool, 'key', c.idempotency_key, 'status', c.status, 'attempts', c.attempts)
       || coalesce(p_details, '{}'::jsonb));
 $$;

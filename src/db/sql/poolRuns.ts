@@ -1,20 +1,11 @@
+// Bindings of src/db/functions/pool_runs.sql: a claimed task offered to a pool of remote agents,
+// and its run as the owning worker sees it (SPEC U7).
 import type { Queryable } from '../queryable.js';
 import { callStore, type Fence } from '../storeCall.js';
-import { fencedWrite } from './fencedWrite.js';
-
-/** U3, T5: stores the SHA-256 of a run token for `identity`, good only while `fence` holds. */
-export function issueRunToken(db: Queryable, fence: Fence, identity: string, secretSha256: string) {
-  return fencedWrite(db, fence, 'run token', 'run_token_issue', [
-    fence.taskId,
-    fence.owner,
-    fence.claimVersion,
-    identity,
-    Buffer.from(secretSha256, 'hex'),
-  ]);
-}
+import { fencedWrite } from './ownerWrites.js';
 
 /** U7: offers the claimed task to the remote agents of `pool`; a second offer of the same claim changes nothing. */
-export function offerToPool(db: Queryable, fence: Fence, pool: string) {
+export function poolOffer(db: Queryable, fence: Fence, pool: string) {
   return fencedWrite(db, fence, 'pool offer', 'pool_offer', [fence.taskId, fence.owner, fence.claimVersion, pool]);
 }
 

@@ -1,5 +1,5 @@
-// The tool-call ledger (SPEC X1, X2) as the store returns it, and the one way its fenced
-// functions (`baton.tool_call_*`) are called.
+// Bindings of src/db/functions/tool_calls.sql: the tool-call ledger (SPEC X1, X2) as the store
+// returns it, and the one way its fenced functions (`baton.tool_call_*`) are called.
 import type { Json } from '../../json.js';
 import type { Queryable } from '../queryable.js';
 import { callFenced, type Fence } from '../storeCall.js';
@@ -99,4 +99,46 @@ export async function toolCallWrite(db: Queryable, fence: Fence, action: string,
     claimVersion: r.task_claim_version,
   }));
   return toToolCallRow(row);
+}
+
+/**
+ * X1: writes the ledger row of (task, step) as `pending` before anything is sent, or returns the
+ * existing row. ToolParamsMismatchError when the key was used with another tool or parameters.
+ */
+export function toolCallBegin(db: Queryable, fence: Fence, call: { step: string; tool: string; paramsHash: string }): Promise<ToolCallRow> {
+  return toolCallWrite(db, fence, 'tool_call', 'tool_call_begin', [call.step, call.tool, call.paramsHash]);
+}
+
+/**
+ * X1, X2: marks the call `sent` (committed before the request leaves) and counts the attempt.
+ * IllegalTransitionError when its outcome is uncertain and it was not reconciled first;
+ * `replay` allows re-sending an `unknown` call to a tool that dedupes by key.
+ */
+export function toolCallSend(db: Queryable, fence: Fence, step: string, options: { replay?: boolean } = {}): Promise<ToolCallRow> {
+  return toolCallWrite(db, fence, 'tool_call_send', 'tool_call_send', [step, options.replay ?? false]);
+}
+
+/** X1: records what the tool answered to this claim's own send: succeeded, failed or unknown (uncertain). */
+export function toolCallRecord(db: Queryable, fence: Fence, step: string, outcome: ExecuteOutcome): Promise<ToolCallRow> {
+  const args =
+    outcome.outcome === 'succeeded'
+      ? ['succeeded', JSON.stringify(outcome.result), null, false]
+      : outcome.outcome === 'failed'
+        ? ['failed', null, outcome.error, outcome.retryable]
+        : ['unknown', null, outcome.reason, false];
+  return toolCallWrite(db, fence, 'tool_call_record', 'tool_call_record', [step, ...args]);
+}
+
+/**
+ * X2: records what the tool's lookup found about a call left `sent` or `unknown`, by this claim or
+ * an earlier owner's: found (reconciled_succeeded), absent (reconciled_absent) or unknown.
+ */
+export function toolCallReconcile(db: Queryable, fence: Fence, step: string, finding: LookupFinding): Promise<ToolCallRow> {
+  const args =
+    finding.finding === 'found'
+      ? ['found', JSON.stringify(finding.result), null]
+      : finding.finding === 'absent'
+        ? ['absent', null, null]
+        : ['unknown', null, finding.reason];
+  return toolCallWrite(db, fence, 'tool_call_reconcile', 'tool_call_reconcile', [step, ...args]);
 }

@@ -1,10 +1,117 @@
--- baton.agent_call (SPEC U3, U7, T5, S6), the one function through which the agent API acts, with
--- pooled runs and the reach of a token's notes. It checks the token (tokens.sql), refuses a token
--- without the operation's scope, a run token whose claim has moved, and notes the token was not
--- granted, and performs the operation with the token's identity as the actor. No argument names
--- the actor. Refusals are events of subject 'agent' (the token's identity), or, for a run token
--- whose claim moved, the task's stale_write_refused; they are returned, never raised, so their
--- events commit; bad input raises BT003. (Loads after tokens.sql, whose functions it uses.)
+-- The agent door (SPEC U3, U7, T5, S6): baton.agent_call, the one function through which the agent
+-- API acts, and the token check every call starts with (agent_authenticate). A token is found by the
+-- SHA-256 of its secret (tokens.sql); a revoked or expired token is refused, and so is a command
+-- run's token outside its run, a token without the operation's scope, a run token whose claim has
+-- moved, and notes the token was not granted. The operation is performed with the token's identity
+-- as the actor: no argument names the actor. Refusals of tokens baton issued are events of subject
+-- 'agent' (the token's identity), or, for a run token whose claim moved, the task's
+-- stale_write_refused. A token baton did not issue is refused without an event each: the API
+-- throttles those per client address and records them as summaries (agent_refusals_summarise;
+-- src/api/tokenGate.ts). Refusals are returned, never raised, so their events commit; bad input
+-- raises BT003.
+
+CREATE FUNCTION baton.agent_invalid(p_message text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%', p_message USING ERRCODE = 'BT003';
+END $$;
+
+-- Records a refused call against the token's identity (or 'anonymous') and describes the refusal;
+-- `p_details` adds to the event's details (what the call asked for).
+CREATE FUNCTION baton.agent_refuse(p_token baton.agent_tokens, p_operation text, p_refusal text, p_reason text, p_details jsonb DEFAULT '{}'::jsonb)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  v_subject text := coalesce(p_token.identity, 'anonymous');
+BEGIN
+  -- Agent subjects have no row to lock; this keeps their event numbers gapless under concurrency.
+  PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(v_subject));
+  PERFORM baton.event_append('agent', v_subject, 'api_refused', v_subject, p_token.claim_version, NULL, p_reason,
+    jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id) || p_details);
+  RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
+END $$;
+
+-- The token whose secret this is; a row of NULLs when baton issued none.
+CREATE FUNCTION baton.agent_token_by_secret(p_secret text) RETURNS baton.agent_tokens LANGUAGE sql STABLE AS $$
+  SELECT * FROM baton.agent_tokens WHERE secret_sha256 = sha256(convert_to(coalesce(p_secret, ''), 'UTF8'))
+$$;
+
+-- Whether this session serves runs: its login is a worker's (a member of baton_worker, as a
+-- worker's per-run endpoint is: activities/tasks.ts) or an administrator's (baton_owner, or a
+-- superuser), never `baton serve`'s (baton_agent). A command run's token is good only in such a
+-- session (issue 19): a leaked one does nothing on `baton serve`. It is asked of session_user, the
+-- login the connection authenticated as, because nothing a caller sends can change it: inside these
+-- SECURITY DEFINER functions current_user is the owner; SET ROLE changes current_user, never
+-- session_user; SET SESSION AUTHORIZATION is a superuser's. No argument says where a call comes from.
+-- A login that passes may issue run tokens itself (run_token_issue), so it gains nothing from one.
+CREATE FUNCTION baton.agent_session_serves_runs() RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT pg_has_role(session_user, 'baton_worker', 'MEMBER') OR pg_has_role(session_user, 'baton_owner', 'MEMBER')
+$$;
+
+-- NULL when k may be used: baton issued it, it is neither revoked nor expired, neither is the token
+-- that took its run, and a command run's token is used inside its run. Else the refusal, recorded
+-- unless baton never issued the token.
+CREATE FUNCTION baton.agent_token_refusal(k baton.agent_tokens, p_operation text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  parent baton.agent_tokens;
+BEGIN
+  IF k.id IS NULL THEN
+    RETURN jsonb_build_object('ok', false, 'refusal', 'unauthenticated', 'reason', 'the token is not one baton issued');
+  END IF;
+  IF k.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('token %s of %s was revoked at %s by %s%s',
+      k.id, k.identity, baton.object_ts(k.revoked_at), k.revoked_by, coalesce(': ' || k.revoke_reason, '')));
+  END IF;
+  IF k.expires_at IS NOT NULL AND k.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('token %s of %s expired at %s', k.id, k.identity, baton.object_ts(k.expires_at)));
+  END IF;
+  -- A pooled run's token is good only while the token that took the run is.
+  SELECT * INTO parent FROM baton.agent_tokens WHERE id = k.parent_token_id;
+  IF FOUND AND parent.revoked_at IS NOT NULL THEN
+    RETURN baton.agent_refuse(k, p_operation, 'revoked', format('run token %s was taken with token %s of %s, revoked at %s by %s%s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.revoked_at), parent.revoked_by, coalesce(': ' || parent.revoke_reason, '')));
+  END IF;
+  IF FOUND AND parent.expires_at IS NOT NULL AND parent.expires_at <= now() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'expired', format('run token %s was taken with token %s of %s, expired at %s',
+      k.id, parent.id, parent.identity, baton.object_ts(parent.expires_at)));
+  END IF;
+  -- A command run's token (a run token no pool.claim made, so without a parent) is its worker's to
+  -- serve; a pooled run's is meant for `baton serve` and is good there.
+  IF k.task_id IS NOT NULL AND k.parent_token_id IS NULL AND NOT baton.agent_session_serves_runs() THEN
+    RETURN baton.agent_refuse(k, p_operation, 'outside_run', format(
+      'token %s is the run token of claim version %s of task %s: it works only on its run''s own endpoint ($BATON_URL inside the run), not on this server',
+      k.id, k.claim_version, k.task_id));
+  END IF;
+  RETURN NULL;
+END $$;
+
+-- The token check of agent_call alone, acting on nothing: the API asks it before it reads the body
+-- of a token it has not seen answer, and before it refuses any input, so a bad token is refused
+-- first and a made-up one never hears more than 401 (issue 19).
+CREATE FUNCTION baton.agent_authenticate(p_secret text, p_operation text) RETURNS jsonb LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+BEGIN
+  RETURN coalesce(baton.agent_token_refusal(k, p_operation), jsonb_build_object('ok', true, 'identity', k.identity));
+END $$;
+GRANT EXECUTE ON FUNCTION baton.agent_authenticate TO baton_agent, baton_worker;
+
+-- One event for many calls from one client address that were refused for a token baton did not
+-- issue (`p_count - p_throttled`) or throttled before the database because that address had
+-- presented too many refused tokens (`p_throttled`), counted by the API over `p_window_ms`.
+CREATE FUNCTION baton.agent_refusals_summarise(p_address text, p_count integer, p_throttled integer, p_window_ms integer) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  IF length(coalesce(p_address, '')) NOT BETWEEN 1 AND 100 THEN PERFORM baton.agent_invalid('the address is 1 to 100 characters'); END IF;
+  IF coalesce(p_count, 0) < 1 OR p_throttled IS NULL OR p_throttled NOT BETWEEN 0 AND p_count OR coalesce(p_window_ms, -1) < 0 THEN
+    PERFORM baton.agent_invalid(format('a summary counts 1 or more calls, 0 to all of them throttled, over 0 ms or more (not %s, %s, %s)', p_count, p_throttled, p_window_ms));
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext('anonymous'));
+  PERFORM baton.event_append('agent', 'anonymous', 'api_refused', 'anonymous', NULL, NULL,
+    format('%s calls from %s refused within %s ms: %s with a token baton did not issue, %s throttled before the database',
+      p_count, p_address, p_window_ms, p_count - p_throttled, p_throttled),
+    jsonb_build_object('refusal', 'unauthenticated', 'address', p_address, 'count', p_count, 'throttled', p_throttled, 'windowMs', p_window_ms));
+END $$;
+GRANT EXECUTE ON FUNCTION baton.agent_refusals_summarise TO baton_agent, baton_worker;
 
 -- The scope an operation needs; 'run' means a run token (bound to a claim). NULL: no such operation.
 CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
@@ -17,33 +124,6 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
   END
 $$;
-
--- U7: the worker holding a claim offers its run to the agents of a pool (a fenced owner write).
-CREATE FUNCTION baton.pool_offer(p_task_id text, p_owner text, p_claim_version bigint, p_pool text)
-RETURNS baton.fenced_result LANGUAGE plpgsql
-SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-BEGIN
-  IF NOT baton.hold_fence(p_task_id, p_owner, p_claim_version) THEN
-    RETURN baton.refuse_stale_write(p_task_id, p_owner, p_claim_version, 'pool offer');
-  END IF;
-  INSERT INTO baton.pool_runs (task_id, claim_version, pool, offered_by) VALUES (p_task_id, p_claim_version, p_pool, p_owner)
-  ON CONFLICT (task_id, claim_version) DO NOTHING;
-  IF FOUND THEN
-    PERFORM baton.append_event('task', p_task_id, 'offered_to_pool', p_owner, p_claim_version, NULL, NULL, jsonb_build_object('pool', p_pool));
-  END IF;
-  RETURN baton.accepted_write(p_task_id);
-END $$;
-GRANT EXECUTE ON FUNCTION baton.pool_offer TO baton_worker;
-
--- What the worker relaying a pooled run needs: who took it, how long it has been silent (database
--- clock), its progress and its submitted revision.
-CREATE FUNCTION baton.pool_run_state(p_task_id text, p_claim_version bigint)
-RETURNS TABLE (agent text, beat_at timestamptz, silent_ms bigint, progress jsonb, revision text) LANGUAGE sql STABLE
-SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-  SELECT r.agent, r.beat_at, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
-    FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
-$$;
-GRANT EXECUTE ON FUNCTION baton.pool_run_state TO baton_worker;
 
 -- S6: NULL when token k may read (notes.list) or write (note.add) the notes of task p_task; else the
 -- refusal, recorded. A run token: its own task's, and reading those of the upstream tasks its task is
@@ -76,11 +156,14 @@ BEGIN
                          CASE WHEN cardinality(k.note_tasks) > 0 THEN 'task ' || array_to_string(k.note_tasks, ', ') END), p_task), v_asked);
 END $$;
 
-CREATE FUNCTION baton.agent_notes(p_task_id text) RETURNS jsonb LANGUAGE sql STABLE AS $$
-  SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
+-- A task's notes, oldest first. PL/pgSQL, resolved when it runs: this file loads before
+-- objects_rules.sql (object_ts), and a LANGUAGE sql body is checked when it is created.
+CREATE FUNCTION baton.agent_notes(p_task_id text) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.id, 'author', n.author, 'claimVersion', n.claim_version,
            'body', n.body, 'at', baton.object_ts(n.at)) ORDER BY n.id), '[]'::jsonb)
-    FROM baton.task_notes n WHERE n.task_id = p_task_id
-$$;
+    FROM baton.task_notes n WHERE n.task_id = p_task_id);
+END $$;
 
 -- What an agent needs to do its task: the spec, where to work, the pinned upstream revisions with
 -- their notes, and its own task's notes.
@@ -97,7 +180,6 @@ CREATE FUNCTION baton.agent_task_context(t baton.tasks, k baton.agent_tokens) RE
     'notes', baton.agent_notes(t.id))
     FROM baton.graphs g WHERE g.id = t.graph_id
 $$;
-
 
 CREATE FUNCTION baton.agent_call(p_secret text, p_operation text, p_args jsonb DEFAULT '{}'::jsonb) RETURNS jsonb LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
@@ -120,10 +202,10 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
-    t := baton.lock_task(k.task_id);
+    t := baton.task_lock(k.task_id);
     IF t.claim_version <> k.claim_version OR t.status <> 'running' THEN
       -- T4: the claim this run token was issued for has moved on; like any late owner write.
-      PERFORM baton.refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
+      PERFORM baton.claim_refuse_stale_write(k.task_id, k.identity, k.claim_version, p_operation);
       RETURN jsonb_build_object('ok', false, 'refusal', 'stale_claim', 'identity', k.identity, 'taskId', k.task_id, 'claimVersion', k.claim_version,
         'reason', format('%s with the run token of claim version %s of task %s refused: the task is %s at claim version %s',
           p_operation, k.claim_version, k.task_id, t.status, t.claim_version),
@@ -165,7 +247,7 @@ BEGIN
     IF r.revision IS NULL THEN
       UPDATE baton.pool_runs SET revision = a->>'revision', submitted_at = now(), beat_at = now()
        WHERE task_id = t.id AND claim_version = t.claim_version;
-      PERFORM baton.append_event('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
+      PERFORM baton.event_append('task', t.id, 'agent_submitted', k.identity, t.claim_version, NULL, NULL,
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
@@ -191,7 +273,7 @@ BEGIN
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version
      ORDER BY r2.offered_at, r2.task_id FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
     IF NOT FOUND THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
-    t := baton.lock_task(r.task_id);
+    t := baton.task_lock(r.task_id);
     -- Its claim may have moved since the offer was read (recovered and claimed again): no run then.
     IF t.status <> 'running' OR t.claim_version <> r.claim_version THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
     -- The run token may read, write notes and use objects as its taker may (admin: all three), take no
@@ -202,7 +284,7 @@ BEGIN
       k.expires_at, v_secret_sha256, k.identity, t.id, r.claim_version, k.id);
     UPDATE baton.pool_runs SET agent = k.identity, taken_at = now(), beat_at = now(), token_id = k.id
      WHERE task_id = r.task_id AND claim_version = r.claim_version;
-    PERFORM baton.append_event('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
+    PERFORM baton.event_append('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'object.log' THEN

@@ -1,3 +1,6 @@
+// Bindings of src/db/functions/verification.sql: an independent verifier checks a submitted
+// artifact (SPEC T7, T8).
+import type { Artifact, TaskSpec } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 import { callStore } from '../storeCall.js';
 
@@ -24,12 +27,18 @@ export interface VerificationOutcome {
   staled: string[];
 }
 
+/** T7: a verifier (never the agent that produced it) takes a submitted or stale artifact to check. */
+export async function verificationStart(db: Queryable, taskId: string, verifier: string) {
+  const [row] = await callStore<{ claim_version: number; artifact: Artifact; spec: TaskSpec }>(db, 'verification_start', [taskId, verifier]);
+  return { claimVersion: row!.claim_version, artifact: row!.artifact, spec: row!.spec };
+}
+
 /**
  * T7, T8: records the verification; on a pass, verifies the task and releases its dependents,
  * atomically, unless one of its pins was superseded meanwhile: then the task is stale instead.
  */
-export async function recordVerification(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
-  const [row] = await callStore<VerificationOutcome>(db, 'record_verification', [
+export async function verificationRecord(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
+  const [row] = await callStore<VerificationOutcome>(db, 'verification_record', [
     v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail,
   ]);
   return { status: row!.status, released: row!.released, staled: row!.staled };

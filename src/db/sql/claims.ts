@@ -1,0 +1,58 @@
+// Bindings of src/db/functions/claims.sql: taking and giving back a task's claim (SPEC T3, T6).
+import type { Claim } from '../../tasks/types.js';
+import type { Queryable } from '../queryable.js';
+import { callStore, callStoreValue } from '../storeCall.js';
+
+/** Columns of the `baton.claim` composite as they come back from the claim functions. */
+export interface ClaimRecord {
+  task_id: string;
+  graph_id: string;
+  key: string;
+  spec: Claim['spec'];
+  claim_version: number;
+  lease_expires_at: Date;
+  attempts: number;
+  upstream_revisions: Record<string, string>;
+  [column: string]: unknown;
+}
+
+export function toClaim(row: ClaimRecord): Claim {
+  return {
+    taskId: row.task_id,
+    graphId: row.graph_id,
+    key: row.key,
+    spec: row.spec,
+    claimVersion: row.claim_version,
+    leaseExpiresAt: row.lease_expires_at.toISOString(),
+    attempts: row.attempts,
+    upstreamRevisions: row.upstream_revisions,
+  };
+}
+
+/** T3: claims the named task if it is ready; undefined when it is not (never waits on a lock). */
+export async function taskClaim(db: Queryable, taskId: string, owner: string, leaseMs: number): Promise<Claim | undefined> {
+  const [row] = await callStore<ClaimRecord>(db, 'task_claim', [taskId, owner, leaseMs]);
+  return row ? toClaim(row) : undefined;
+}
+
+/** T3: claims the oldest ready task (optionally in one graph); undefined when none is ready. */
+export async function taskClaimNext(db: Queryable, owner: string, leaseMs: number, graphId?: string): Promise<Claim | undefined> {
+  const [row] = await callStore<ClaimRecord>(db, 'task_claim_next', [owner, leaseMs, graphId ?? null]);
+  return row ? toClaim(row) : undefined;
+}
+
+/** Why a claim is given back: its owner went silent, or its run failed under the agent. */
+export type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
+
+/**
+ * T6: makes a running task claimable again, but only if `claimVersion` is still the current claim.
+ * Returns false (and changes nothing) when the task has moved on.
+ */
+export function claimRelease(
+  db: Queryable,
+  release: { taskId: string; claimVersion: number; actor: string; kind: ReleaseKind; reason: string; details?: Record<string, unknown> },
+): Promise<boolean> {
+  return callStoreValue<boolean>(db, 'claim_release', [
+    release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {},
+  ]);
+}
