@@ -3,20 +3,20 @@
 // MCP (Streamable HTTP at `/mcp`, stateless, one tool per operation), with the OpenAPI document at
 // `/openapi.json`. The same handler serves `baton serve` and each run's own endpoint; a run's
 // endpoint also carries the run (`LocalRun`), which performs its tool calls and takes its progress.
-import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { stderrLog, type Log } from '../log.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { serveMcp } from './agentMcp.js';
-import { authenticateToken, callAgentStore, secretSha256, summariseRefusals } from './agentStore.js';
+import { agentAuthenticate, agentCall, agentRefusalsSummarise } from './agentDoor.js';
 import { ForbiddenError, MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
 import { openApiDocument } from './openApi.js';
 import { isOperationName, OPERATIONS, parseOperationInput, type OperationName } from './operations.js';
 import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
 import { rateLimiter, type RateLimit } from './rateLimiter.js';
 import { createTokenGate } from './tokenGate.js';
+import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 export { problemOf } from './problems.js';
 
@@ -26,13 +26,6 @@ export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 export const RATE_LIMIT_DEFAULT: RateLimit = { perSecond: 50, burst: 200 };
 /** How often a waiting `pool.claim` looks for work. */
 const POOL_CLAIM_POLL_MS = 500;
-/** Prefix of every secret baton issues, so secret scanners and people can tell what it is. */
-const TOKEN_SECRET_PREFIX = 'baton_';
-
-/** A new token secret: 256 random bits. */
-export function newTokenSecret(): string {
-  return `${TOKEN_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
-}
 
 /** The run a run's own endpoint serves: its claim, its tool calls, its agent's progress. */
 export interface LocalRun {
@@ -88,7 +81,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     refusedTokenLimit: options.refusedTokenLimit,
     refusedTokenLimitAll: options.refusedTokenLimitAll,
     summaryMs: options.refusalSummaryMs,
-    summarise: (address, count, throttled, windowMs) => summariseRefusals(db, address, count, throttled, windowMs),
+    summarise: (address, count, throttled, windowMs) => agentRefusalsSummarise(db, address, count, throttled, windowMs),
     log,
   });
 
@@ -97,7 +90,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     if (recheck && caller.checked) return;
     await gate.check(caller.address, secretSha256(caller.secret), async () => {
       caller.checked = true;
-      await authenticateToken(db, caller.secret, operation !== undefined && isOperationName(operation) ? operation : undefined);
+      await agentAuthenticate(db, caller.secret, operation !== undefined && isOperationName(operation) ? operation : undefined);
     }, recheck);
   }
 
@@ -135,7 +128,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
       case 'tool.call':
         return callTool(secret, args as unknown as ToolCallInput);
       case 'heartbeat': {
-        const beat = (await callAgentStore(db, secret, 'heartbeat', args)) as { taskId: string; pooled: boolean; claimVersion: number };
+        const beat = (await agentCall(db, secret, 'heartbeat', args)) as { taskId: string; pooled: boolean; claimVersion: number };
         const thisRun = localRun && beat.taskId === localRun.taskId && beat.claimVersion === localRun.claimVersion;
         if (thisRun && !beat.pooled && args.progress) localRun.reportProgress(args.progress as Record<string, unknown>);
         return beat;
@@ -143,12 +136,12 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
       case 'pool.claim':
         return claimFromPool(secret, args as { pool: string; waitSeconds?: number }, signal);
       default:
-        return callAgentStore(db, secret, operation, args);
+        return agentCall(db, secret, operation, args);
     }
   }
 
   async function callTool(secret: string, call: ToolCallInput): Promise<ToolCallResult> {
-    const run = (await callAgentStore(db, secret, 'tool.call', {})) as { taskId: string; claimVersion: number };
+    const run = (await agentCall(db, secret, 'tool.call', {})) as { taskId: string; claimVersion: number };
     if (!localRun) throw new InvalidInputError('tool calls are made on the worker that runs the claim: use the endpoint your run gives you ($BATON_URL inside a run); a pooled run has none');
     if (run.taskId !== localRun.taskId || run.claimVersion !== localRun.claimVersion) {
       throw new ForbiddenError('other_run', `this endpoint serves claim version ${localRun.claimVersion} of task ${localRun.taskId} only`);
@@ -164,7 +157,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
       if (signal?.aborted) return null;
       // A fresh secret per attempt: only the one handed out is ever stored, as its hash.
       const runToken = newTokenSecret();
-      const claimed = await callAgentStore(db, secret, 'pool.claim', { pool: args.pool, runSecretSha256: secretSha256(runToken) });
+      const claimed = await agentCall(db, secret, 'pool.claim', { pool: args.pool, runSecretSha256: secretSha256(runToken) });
       if (claimed) return { ...(claimed as object), runToken };
       if (Date.now() >= deadline || signal?.aborted) return null;
       await new Promise((resolve) => setTimeout(resolve, Math.min(POOL_CLAIM_POLL_MS, Math.max(0, deadline - Date.now()))));
