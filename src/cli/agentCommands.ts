@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createAgentApi, MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
+import { createAgentApi, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
 import { createMcpServer } from '../api/agentMcp.js';
 import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
+import { MAX_BODY_BYTES_DEFAULT } from '../api/httpHandler.js';
 import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
 import { agentTokenCreate, agentTokenList, agentTokenRevoke, type NoteGrants } from '../api/tokens.js';
 import { errorResponseOf } from '../errors.js';

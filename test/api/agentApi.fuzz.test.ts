@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentApi, type LocalRun } from '../../src/api/agentApi.js';
+import { createAgentApi } from '../../src/api/agentApi.js';
+import type { LocalRun } from '../../src/api/dispatch.js';
 import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { issueRunToken } from '../../src/db/sql/poolRuns.js';
@@ -200,7 +201,7 @@ const requestArb: fc.Arbitrary<Request> = fc.record({
   chunked: fc.boolean(),
 });
 
-/** A problem as every refusal carries it (RFC 9457, src/api/agentApi.ts problemOf). */
+/** A problem as every refusal carries it (RFC 9457, src/api/problems.ts problemOf). */
 function expectProblem(reply: Reply): void {
   expect(reply.contentType, reply.body).toBe('application/problem+json');
   const problem = JSON.parse(reply.body) as Record<string, unknown>;
