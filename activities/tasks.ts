@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { createAgentApi, newTokenSecret } from '../src/api/agentApi.js';
-import { secretSha256 } from '../src/api/agentStore.js';
+import { createAgentApi } from '../src/api/agentApi.js';
+import { newTokenSecret, secretSha256 } from '../src/api/tokenSecret.js';
 import type { Queryable } from '../src/db/queryable.js';
 import { claimRelease, taskClaim } from '../src/db/sql/claims.js';
 import { taskRerunStale, taskSetStatus } from '../src/db/sql/graphs.js';

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Command } from 'commander';
 import { createAgentApi } from '../src/api/agentApi.js';
 import { startAgentServer } from '../src/api/agentServer.js';
-import { createToken } from '../src/api/tokens.js';
+import { agentTokenCreate } from '../src/api/tokens.js';
 import { parsePositiveInt } from '../src/cli/options.js';
 import { readEnv } from '../src/config.js';
 import { asLogin, ensureComponentLogin } from '../src/db/logins.js';
@@ -39,7 +39,7 @@ try {
   await migrate(admin);
   await ensureComponentLogin(admin, login, 'baton_agent', password);
   const pool = createPool(asLogin(withDatabase(adminUrl, name), login, password), { max: 4 });
-  const { secret } = await createToken(admin, { identity: 'bench-agent', scopes: ['read'], createdBy: 'bench' });
+  const { secret } = await agentTokenCreate(admin, { identity: 'bench-agent', scopes: ['read'], createdBy: 'bench' });
   const server = await startAgentServer(createAgentApi({ db: pool, rateLimit: { perSecond: 1e6, burst: 1e6 } }), { port: 0, host: '127.0.0.1' });
   const mcp = new Client({ name: 'bench', version: '1' });
   await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));

@@ -4,15 +4,7 @@
 // operation has a field that names the actor: the actor is the token's identity (SPEC T5), and
 // every schema is strict, so a request that tries to name one is refused, not ignored.
 import { z } from 'zod';
-import {
-  ACTOR_MAX_CHARS,
-  CONTENT_MAX_BYTES,
-  CONTENT_REF_MAX_CHARS,
-  NOTE_MAX_CHARS,
-  OBJECT_ACCESS_LEVELS,
-  OBJECT_KEY_PATTERN,
-  SILENCE_TIMEOUT_MS_MAX,
-} from '../objects/types.js';
+import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableString } from '../objects/objectInput.js';
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
 
@@ -70,28 +62,11 @@ export function unstorableTextIn(input: unknown): string | undefined {
 /**
  * Every string Postgres must store exactly as given. The text of JSON values, keys included, is
  * checked once for the whole input (unstorableTextIn, in parseOperationInput), before the schemas.
+ * Object operations take the shared-object schemas (src/objects/objectInput.ts).
  */
-const str = () => z.string().refine(isStorableText, UNSTORABLE_TEXT);
+const str = () => storableString();
 const json = z.unknown().refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`);
-
-const key = str().regex(OBJECT_KEY_PATTERN, 'object keys are 1 to 200 letters, digits or ._/:@+- and start with a letter or digit');
-const counter = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
-const note = str().min(1).max(NOTE_MAX_CHARS);
-const identity = str().min(1).max(ACTOR_MAX_CHARS);
-const content = str().refine((s) => Buffer.byteLength(s, 'utf8') <= CONTENT_MAX_BYTES, `content is at most ${CONTENT_MAX_BYTES} bytes`);
-const contentRef = str().min(1).max(CONTENT_REF_MAX_CHARS);
 const taskId = str().min(1).max(200);
-
-/** Exactly one of content and contentRef: enforced, and stated in the JSON Schema (OpenAPI, MCP). */
-function withContent<T extends z.ZodRawShape>(shape: T) {
-  return z
-    .strictObject({ ...shape, content: content.optional(), contentRef: contentRef.optional() })
-    .refine((v) => {
-      const given = v as { content?: unknown; contentRef?: unknown };
-      return (given.content === undefined) !== (given.contentRef === undefined);
-    }, 'give exactly one of content and contentRef')
-    .meta({ oneOf: [{ required: ['content'] }, { required: ['contentRef'] }] });
-}
 
 export interface Operation {
   scope: OperationScope;
@@ -135,43 +110,26 @@ export const OPERATIONS = {
     'Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task\'s context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.',
     z.strictObject({ pool: str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'pool names are 1 to 63 lowercase letters, digits, _ or -'), waitSeconds: z.number().int().min(0).max(POOL_CLAIM_WAIT_SECONDS_MAX).optional() }),
   ),
-  'object.create': op(
-    'objects',
-    'Create a shared object; you get write access and administer its grants.',
-    z
-      .strictObject({
-        key,
-        content: content.optional(),
-        contentRef: contentRef.optional(),
-        silenceTimeoutMs: z.number().int().min(1).max(SILENCE_TIMEOUT_MS_MAX).optional(),
-        defaultAccess: z.enum(OBJECT_ACCESS_LEVELS).optional(),
-      })
-      .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef')
-      .meta({ anyOf: [{ properties: { content: false } }, { properties: { contentRef: false } }] }),
-  ),
-  'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", z.strictObject({ key, grantee: identity, access: z.enum(OBJECT_ACCESS_LEVELS) })),
-  'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', z.strictObject({ key })),
-  'object.read': op('read', 'The content and its version; records that you read this version.', z.strictObject({ key })),
-  'object.check': op('read', 'Refused unless the version you last read is current: call it just before an irreversible step.', z.strictObject({ key })),
-  'object.log': op(
-    'read',
-    "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.",
-    z.strictObject({ key, afterSeq: z.number().int().nonnegative().max(2 ** 31 - 1).optional(), limit: z.number().int().min(1).max(10_000).optional() }),
-  ),
-  'object.take': op('objects', 'Take the single-writer role now, from whoever holds it; returns your fencing token.', z.strictObject({ key, reason: note.optional() })),
-  'object.write': op('objects', 'Compare-and-swap write naming the version you read and your token.', withContent({ key, version: counter, token: counter })),
-  'object.heartbeat': op('objects', 'Tell the store you, the holder, are alive.', z.strictObject({ key, token: counter })),
-  'object.release': op('objects', 'Give the role up.', z.strictObject({ key, token: counter, reason: note.optional() })),
+  'object.create': op('objects', 'Create a shared object; you get write access and administer its grants.', OBJECT_INPUTS.create),
+  'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", OBJECT_INPUTS.grant),
+  'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', OBJECT_INPUTS.show),
+  'object.read': op('read', 'The content and its version; records that you read this version.', OBJECT_INPUTS.read),
+  'object.check': op('read', 'Refused unless the version you last read is current: call it just before an irreversible step.', OBJECT_INPUTS.check),
+  'object.log': op('read', "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.", OBJECT_INPUTS.log),
+  'object.take': op('objects', 'Take the single-writer role now, from whoever holds it; returns your fencing token.', OBJECT_INPUTS.take),
+  'object.write': op('objects', 'Compare-and-swap write naming the version you read and your token.', OBJECT_INPUTS.write),
+  'object.heartbeat': op('objects', 'Tell the store you, the holder, are alive.', OBJECT_INPUTS.heartbeat),
+  'object.release': op('objects', 'Give the role up.', OBJECT_INPUTS.release),
   'object.offer': op(
     'objects',
     'Offer the role to a successor at a version; your writes are refused while the offer is open. It reserves nothing: a third party may still take the object.',
-    z.strictObject({ key, token: counter, version: counter, successor: identity }),
+    OBJECT_INPUTS.offer,
   ),
-  'object.accept': op('objects', 'Accept the offer made to you at the version offered, and become the holder.', z.strictObject({ key, version: counter })),
-  'object.decline': op('objects', 'Decline the offer made to you.', z.strictObject({ key, reason: note.optional() })),
-  'object.withdraw': op('objects', 'Withdraw your open offer.', z.strictObject({ key, token: counter })),
-  'object.suggest': op('objects', 'Propose new content based on a version; the holder decides.', withContent({ key, baseVersion: counter, note: note.optional() })),
-  'object.approve': op('objects', 'Apply a suggestion made on the current version (holder only).', z.strictObject({ key, token: counter, suggestionId: counter })),
+  'object.accept': op('objects', 'Accept the offer made to you at the version offered, and become the holder.', OBJECT_INPUTS.accept),
+  'object.decline': op('objects', 'Decline the offer made to you.', OBJECT_INPUTS.decline),
+  'object.withdraw': op('objects', 'Withdraw your open offer.', OBJECT_INPUTS.withdraw),
+  'object.suggest': op('objects', 'Propose new content based on a version; the holder decides.', OBJECT_INPUTS.suggest),
+  'object.approve': op('objects', 'Apply a suggestion made on the current version (holder only).', OBJECT_INPUTS.approve),
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -243,16 +201,7 @@ export function operationJsonSchema(operation: OperationName): Record<string, un
   return takesJson ? { ...stated, $defs: { [STORABLE_JSON_DEF]: storableJsonSchema(ref) } } : stated;
 }
 
-/** One line per problem, each naming where it is; an unexpected field is called out as such. */
+/** One line per problem, each naming where it is; a field that tries to name the actor is told who the actor is. */
 export function describeInputProblems(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const where = issue.path.length ? issue.path.join('.') : 'input';
-      if (issue.code === 'unrecognized_keys') {
-        const named = issue.keys.join(', ');
-        return `unexpected field(s) ${named}${issue.keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ': the actor is always the token\'s identity' : ''}`;
-      }
-      return `${where}: ${issue.message}`;
-    })
-    .join('; ');
+  return describeProblems(error, (keys) => (keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ": the actor is always the token's identity" : ''));
 }

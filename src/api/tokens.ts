@@ -1,11 +1,10 @@
-// Tokens for the agent API (SPEC U3, T5), as an operator manages them. The secret is printed once
-// and never stored: the store keeps its SHA-256 (src/db/functions/tokens.sql).
+// Bindings of src/db/functions/tokens.sql: tokens for the agent API (SPEC U3, T5), as an operator
+// manages them, each binding named after the function it calls. The secret is printed once and
+// never stored: the store keeps its SHA-256. (`run_token_issue` is called by src/db/sql/poolRuns.ts.)
 import type { Queryable } from '../db/queryable.js';
 import { callStore, callStoreValue } from '../db/storeCall.js';
-import { InvalidInputError } from '../errors.js';
-import { newTokenSecret } from './agentApi.js';
-import { secretSha256 } from './agentStore.js';
-import { TOKEN_SCOPES, type TokenScope } from './operations.js';
+import type { TokenScope } from './operations.js';
+import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 /** A token as listed: never its secret. Times are the database's. */
 export interface TokenInfo {
@@ -28,29 +27,12 @@ export interface NoteGrants {
   tasks: string[];
 }
 
-/** Parses `read,objects`; an unknown scope is an error that names the valid ones. */
-export function parseScopes(text: string): TokenScope[] {
-  const scopes = text.split(',').map((s) => s.trim()).filter(Boolean);
-  const unknown = scopes.filter((s) => !(TOKEN_SCOPES as readonly string[]).includes(s));
-  if (!scopes.length || unknown.length) {
-    throw new InvalidInputError(`scope ${unknown.join(', ') || '(none)'}: scopes are ${TOKEN_SCOPES.join(', ')}, comma-separated`);
-  }
-  return scopes as TokenScope[];
-}
-
-/** Parses a lifetime such as `90m`, `12h`, `30d` into milliseconds. */
-export function parseLifetime(text: string): number {
-  const match = /^(\d{1,6})([mhd])$/.exec(text.trim());
-  if (!match) throw new InvalidInputError(`expiry ${JSON.stringify(text)}: a number of minutes, hours or days, such as 90m, 12h or 30d`);
-  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
-}
-
 /**
  * Issues a token for `identity`; returns its secret (shown once) and what is stored. With
  * `noteGrants` (graphs, tasks or both, which must exist) it reads and writes only their notes;
  * without, every task's.
  */
-export async function createToken(
+export async function agentTokenCreate(
   db: Queryable,
   input: { identity: string; scopes: readonly TokenScope[]; expiresInMs?: number; createdBy: string; noteGrants?: Partial<NoteGrants> },
 ): Promise<{ secret: string; token: TokenInfo }> {
@@ -69,11 +51,12 @@ export async function createToken(
   return { secret, token };
 }
 
-export async function listTokens(db: Queryable): Promise<TokenInfo[]> {
+/** Every token, never its secret. */
+export async function agentTokenList(db: Queryable): Promise<TokenInfo[]> {
   return (await callStore<{ agent_token_list: TokenInfo }>(db, 'agent_token_list', [])).map((r) => r.agent_token_list);
 }
 
 /** Revokes a token at once; revoking a revoked token changes nothing. */
-export async function revokeToken(db: Queryable, input: { id: string; actor: string; reason?: string }): Promise<TokenInfo> {
+export async function agentTokenRevoke(db: Queryable, input: { id: string; actor: string; reason?: string }): Promise<TokenInfo> {
   return callStoreValue<TokenInfo>(db, 'agent_token_revoke', [input.id, input.actor, input.reason ?? null]);
 }

@@ -1,15 +1,17 @@
 import type { Command } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createAgentApi, MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
+import { createAgentApi, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
 import { createMcpServer } from '../api/agentMcp.js';
 import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
+import { MAX_BODY_BYTES_DEFAULT } from '../api/httpHandler.js';
 import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
-import { createToken, listTokens, parseLifetime, parseScopes, revokeToken, type NoteGrants } from '../api/tokens.js';
+import { agentTokenCreate, agentTokenList, agentTokenRevoke, type NoteGrants } from '../api/tokens.js';
 import { errorResponseOf } from '../errors.js';
 import type { Log } from '../log.js';
 import { operatorActor, withCliContext } from './context.js';
 import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.js';
+import { parseLifetime, parseScopes } from './tokenOptions.js';
 
 /** Port `baton serve` listens on unless told otherwise. */
 export const SERVE_PORT_DEFAULT = 8484;
@@ -102,7 +104,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
       const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
       const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        const { secret, token: t } = await createToken(pool, { identity, scopes, expiresInMs, createdBy: operatorActor(), noteGrants });
+        const { secret, token: t } = await agentTokenCreate(pool, { identity, scopes, expiresInMs, createdBy: operatorActor(), noteGrants });
         log(
           `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
             `${describeNoteGrants(t.noteGrants)}. The secret is shown once:`,
@@ -116,7 +118,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .addOption(jsonOption('one JSON token per line'))
     .action(async (opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        for (const t of await listTokens(pool)) {
+        for (const t of await agentTokenList(pool)) {
           const state = t.revokedAt ? `revoked ${t.revokedAt} by ${t.revokedBy}` : t.expiresAt ? `expires ${t.expiresAt}` : 'active';
           process.stdout.write(
             opts.json
@@ -132,7 +134,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .option('--reason <text>', 'why (recorded)')
     .action(async (id: string, opts: { reason?: string }) => {
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        const t = await revokeToken(pool, { id, actor: operatorActor(), reason: opts.reason });
+        const t = await agentTokenRevoke(pool, { id, actor: operatorActor(), reason: opts.reason });
         log(`token ${t.id} of ${t.identity} revoked at ${t.revokedAt} by ${t.revokedBy}`);
       });
     });

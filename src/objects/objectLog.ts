@@ -1,13 +1,11 @@
 import type { Queryable } from '../db/queryable.js';
 import { callStore } from '../db/storeCall.js';
+import { parseObjectInput } from './objectInput.js';
 import { showObject } from './objectStore.js';
 import type { ObjectEvent } from './types.js';
-import { checkCounter, checkInput } from './validateObjectInput.js';
 
 /** Most events `objectLog` returns unless told otherwise. */
 export const OBJECT_LOG_LIMIT_DEFAULT = 1000;
-/** Largest event number and limit: they are Postgres integers. */
-const PG_INTEGER_MAX = 2 ** 31 - 1;
 
 /**
  * The object's story, oldest first (E1): who took, wrote, offered, refused what, when and why.
@@ -18,9 +16,8 @@ export async function objectLog(
   actor: string,
   input: { key: string; afterSeq?: number; limit?: number },
 ): Promise<ObjectEvent[]> {
-  const afterSeq = checkCounter(checkInput(input).afterSeq ?? 0, 'afterSeq', PG_INTEGER_MAX);
-  const limit = checkCounter(input.limit ?? OBJECT_LOG_LIMIT_DEFAULT, 'limit', PG_INTEGER_MAX);
-  await showObject(db, actor, input);
+  const args = parseObjectInput('log', input);
+  await showObject(db, actor, { key: args.key });
   const rows = await callStore<{
     subject_seq: number;
     kind: string;
@@ -30,7 +27,7 @@ export async function objectLog(
     version: number | null;
     reason: string | null;
     details: Record<string, unknown>;
-  }>(db, 'read_object_events', [input.key, afterSeq, limit]);
+  }>(db, 'read_object_events', [args.key, args.afterSeq ?? 0, args.limit ?? OBJECT_LOG_LIMIT_DEFAULT]);
   return rows.map((r) => ({
     seq: r.subject_seq,
     kind: r.kind,

@@ -8,21 +8,20 @@ import type { Queryable } from '../db/queryable.js';
 import { callStore } from '../db/storeCall.js';
 import { callObjectFunction, toObjectSnapshot, toObjectState } from './objectOutcome.js';
 import { SILENCE_TIMEOUT_MS_DEFAULT, type ObjectAccess, type ObjectContent, type ObjectSnapshot, type ObjectState } from './types.js';
-import {
-  checkAccess,
-  checkActor,
-  checkContent,
-  checkCounter,
-  checkInput,
-  checkKey,
-  checkNote,
-  checkSilenceTimeout,
-} from './validateObjectInput.js';
+import { checkActor, parseObjectInput, type ObjectOperation } from './objectInput.js';
 
-/** The call as the store and its errors name it, validated at the boundary (S3) before any other field is read. */
-function callOf(actor: string, operation: string, input: { key: string }) {
-  return { actor: checkActor(actor), operation, key: checkKey(checkInput(input).key) };
+/**
+ * The call as the store and its errors name it, and its input, validated at the boundary (S3): the
+ * actor first, then the input by the one object-input schema. `operation` is the store's name for it.
+ */
+function callOf<O extends ObjectOperation>(actor: string, schema: O, input: unknown, operation: string = schema) {
+  const checkedActor = checkActor(actor);
+  const args = parseObjectInput(schema, input);
+  return { call: { actor: checkedActor, operation, key: args.key }, args };
 }
+
+/** Inline content or a reference, as SQL parameters. */
+const contentParams = (args: { content?: string; contentRef?: string }): [string | null, string | null] => [args.content ?? null, args.contentRef ?? null];
 
 export interface CreateObjectInput {
   key: string;
@@ -37,12 +36,11 @@ export interface CreateObjectInput {
 
 /** Creates a shared object with no holder; throws ObjectExistsError if the key is taken. */
 export async function createObject(db: Queryable, actor: string, input: CreateObjectInput): Promise<ObjectState> {
-  const call = callOf(actor, 'create', input);
-  const initial = input.content === undefined && input.contentRef === undefined ? [null, null] : checkContent(input);
+  const { call, args } = callOf(actor, 'create', input);
   const row = await callObjectFunction(db, 'object_create', call, [
-    checkSilenceTimeout(input.silenceTimeoutMs ?? SILENCE_TIMEOUT_MS_DEFAULT),
-    checkAccess(input.defaultAccess ?? 'none'),
-    ...initial,
+    args.silenceTimeoutMs ?? SILENCE_TIMEOUT_MS_DEFAULT,
+    args.defaultAccess ?? 'none',
+    ...contentParams(args),
   ]);
   return toObjectState(row);
 }
@@ -53,21 +51,19 @@ export async function grantObjectAccess(
   actor: string,
   input: { key: string; grantee: string; access: ObjectAccess },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_grant', callOf(actor, 'grant', input), [
-    checkActor(input.grantee, 'grantee'),
-    checkAccess(input.access),
-  ]);
+  const { call, args } = callOf(actor, 'grant', input);
+  const row = await callObjectFunction(db, 'object_grant', call, [args.grantee, args.access]);
   return toObjectState(row);
 }
 
 /** The object's state without its content; does not count as reading it. Needs view access. */
 export async function showObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
-  return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input)));
+  return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input).call));
 }
 
 /** The content and its version; records that `actor` has read this version (O4). Needs view access. */
 export async function readObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectSnapshot> {
-  return toObjectSnapshot(await callObjectFunction(db, 'object_read', callOf(actor, 'read', input)));
+  return toObjectSnapshot(await callObjectFunction(db, 'object_read', callOf(actor, 'read', input).call));
 }
 
 /**
@@ -75,7 +71,8 @@ export async function readObject(db: Queryable, actor: string, input: { key: str
  * why (taken, taken_over, reclaimed_after_silence). Taking what one already holds changes nothing.
  */
 export async function takeObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_take', callOf(actor, 'take', input), [checkNote(input.reason, 'reason')]);
+  const { call, args } = callOf(actor, 'take', input);
+  const row = await callObjectFunction(db, 'object_take', call, [args.reason ?? null]);
   return toObjectState(row);
 }
 
@@ -92,17 +89,15 @@ export type WriteObjectInput = {
  * still at `version`; otherwise throws StaleWriteError or HandoffPendingError with the reason.
  */
 export async function writeObject(db: Queryable, actor: string, input: WriteObjectInput): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_write', callOf(actor, 'write', input), [
-    checkCounter(input.version, 'version'),
-    checkCounter(input.token, 'token'),
-    ...checkContent(input),
-  ]);
+  const { call, args } = callOf(actor, 'write', input);
+  const row = await callObjectFunction(db, 'object_write', call, [args.version, args.token, ...contentParams(args)]);
   return toObjectState(row);
 }
 
 /** Proves the holder is alive; refused (StaleWriteError) once the role has moved. */
 export async function heartbeatObject(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_heartbeat', callOf(actor, 'heartbeat', input), [checkCounter(input.token, 'token')]);
+  const { call, args } = callOf(actor, 'heartbeat', input);
+  const row = await callObjectFunction(db, 'object_heartbeat', call, [args.token]);
   return toObjectState(row);
 }
 
@@ -112,10 +107,8 @@ export async function releaseObject(
   actor: string,
   input: { key: string; token: number; reason?: string },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_release', callOf(actor, 'release', input), [
-    checkCounter(input.token, 'token'),
-    checkNote(input.reason, 'reason'),
-  ]);
+  const { call, args } = callOf(actor, 'release', input);
+  const row = await callObjectFunction(db, 'object_release', call, [args.token, args.reason ?? null]);
   return toObjectState(row);
 }
 
@@ -128,29 +121,29 @@ export async function offerObject(
   actor: string,
   input: { key: string; token: number; version: number; successor: string },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_offer', callOf(actor, 'offer', input), [
-    checkCounter(input.token, 'token'),
-    checkCounter(input.version, 'version'),
-    checkActor(input.successor, 'successor'),
-  ]);
+  const { call, args } = callOf(actor, 'offer', input);
+  const row = await callObjectFunction(db, 'object_offer', call, [args.token, args.version, args.successor]);
   return toObjectState(row);
 }
 
 /** The named successor accepts the open offer at `version` and becomes the holder with a new token. */
 export async function acceptObject(db: Queryable, actor: string, input: { key: string; version: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_accept', callOf(actor, 'accept', input), [checkCounter(input.version, 'version')]);
+  const { call, args } = callOf(actor, 'accept', input);
+  const row = await callObjectFunction(db, 'object_accept', call, [args.version]);
   return toObjectState(row);
 }
 
 /** The named successor declines the open offer; the giver keeps the role and may write again. */
 export async function declineObject(db: Queryable, actor: string, input: { key: string; reason?: string }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_decline', callOf(actor, 'decline', input), [checkNote(input.reason, 'reason')]);
+  const { call, args } = callOf(actor, 'decline', input);
+  const row = await callObjectFunction(db, 'object_decline', call, [args.reason ?? null]);
   return toObjectState(row);
 }
 
 /** The giver withdraws its open offer and may write again. */
 export async function withdrawOffer(db: Queryable, actor: string, input: { key: string; token: number }): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_withdraw', callOf(actor, 'withdraw', input), [checkCounter(input.token, 'token')]);
+  const { call, args } = callOf(actor, 'withdraw', input);
+  const row = await callObjectFunction(db, 'object_withdraw', call, [args.token]);
   return toObjectState(row);
 }
 
@@ -167,11 +160,8 @@ export async function suggestObjectChange(
   actor: string,
   input: SuggestInput,
 ): Promise<{ suggestionId: number; state: ObjectState }> {
-  const row = await callObjectFunction(db, 'object_suggest', callOf(actor, 'suggest', input), [
-    checkCounter(input.baseVersion, 'base version'),
-    ...checkContent(input),
-    checkNote(input.note, 'note'),
-  ]);
+  const { call, args } = callOf(actor, 'suggest', input);
+  const row = await callObjectFunction(db, 'object_suggest', call, [args.baseVersion, ...contentParams(args), args.note ?? null]);
   return { suggestionId: Number(row.suggestion_id), state: toObjectState(row) };
 }
 
@@ -181,10 +171,8 @@ export async function approveSuggestion(
   actor: string,
   input: { key: string; token: number; suggestionId: number },
 ): Promise<ObjectState> {
-  const row = await callObjectFunction(db, 'object_approve', callOf(actor, 'approve', input), [
-    checkCounter(input.token, 'token'),
-    checkCounter(input.suggestionId, 'suggestion id'),
-  ]);
+  const { call, args } = callOf(actor, 'approve', input);
+  const row = await callObjectFunction(db, 'object_approve', call, [args.token, args.suggestionId]);
   return toObjectState(row);
 }
 
@@ -193,7 +181,7 @@ export async function approveSuggestion(
  * version `actor` last read is the current one.
  */
 export async function checkObjectView(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
-  return toObjectState(await callObjectFunction(db, 'object_check_view', callOf(actor, 'check_view', input)));
+  return toObjectState(await callObjectFunction(db, 'object_check_view', callOf(actor, 'check', input, 'check_view').call));
 }
 
 /** Records the loss of the role for every holder silent past its timeout that nobody has touched since. */

@@ -1,4 +1,5 @@
-import type { AgentApi, LocalRun } from '../api/agentApi.js';
+import type { AgentApi } from '../api/agentApi.js';
+import type { LocalRun } from '../api/dispatch.js';
 import { BatonError } from '../errors.js';
 import type { Artifact, Claim } from '../tasks/types.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';

@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentApi, newTokenSecret, type LocalRun } from '../../src/api/agentApi.js';
-import { secretSha256 } from '../../src/api/agentStore.js';
+import { createAgentApi } from '../../src/api/agentApi.js';
+import type { LocalRun } from '../../src/api/dispatch.js';
+import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { taskRead, toolCallRead } from '../../src/db/sql/reads.js';
 import { runTokenIssue } from '../../src/db/sql/tokens.js';
@@ -199,7 +200,7 @@ const requestArb: fc.Arbitrary<Request> = fc.record({
   chunked: fc.boolean(),
 });
 
-/** A problem as every refusal carries it (RFC 9457, src/api/agentApi.ts problemOf). */
+/** A problem as every refusal carries it (RFC 9457, src/api/problems.ts problemOf). */
 function expectProblem(reply: Reply): void {
   expect(reply.contentType, reply.body).toBe('application/problem+json');
   const problem = JSON.parse(reply.body) as Record<string, unknown>;

@@ -4,7 +4,7 @@ import { createAgentApi } from '../../src/api/agentApi.js';
 import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
-import { revokeToken } from '../../src/api/tokens.js';
+import { agentTokenRevoke } from '../../src/api/tokens.js';
 import { taskClaim } from '../../src/db/sql/claims.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -110,7 +110,7 @@ describe('the agent API over MCP and HTTP', () => {
     const revoked = await tokenFor(db, 'revoked-1');
     const expiring = await tokenFor(db, 'expiring-1', ['read'], 300);
     const client = await db.login('baton_client');
-    await revokeToken(client.pool, { id: revoked.token.id, actor: 'operator', reason: 'laptop lost' });
+    await agentTokenRevoke(client.pool, { id: revoked.token.id, actor: 'operator', reason: 'laptop lost' });
     // Expired by the database's clock, the one the store checks (asked of the table, so no call is refused early).
     await waitFor(
       'the token to expire',
@@ -225,7 +225,7 @@ describe('the agent API over MCP and HTTP', () => {
     // A run token cannot take runs of its own, whatever its taker could.
     expect((await call(api.url, run, 'pool.claim', { pool: 'night' })).body).toMatchObject({ code: 'forbidden', refusal: 'not_a_run' });
     const client = await db.login('baton_client');
-    await revokeToken(client.pool, { id: taker.token.id, actor: 'operator', reason: 'stolen' });
+    await agentTokenRevoke(client.pool, { id: taker.token.id, actor: 'operator', reason: 'stolen' });
     const after = await call(api.url, run, 'heartbeat', {});
     expect(after).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'revoked' } });
     expect(after.body.detail).toMatch(/run token tok_[0-9a-f]{16} was taken with token tok_[0-9a-f]{16} of nightly, revoked at .* by operator: stolen/);

@@ -8,11 +8,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentApi, newTokenSecret, type AgentApiOptions } from '../../src/api/agentApi.js';
+import { createAgentApi, type AgentApiOptions } from '../../src/api/agentApi.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { OPERATIONS } from '../../src/api/operations.js';
-import { revokeToken } from '../../src/api/tokens.js';
+import { agentTokenRevoke } from '../../src/api/tokens.js';
 import { refusalBudgetKey } from '../../src/api/tokenGate.js';
+import { newTokenSecret } from '../../src/api/tokenSecret.js';
 import type { Queryable } from '../../src/db/queryable.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -117,7 +118,7 @@ describe("the agent API's door", () => {
   it('checks the token first: a made-up, revoked or missing token hears 401 whatever its body, and a made-up one reaches nothing', async () => {
     const madeUp = newTokenSecret();
     const revoked = await tokenFor(db, 'door-revoked');
-    await revokeToken((await db.login('baton_client')).pool, { id: revoked.token.id, actor: 'operator', reason: 'door test' });
+    await agentTokenRevoke((await db.login('baton_client')).pool, { id: revoked.token.id, actor: 'operator', reason: 'door test' });
     const bodies: [string, string][] = [
       ['heartbeat', '{"progress":{"a":"\\u0000"}}'],
       ['heartbeat', '{"progress":{"\\ud800":1}}'],

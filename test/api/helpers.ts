@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createAgentApi, type AgentApiOptions } from '../../src/api/agentApi.js';
 import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
-import { createToken } from '../../src/api/tokens.js';
+import { agentTokenCreate } from '../../src/api/tokens.js';
 import type { OperationName, TokenScope } from '../../src/api/operations.js';
 import type { TestDatabase } from '../helpers/db.js';
 
@@ -31,7 +31,7 @@ export function useAgentServer(db: () => TestDatabase, options: Omit<AgentApiOpt
 /** A token as an operator makes it (`baton token create`), on the client login. */
 export async function tokenFor(db: TestDatabase, identity: string, scopes: TokenScope[] = ['read', 'notes', 'objects'], expiresInMs?: number) {
   const client = await db.login('baton_client');
-  return createToken(client.pool, { identity, scopes, expiresInMs, createdBy: 'operator' });
+  return agentTokenCreate(client.pool, { identity, scopes, expiresInMs, createdBy: 'operator' });
 }
 
 /** One HTTP call of the agent API; the body as parsed JSON. */

@@ -3,10 +3,10 @@
 // pinned to; a token people made reads and writes the notes of the graphs and tasks it was granted,
 // or every task's without a grant. Anything else is refused (403, `not_granted`) and recorded.
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAgentApi, newTokenSecret } from '../../src/api/agentApi.js';
-import { secretSha256 } from '../../src/api/agentStore.js';
+import { createAgentApi } from '../../src/api/agentApi.js';
+import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
-import { createToken, listTokens } from '../../src/api/tokens.js';
+import { agentTokenCreate, agentTokenList } from '../../src/api/tokens.js';
 import { taskClaim } from '../../src/db/sql/claims.js';
 import { taskNoteAdd, taskSubmit } from '../../src/db/sql/ownerWrites.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
@@ -128,7 +128,7 @@ describe('notes by grant (S6)', () => {
     const { graphId, up, down, other, otherGraphId } = await scenario();
     const client = await db.login('baton_client');
     const make = (identity: string, noteGrants?: { graphs?: string[]; tasks?: string[] }) =>
-      createToken(client.pool, { identity, scopes: ['read', 'notes'], createdBy: 'operator', noteGrants });
+      agentTokenCreate(client.pool, { identity, scopes: ['read', 'notes'], createdBy: 'operator', noteGrants });
     const graphReader = await make('graph-reader', { graphs: [graphId] });
     const taskReader = await make('task-reader', { tasks: [other] });
     const operator = await make('operator-bot');
@@ -149,7 +149,7 @@ describe('notes by grant (S6)', () => {
     expect(await refusals('graph-reader')).toEqual([`notes.list:not_granted:${other}`, `note.add:not_granted:${other}`]);
     expect(await refusals('task-reader')).toEqual([`notes.list:not_granted:${up}`]);
 
-    const listed = await listTokens(client.pool);
+    const listed = await agentTokenList(client.pool);
     expect(listed.find((t) => t.id === graphReader.token.id)).toMatchObject({ noteGrants: { graphs: [graphId], tasks: [] } });
     expect(listed.find((t) => t.id === taskReader.token.id)).toMatchObject({ noteGrants: { graphs: [], tasks: [other] } });
     expect(listed.find((t) => t.id === operator.token.id)).toMatchObject({ noteGrants: null });

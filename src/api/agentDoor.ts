@@ -1,9 +1,8 @@
-// The agent API's one way into the store: `baton.agent_call(secret, operation, args)`
-// (src/db/functions/agent_door.sql), which authenticates the token and acts as its
-// identity, with the token check alone (`agent_authenticate`, src/db/functions/agent_door.sql) and the
-// summaries of made-up tokens' refusals beside it.
+// Bindings of the agent door (src/db/functions/agent_door.sql), the agent API's one way into the
+// store: `baton.agent_call(secret, operation, args)` authenticates the token and acts as its
+// identity; `agent_authenticate` checks the token alone; `agent_refusals_summarise` records the
+// refusals of made-up tokens. Each binding is named after the function it calls.
 // This module turns the replies into results or baton's typed errors; it never names an actor.
-import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';
 import { callStore, callStoreValue } from '../db/storeCall.js';
 import { StaleClaimError } from '../errors.js';
@@ -25,11 +24,6 @@ interface AgentCallReply {
 
 const UNAUTHENTICATED = new Set(['unauthenticated', 'revoked', 'expired']);
 
-/** The SHA-256 the store keeps of a token's secret, as hex. */
-export function secretSha256(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
-
 /**
  * Performs `operation` with the token `secret` through the store, and returns its result: object
  * operations return the object's state (its content too for `object.read`), the rest what the
@@ -37,7 +31,7 @@ export function secretSha256(secret: string): string {
  * or the object store's refusal errors, each already recorded as an event, except that of a token
  * baton did not issue (the API summarises those: src/api/tokenGate.ts).
  */
-export async function callAgentStore(db: Queryable, secret: string, operation: OperationName, args: Record<string, unknown>): Promise<unknown> {
+export async function agentCall(db: Queryable, secret: string, operation: OperationName, args: Record<string, unknown>): Promise<unknown> {
   const reply = await callStoreValue<AgentCallReply>(db, 'agent_call', [secret, operation, JSON.stringify(args)]);
   if (!reply.ok) throw refusalOf(reply, operation);
   if (!reply.object) return reply.result ?? null;
@@ -53,13 +47,13 @@ export async function callAgentStore(db: Queryable, secret: string, operation: O
  * for a token baton did not issue, a revoked or an expired one (recorded, except the first).
  * `operation` is recorded with a refusal when it names one.
  */
-export async function authenticateToken(db: Queryable, secret: string, operation: OperationName | undefined): Promise<void> {
+export async function agentAuthenticate(db: Queryable, secret: string, operation: OperationName | undefined): Promise<void> {
   const reply = await callStoreValue<AgentCallReply>(db, 'agent_authenticate', [secret, operation ?? null]);
   if (!reply.ok) throw refusalOf(reply, operation ?? 'authenticate');
 }
 
 /** Records one event for `count` calls from `address` refused for tokens baton did not issue, `throttled` of them before the store. */
-export async function summariseRefusals(db: Queryable, address: string, count: number, throttled: number, windowMs: number): Promise<void> {
+export async function agentRefusalsSummarise(db: Queryable, address: string, count: number, throttled: number, windowMs: number): Promise<void> {
   await callStore(db, 'agent_refusals_summarise', [address, count, throttled, Math.round(windowMs)]);
 }
 

@@ -1,0 +1,20 @@
+// What `baton token create` reads from its options: scopes and a lifetime, in words an operator types.
+import { TOKEN_SCOPES, type TokenScope } from '../api/operations.js';
+import { InvalidInputError } from '../errors.js';
+
+/** Parses `read,objects`; an unknown scope is an error that names the valid ones. */
+export function parseScopes(text: string): TokenScope[] {
+  const scopes = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = scopes.filter((s) => !(TOKEN_SCOPES as readonly string[]).includes(s));
+  if (!scopes.length || unknown.length) {
+    throw new InvalidInputError(`scope ${unknown.join(', ') || '(none)'}: scopes are ${TOKEN_SCOPES.join(', ')}, comma-separated`);
+  }
+  return scopes as TokenScope[];
+}
+
+/** Parses a lifetime such as `90m`, `12h`, `30d` into milliseconds. */
+export function parseLifetime(text: string): number {
+  const match = /^(\d{1,6})([mhd])$/.exec(text.trim());
+  if (!match) throw new InvalidInputError(`expiry ${JSON.stringify(text)}: a number of minutes, hours or days, such as 90m, 12h or 30d`);
+  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
+}
