@@ -20,9 +20,10 @@ import { useTestDatabase } from '../helpers/db.js';
 
 const db = useTestDatabase();
 
-// Each property runs in a few seconds on 2 cores; the deadline fails one that becomes far slower.
+// Each property runs in a few seconds on a quiet 2-core machine, and many times that on a busy one:
+// the deadline only stops a property that hangs (speed is measured by `npm run bench`, not here).
 const NUM_RUNS = 300;
-const DEADLINE_MS = 30_000;
+const DEADLINE_MS = 600_000;
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** Keys an attacker or a typo might use; none of them is a key of a graph spec. */
