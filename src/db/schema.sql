@@ -479,7 +479,7 @@ BEGIN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'object', to_jsonb(o), 'result', coalesce((
       SELECT jsonb_agg(jsonb_build_object('seq', e.subject_seq, 'kind', e.kind, 'actor', e.actor, 'at', baton.object_ts(e.at),
                'fence', e.fence, 'version', e.version, 'reason', e.reason, 'details', e.details) ORDER BY e.subject_seq)
-        FROM baton.read_object_events(a->>'key', coalesce((a->>'afterSeq')::integer, 0), coalesce((a->>'limit')::integer, 1000)) e), '[]'::jsonb));
+        FROM baton.object_read_events(a->>'key', coalesce((a->>'afterSeq')::integer, 0), coalesce((a->>'limit')::integer, 1000)) e), '[]'::jsonb));
   ELSE
     o := CASE p_operation
       WHEN 'object.create' THEN baton.object_create(a->>'key', k.identity, coalesce((a->>'silenceTimeoutMs')::integer, 30000),
@@ -1444,6 +1444,18 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.object_read_events(p_key text, p_after_seq integer, p_limit integer)
+ RETURNS SETOF baton.event_view
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+   WHERE subject_kind = 'object' AND subject_id = p_key AND subject_seq > p_after_seq
+   ORDER BY subject_seq LIMIT p_limit
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.object_record_view(o baton.objects, p_actor text)
  RETURNS void
  LANGUAGE sql
@@ -1800,18 +1812,6 @@ CREATE OR REPLACE FUNCTION baton.pool_run_state(p_task_id text, p_claim_version 
 AS $function$
   SELECT r.agent, r.beat_at, (extract(epoch FROM now() - r.beat_at) * 1000)::bigint, r.progress, r.revision
     FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton.read_object_events(p_key text, p_after_seq integer, p_limit integer)
- RETURNS SETOF baton.event_view
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
-   WHERE subject_kind = 'object' AND subject_id = p_key AND subject_seq > p_after_seq
-   ORDER BY subject_seq LIMIT p_limit
 $function$
 ;
 
@@ -2717,6 +2717,8 @@ function baton.object_outcome_of(baton.objects,boolean,text,text,boolean,bigint)
 
 function baton.object_read(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
+function baton.object_read_events(text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
 function baton.object_record_view(baton.objects,text): {baton_owner=X/baton_owner}
 
 function baton.object_refuse(baton.objects,text,text,text,text,text,jsonb): {baton_owner=X/baton_owner}
@@ -2758,8 +2760,6 @@ function baton.object_write(text,text,bigint,bigint,text,text): {baton_owner=X/b
 function baton.pool_offer(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.pool_run_state(text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
-
-function baton.read_object_events(text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.read_schema_state(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 

@@ -27,7 +27,7 @@ export async function objectLog(
     version: number | null;
     reason: string | null;
     details: Record<string, unknown>;
-  }>(db, 'read_object_events', [args.key, args.afterSeq ?? 0, args.limit ?? OBJECT_LOG_LIMIT_DEFAULT]);
+  }>(db, 'object_read_events', [args.key, args.afterSeq ?? 0, args.limit ?? OBJECT_LOG_LIMIT_DEFAULT]);
   return rows.map((r) => ({
     seq: r.subject_seq,
     kind: r.kind,

@@ -94,14 +94,14 @@ $$;
 GRANT EXECUTE ON FUNCTION baton.health_check_record TO baton_worker, baton_client;
 
 -- A shared object's record after p_after_seq. Callers check view access first (object_show).
-CREATE FUNCTION baton.read_object_events(p_key text, p_after_seq integer, p_limit integer)
+CREATE FUNCTION baton.object_read_events(p_key text, p_after_seq integer, p_limit integer)
 RETURNS SETOF baton.event_view LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
    WHERE subject_kind = 'object' AND subject_id = p_key AND subject_seq > p_after_seq
    ORDER BY subject_seq LIMIT p_limit
 $$;
-GRANT EXECUTE ON FUNCTION baton.read_object_events TO baton_worker, baton_client;
+GRANT EXECUTE ON FUNCTION baton.object_read_events TO baton_worker, baton_client;
 
 -- What this database has applied: every migration (by id) and definition file, with its checksum,
 -- so a component that may not migrate can tell whether the schema is current.
