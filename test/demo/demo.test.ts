@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
-import { cleanEnv, runCli } from './helpers/cli.js';
-import { createTestDatabase } from './helpers/db.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
 
 describe('the README demo (baton demo)', () => {
   it('recovers a frozen worker, refuses its late writes, retries a failed verification and releases tests last', async () => {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createPool } from '../src/db/pool.js';
-import { checkDatabase } from '../src/doctor/databaseChecks.js';
-import { cleanEnv, runCli } from './helpers/cli.js';
-import { useTestDatabase } from './helpers/db.js';
+import { createPool } from '../../src/db/pool.js';
+import { checkDatabase } from '../../src/doctor/databaseChecks.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
+import { useTestDatabase } from '../helpers/db.js';
 
 const db = useTestDatabase();
 

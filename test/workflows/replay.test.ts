@@ -4,10 +4,10 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
-import { QUIET_BUNDLER_LOGGER } from '../src/dev/workflowBundle.js';
+import { QUIET_BUNDLER_LOGGER } from '../../src/dev/workflowBundle.js';
 
 // Saved by scripts/record-history.ts from a real run on the Temporal dev server.
-const fixture = new URL('./fixtures/healthCheckWorkflow.history.json', import.meta.url);
+const fixture = new URL('../fixtures/healthCheckWorkflow.history.json', import.meta.url);
 
 async function savedHistory() {
   return historyFromJSON(JSON.parse(await readFile(fixture, 'utf8')));
@@ -27,7 +27,7 @@ describe('workflow replay (no server needed)', () => {
     // that code did. The rerun's verification left a dependent stale and woke nothing, which the
     // current code replays only because its wake-ups sit behind `patched` (without it: nondeterminism).
     const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
-      await readFile(new URL('./fixtures/taskWorkflows.before-wake.histories.json', import.meta.url), 'utf8'),
+      await readFile(new URL('../fixtures/taskWorkflows.before-wake.histories.json', import.meta.url), 'utf8'),
     );
     expect(recorded.map((r) => r.what)).toHaveLength(4);
     for (const { workflowId, history } of recorded) {
@@ -46,7 +46,7 @@ describe('workflow replay (no server needed)', () => {
     // workflow decides which path to take by `patched` at its start, so both replay: the old history
     // has no marker and counts, the new one has it and reads the children's `released`.
     const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
-      await readFile(new URL(`./fixtures/graphWorkflow.${label}.histories.json`, import.meta.url), 'utf8'),
+      await readFile(new URL(`../fixtures/graphWorkflow.${label}.histories.json`, import.meta.url), 'utf8'),
     );
     expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(['baton-graph', ...Array(4).fill('baton-task')]);
     for (const { workflowId, history } of recorded) {
@@ -59,7 +59,7 @@ describe('workflow replay (no server needed)', () => {
 
   it('fails to replay the same history against an incompatible edit of the workflow', async () => {
     const changed = await bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('./fixtures/changedWorkflows.ts', import.meta.url)),
+      workflowsPath: fileURLToPath(new URL('../fixtures/changedWorkflows.ts', import.meta.url)),
       logger: QUIET_BUNDLER_LOGGER,
     });
     await expect(

@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { parseTemporalVersion, resolveTemporalCli, TemporalCliNotFoundError } from '../src/dev/temporalCli.js';
+import { parseTemporalVersion, resolveTemporalCli, TemporalCliNotFoundError } from '../../src/dev/temporalCli.js';
 
 const realCli = inject('temporalCliPath');
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkRequirementIds, citedRequirementIds } from '../scripts/checkRequirementIds.js';
+import { checkRequirementIds, citedRequirementIds } from '../../scripts/checkRequirementIds.js';
 
 // Built, not written out, so that this file itself cites no undefined id and no backwards range.
 const UNDEFINED_ID = ['T', '99'].join('');
@@ -71,7 +71,7 @@ describe('requirement id check (scripts/checkRequirementIds.ts)', () => {
   it('exits 1 from the command line and names the file and line', () => {
     const root = scratchRepo({ 'scripts/x.ts': `\n\n// ${UNDEFINED_ID}\n` });
     const tsx = createRequire(import.meta.url).resolve('tsx/cli');
-    const script = fileURLToPath(new URL('../scripts/checkRequirementIds.ts', import.meta.url));
+    const script = fileURLToPath(new URL('../../scripts/checkRequirementIds.ts', import.meta.url));
     const run = spawnSync(process.execPath, [tsx, script, root], { encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(1);
     expect(run.stderr).toContain(`scripts/x.ts:3: cites ${UNDEFINED_ID}, which docs/requirements.md does not define`);

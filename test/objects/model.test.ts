@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError } from '../src/errors.js';
-import { ObjectRefusedError } from '../src/objects/errors.js';
-import * as store from '../src/objects/objectStore.js';
-import { useTestDatabase } from './helpers/db.js';
+import { IllegalTransitionError } from '../../src/errors.js';
+import { ObjectRefusedError } from '../../src/objects/errors.js';
+import * as store from '../../src/objects/objectStore.js';
+import { useTestDatabase } from '../helpers/db.js';
 import {
   HOLDER,
   initialModel,
@@ -16,8 +16,8 @@ import {
   type Expected,
   type ModelOp,
   type ObjectModel,
-} from './helpers/objectModel.js';
-import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from './helpers/objects.js';
+} from '../helpers/objectModel.js';
+import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from '../helpers/objects.js';
 
 // Real time never makes a holder silent here; only the `expire` step does.
 const SILENCE_TIMEOUT_MS = 60 * 60_000;

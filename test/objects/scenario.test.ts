@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Command } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
-import { createObjectActivities } from '../activities/objects.js';
-import { registerObjectCommands } from '../src/cli/objectCommands.js';
-import { InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
-import { PermissionDeniedError, StaleViewError, StaleWriteError } from '../src/objects/errors.js';
-import { objectLog } from '../src/objects/objectLog.js';
+import { createObjectActivities } from '../../activities/objects.js';
+import { registerObjectCommands } from '../../src/cli/objectCommands.js';
+import { InvalidInputError, NotFoundError, ObjectExistsError } from '../../src/errors.js';
+import { PermissionDeniedError, StaleViewError, StaleWriteError } from '../../src/objects/errors.js';
+import { objectLog } from '../../src/objects/objectLog.js';
 import {
   checkObjectView,
   createObject,
@@ -16,9 +16,9 @@ import {
   sweepSilentHolders,
   takeObject,
   writeObject,
-} from '../src/objects/objectStore.js';
-import { useTestDatabase } from './helpers/db.js';
-import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from './helpers/objects.js';
+} from '../../src/objects/objectStore.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from '../helpers/objects.js';
 
 const SILENCE_TIMEOUT_MS = 30_000;
 // Far past the timeout, so the scenario does not depend on how long the test itself takes.

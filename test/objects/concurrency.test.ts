@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ObjectRefusedError, StaleWriteError } from '../src/objects/errors.js';
-import { readObject, showObject, takeObject, writeObject } from '../src/objects/objectStore.js';
-import type { ObjectState } from '../src/objects/types.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { insertObject, logViolations, objectEvents, uniqueObjectKey } from './helpers/objects.js';
+import { ObjectRefusedError, StaleWriteError } from '../../src/objects/errors.js';
+import { readObject, showObject, takeObject, writeObject } from '../../src/objects/objectStore.js';
+import type { ObjectState } from '../../src/objects/types.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { insertObject, logViolations, objectEvents, uniqueObjectKey } from '../helpers/objects.js';
 
 const AGENTS = 8;
 const ROUNDS = 5;

@@ -1,19 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../src/db/migrate.js';
-import { createPool } from '../src/db/pool.js';
-import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../src/db/roles.js';
-import { taskClaimNext } from '../src/db/sql/claims.js';
-import { taskSetStatus } from '../src/db/sql/graphs.js';
-import { taskSubmit } from '../src/db/sql/ownerWrites.js';
-import { eventRead, taskRead } from '../src/db/sql/reads.js';
-import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
-import { InsufficientPrivilegeError, mapDatabaseErrors } from '../src/errors.js';
-import { createObject } from '../src/objects/objectStore.js';
-import { insertGraph } from '../src/testkit/graphs.js';
-import { cleanEnv, runCli } from './helpers/cli.js';
-import { createTestDatabase, useTestDatabase } from './helpers/db.js';
-import { artifact, insertTask, LEASE_MS } from './helpers/tasks.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/pool.js';
+import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../../src/db/roles.js';
+import { taskClaimNext } from '../../src/db/sql/claims.js';
+import { taskSetStatus } from '../../src/db/sql/graphs.js';
+import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { eventRead, taskRead } from '../../src/db/sql/reads.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
+import { InsufficientPrivilegeError, mapDatabaseErrors } from '../../src/errors.js';
+import { createObject } from '../../src/objects/objectStore.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
+import { createTestDatabase, useTestDatabase } from '../helpers/db.js';
+import { artifact, insertTask, LEASE_MS } from '../helpers/tasks.js';
 
 const db = useTestDatabase();
 

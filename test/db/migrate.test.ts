@@ -2,9 +2,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadMigrations, migrate } from '../src/db/migrate.js';
-import { createPool } from '../src/db/pool.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { loadMigrations, migrate } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/pool.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
 

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
-import { TASK_STATUSES } from '../src/tasks/states.js';
-import { useTestDatabase } from './helpers/db.js';
+import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../../src/db/schemaSnapshot.js';
+import { TASK_STATUSES } from '../../src/tasks/states.js';
+import { useTestDatabase } from '../helpers/db.js';
 
 const DB_DIR = 'src/db';
 // STYLE: no file over ~400 lines; a migration or definition file that grows past this is split.

@@ -1,19 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checksum, DatabaseNotMigratedError, loadMigrations, migrate, requireMigrated, type MigrateResult } from '../src/db/migrate.js';
-import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
-import { taskClaimNext, toClaim, type ClaimRecord } from '../src/db/sql/claims.js';
-import { taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
-import { taskRead } from '../src/db/sql/reads.js';
-import { toolCallBegin } from '../src/db/sql/toolCalls.js';
-import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
-import { callStore, callStoreValue } from '../src/db/storeCall.js';
-import { StaleClaimError } from '../src/errors.js';
-import { createObject, readObject, takeObject } from '../src/objects/objectStore.js';
-import { parseGraphSpec } from '../src/tasks/graphSpec.js';
-import { functionGraph, uniqueGraphId } from '../src/testkit/graphs.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { artifact, LEASE_MS } from './helpers/tasks.js';
+import { checksum, DatabaseNotMigratedError, loadMigrations, migrate, requireMigrated, type MigrateResult } from '../../src/db/migrate.js';
+import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../../src/db/schemaSnapshot.js';
+import { taskClaimNext, toClaim, type ClaimRecord } from '../../src/db/sql/claims.js';
+import { taskHeartbeat, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { taskRead } from '../../src/db/sql/reads.js';
+import { toolCallBegin } from '../../src/db/sql/toolCalls.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
+import { callStore, callStoreValue } from '../../src/db/storeCall.js';
+import { StaleClaimError } from '../../src/errors.js';
+import { createObject, readObject, takeObject } from '../../src/objects/objectStore.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import { functionGraph, uniqueGraphId } from '../../src/testkit/graphs.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { artifact, LEASE_MS } from '../helpers/tasks.js';
 
 // The numbered migrations as version 0.1 shipped them, functions and all, exactly as databases
 // recorded them (the state machine's rows already written in).

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { cleanEnv, runCli, startCli, type CliProcess } from './helpers/cli.js';
+import { cleanEnv, runCli, startCli, type CliProcess } from '../helpers/cli.js';
 
 const running: CliProcess[] = [];
 let home: string;

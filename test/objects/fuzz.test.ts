@@ -3,13 +3,13 @@
 // writes nothing. A refusal by the rules (a stale token, no permission) writes only its event.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BatonError, IllegalTransitionError, InvalidInputError, NotFoundError, ObjectExistsError } from '../src/errors.js';
-import { ObjectRefusedError } from '../src/objects/errors.js';
-import { objectLog } from '../src/objects/objectLog.js';
-import * as store from '../src/objects/objectStore.js';
-import { OBJECT_ACCESS_LEVELS } from '../src/objects/types.js';
-import { useTestDatabase } from './helpers/db.js';
-import { insertObject, uniqueObjectKey } from './helpers/objects.js';
+import { BatonError, IllegalTransitionError, InvalidInputError, NotFoundError, ObjectExistsError } from '../../src/errors.js';
+import { ObjectRefusedError } from '../../src/objects/errors.js';
+import { objectLog } from '../../src/objects/objectLog.js';
+import * as store from '../../src/objects/objectStore.js';
+import { OBJECT_ACCESS_LEVELS } from '../../src/objects/types.js';
+import { useTestDatabase } from '../helpers/db.js';
+import { insertObject, uniqueObjectKey } from '../helpers/objects.js';
 
 const db = useTestDatabase();
 
