@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
