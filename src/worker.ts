@@ -35,7 +35,7 @@ export const STICKY_QUEUE_TIMEOUT_MS_DEFAULT = 2_000;
 export const ACTIVITY_TASK_POLLS_DEFAULT = 2;
 
 /** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
-export const WORKER_ID_ENV = 'BATON_WORKER_ID';
+const WORKER_ID_ENV = 'BATON_WORKER_ID';
 
 export interface BatonWorkerOptions {
   connection: NativeConnection;
