@@ -6,16 +6,16 @@ import type { ObjectEvent, ObjectState } from '../src/objects/types.js';
 import { withActivityFailures } from './failures.js';
 
 /** Largest inline content an activity accepts; bigger content travels as a reference (S3). */
-export const ACTIVITY_INLINE_CONTENT_MAX_BYTES = 64 * 1024;
+const ACTIVITY_INLINE_CONTENT_MAX_BYTES = 64 * 1024;
 
-export interface ObjectActivityDeps {
+interface ObjectActivityDeps {
   db: Queryable;
   /** This worker's identity: the actor of every object call it makes (T5). Never taken from input. */
   actor: string;
 }
 
 /** What the read activity returns: the state and a content reference; inline content stays in Postgres (S3). */
-export type ObjectReadResult = ObjectState & { contentRef: string | null; hasInlineContent: boolean };
+type ObjectReadResult = ObjectState & { contentRef: string | null; hasInlineContent: boolean };
 
 /**
  * Shared-object activities, so workflows can take, write and hand over objects. Refusals become
@@ -73,7 +73,6 @@ export function createObjectActivities(deps: ObjectActivityDeps) {
   });
 }
 
-export type ObjectActivities = ReturnType<typeof createObjectActivities>;
 
 function checkInlineSize(input: { content?: string | undefined }): void {
   if (input.content !== undefined && Buffer.byteLength(input.content, 'utf8') > ACTIVITY_INLINE_CONTENT_MAX_BYTES) {

@@ -49,7 +49,7 @@ function refusedArtifact(revision: string, command: string, reason: string): Ver
 }
 
 /** Identity the verifier records; distinct from the agent's by construction (T7). */
-export function verifierIdentity(identity: string): string {
+function verifierIdentity(identity: string): string {
   return `${identity}/verifier`;
 }
 

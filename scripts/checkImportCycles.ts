@@ -11,7 +11,7 @@ const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SOURCE_DIRS = ['src', 'activities', 'workflows'];
 const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
-export interface ImportCycle {
+interface ImportCycle {
   /** The folders of the loop, in order; the first imports the second, ..., the last the first. */
   nodes: string[];
   /** One import behind each step of the loop, as `file: 'specifier'`. */

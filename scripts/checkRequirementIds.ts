@@ -11,17 +11,17 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const REQUIREMENTS_DOC = 'docs/requirements.md';
+const REQUIREMENTS_DOC = 'docs/requirements.md';
 
 /** Where citations are looked for, relative to the root: folders (recursively) and single files. */
-export const SCANNED_PATHS = ['src', 'activities', 'workflows', 'bench', 'test', 'scripts', 'docs', 'README.md'];
+const SCANNED_PATHS = ['src', 'activities', 'workflows', 'bench', 'test', 'scripts', 'docs', 'README.md'];
 
 const TEXT_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.sql', '.md', '.yml', '.yaml', '.sh', '.txt']);
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', '.git', '.baton']);
 
 const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 
-export interface RequirementIdProblem {
+interface RequirementIdProblem {
   /** Relative to the root, with `/` separators. */
   file: string;
   line: number;
@@ -29,12 +29,12 @@ export interface RequirementIdProblem {
   message: string;
 }
 
-export interface RequirementDefinition {
+interface RequirementDefinition {
   id: string;
   line: number;
 }
 
-export interface RequirementCitation {
+interface RequirementCitation {
   id: string;
   line: number;
 }
@@ -42,7 +42,7 @@ export interface RequirementCitation {
 const DEFINITION = /^#{1,6}\s+(?:<a\s[^>]*>\s*<\/a>\s*)?([A-Z])([1-9]\d?)\b/;
 
 /** The ids a requirements page defines, one per heading that starts with an id, in order. */
-export function definedRequirementIds(markdown: string): RequirementDefinition[] {
+function definedRequirementIds(markdown: string): RequirementDefinition[] {
   const definitions: RequirementDefinition[] = [];
   markdown.split(/\r?\n/).forEach((text, index) => {
     const match = DEFINITION.exec(text);

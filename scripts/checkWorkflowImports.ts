@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
-export interface ImportViolation {
+interface ImportViolation {
   file: string;
   specifier: string;
   reason: string;

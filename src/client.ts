@@ -15,7 +15,7 @@ import type { taskWorkflow } from '../workflows/taskWorkflow.js';
 
 
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
-export interface CancelOutcome {
+interface CancelOutcome {
   cancelled: string[];
   left: { taskId: string; status: TaskStatus }[];
 }

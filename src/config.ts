@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 /** Where baton keeps project-local state (embedded Postgres, Temporal state, tools). (Default: `./.baton`) */
-export const BATON_HOME_ENV = 'BATON_HOME';
+const BATON_HOME_ENV = 'BATON_HOME';
 /** Postgres connection string; when unset, baton starts an embedded Postgres. */
 export const DATABASE_URL_ENV = 'DATABASE_URL';
 /** Temporal frontend address, read the way Temporal's own tools read it. */

@@ -4,7 +4,7 @@ import { InvalidInputError } from './errors.js';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Deepest nesting of arrays and objects a JSON input may have; deeper would overflow the code that walks it. */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /**
  * `value` as JSON, checked at the boundary (S3): plain objects, arrays, strings, finite numbers,

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
@@ -36,7 +35,7 @@ export const STICKY_QUEUE_TIMEOUT_MS_DEFAULT = 2_000;
 export const ACTIVITY_TASK_POLLS_DEFAULT = 2;
 
 /** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
-export const WORKER_ID_ENV = 'BATON_WORKER_ID';
+const WORKER_ID_ENV = 'BATON_WORKER_ID';
 
 export interface BatonWorkerOptions {
   connection: NativeConnection;

@@ -29,7 +29,7 @@ function mcpTools(): Tool[] {
   })));
 }
 
-export interface McpServerOptions {
+interface McpServerOptions {
   /** Where a tool call's 5xx is logged. */
   log: Log;
   /** The id a 5xx is logged and answered under. (Default: a new one per tool call) */

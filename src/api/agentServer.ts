@@ -13,7 +13,7 @@ export const AGENT_SOCKET_ENV = 'BATON_SOCKET';
 /** The base URL used with the socket: its host part is never resolved. */
 const SOCKET_URL = 'http://baton-run-endpoint';
 
-export type AgentServerListen =
+type AgentServerListen =
   | { port: number; host: string }
   /** A Unix socket only `owner` (default: the worker's user) may connect to (mode 0600). */
   | { socketPath: string; owner?: { uid: number; gid: number } };

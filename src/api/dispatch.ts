@@ -23,7 +23,7 @@ export interface LocalRun {
 }
 
 /** Performs `operation` with arguments already validated, as the token `secret`; `signal` tells that its caller has gone. */
-export type Dispatch = (secret: string, operation: OperationName, args: Record<string, unknown>, signal?: AbortSignal) => Promise<unknown>;
+type Dispatch = (secret: string, operation: OperationName, args: Record<string, unknown>, signal?: AbortSignal) => Promise<unknown>;
 
 export function createDispatch(db: Queryable, localRun: LocalRun | undefined): Dispatch {
   async function callTool(secret: string, call: ToolCallInput): Promise<ToolCallResult> {

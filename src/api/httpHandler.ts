@@ -20,7 +20,7 @@ export interface Caller {
   signal?: AbortSignal;
 }
 
-export interface HttpHandlerOptions {
+interface HttpHandlerOptions {
   /** Checks the caller's token (with `recheck`, again unless the store checked it during this request). */
   checkToken(caller: Caller, operation: string | undefined, recheck?: boolean): Promise<void>;
   /** Performs `operation` for a caller whose token passed `checkToken`. */

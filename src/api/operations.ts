@@ -9,7 +9,7 @@ import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
-export type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
+type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
 
 /** The scopes a token can be given; `admin` includes every other. */
 export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'admin'] as const;
@@ -19,7 +19,7 @@ export type TokenScope = (typeof TOKEN_SCOPES)[number];
 export const TOKEN_SCOPES_DEFAULT: readonly TokenScope[] = ['read', 'notes', 'objects'];
 
 /** Longest a `pool.claim` waits for work. */
-export const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
+const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
 
 /** Deepest nesting a JSON value in a call may have (found by fuzzing: deeper values overflowed the stack). */
 const JSON_DEPTH_MAX = 64;
@@ -42,7 +42,7 @@ function depthOf(value: unknown): number {
  * `progress.a: ...`; undefined when it holds none. Walked without recursion, no deeper than the
  * depth limit (deeper input is refused by the schemas).
  */
-export function unstorableTextIn(input: unknown): string | undefined {
+function unstorableTextIn(input: unknown): string | undefined {
   const pending: [unknown, string[]][] = [[input, []]];
   while (pending.length) {
     const [value, path] = pending.pop()!;
@@ -68,7 +68,7 @@ const str = () => storableString();
 const json = z.unknown().refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`);
 const taskId = str().min(1).max(200);
 
-export interface Operation {
+interface Operation {
   scope: OperationScope;
   description: string;
   input: z.ZodType;
@@ -202,6 +202,6 @@ export function operationJsonSchema(operation: OperationName): Record<string, un
 }
 
 /** One line per problem, each naming where it is; a field that tries to name the actor is told who the actor is. */
-export function describeInputProblems(error: z.ZodError): string {
+function describeInputProblems(error: z.ZodError): string {
   return describeProblems(error, (keys) => (keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ": the actor is always the token's identity" : ''));
 }

@@ -9,7 +9,7 @@ import type { Log } from '../log.js';
 /** Response header carrying the id of every request (also `requestId` in a 5xx's problem). */
 export const REQUEST_ID_HEADER = 'x-request-id';
 
-export interface Problem {
+interface Problem {
   type: string;
   title: string;
   status: number;

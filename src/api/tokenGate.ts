@@ -12,19 +12,19 @@ import { rateLimiter, type RateLimit } from './rateLimiter.js';
  * may present, on average and at once; past that, its calls with tokens not known here are
  * refused (429) before the store.
  */
-export const REFUSED_TOKEN_LIMIT_DEFAULT: RateLimit = { perSecond: 1, burst: 30 };
+const REFUSED_TOKEN_LIMIT_DEFAULT: RateLimit = { perSecond: 1, burst: 30 };
 /** Refused tokens all client addresses together may present: an attacker with many addresses is bounded too. */
-export const REFUSED_TOKEN_LIMIT_ALL_DEFAULT: RateLimit = { perSecond: 10, burst: 300 };
+const REFUSED_TOKEN_LIMIT_ALL_DEFAULT: RateLimit = { perSecond: 10, burst: 300 };
 /** Addresses whose refusals are counted apart between two summaries; the rest share one summary. */
 const COUNTED_ADDRESSES_MAX = 1_000;
 /** The summary that counts the refusals of addresses past COUNTED_ADDRESSES_MAX. */
-export const OTHER_ADDRESSES = 'other addresses';
+const OTHER_ADDRESSES = 'other addresses';
 /** How long refusals of made-up tokens are counted before one event per address records them. */
-export const REFUSAL_SUMMARY_MS_DEFAULT = 60_000;
+const REFUSAL_SUMMARY_MS_DEFAULT = 60_000;
 /** Tokens remembered as accepted, per process; past that the longest unused is asked about again. */
 const KNOWN_TOKENS_MAX = 10_000;
 
-export interface TokenGateOptions {
+interface TokenGateOptions {
   /** Per client address (an IPv6 address by its /64). (Default: 1 per second, bursts of 30) */
   refusedTokenLimit?: RateLimit;
   /** For all addresses together. (Default: 10 per second, bursts of 300) */
@@ -37,7 +37,7 @@ export interface TokenGateOptions {
   log: Log;
 }
 
-export interface TokenGate {
+interface TokenGate {
   /**
    * Lets the token through if it is known here (unless `recheck`), else asks the store with `ask`,
    * which throws UnauthenticatedError for a refused token (ForbiddenError for one refused here,

@@ -14,7 +14,7 @@ import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.
 import { parseLifetime, parseScopes } from './tokenOptions.js';
 
 /** Port `baton serve` listens on unless told otherwise. */
-export const SERVE_PORT_DEFAULT = 8484;
+const SERVE_PORT_DEFAULT = 8484;
 /** How long a CLI call of the API may take; a pool claim adds its own wait. */
 const API_CALL_TIMEOUT_MS = 600_000;
 

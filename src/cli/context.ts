@@ -41,7 +41,7 @@ export function declaredActor(as: string | undefined): string {
 }
 
 /** The deployment named by the environment; either may be unset. */
-export function deploymentEnv(): { databaseUrl?: string; temporalAddress?: string } {
+function deploymentEnv(): { databaseUrl?: string; temporalAddress?: string } {
   return { databaseUrl: readEnv(DATABASE_URL_ENV), temporalAddress: readEnv(TEMPORAL_ADDRESS_ENV) };
 }
 

@@ -7,7 +7,7 @@ import type { Log } from '../log.js';
 import { withCliContext } from './context.js';
 
 /** Where `baton login` reads the new login's password: never a command-line argument, which other users can see. */
-export const LOGIN_PASSWORD_ENV = 'BATON_LOGIN_PASSWORD';
+const LOGIN_PASSWORD_ENV = 'BATON_LOGIN_PASSWORD';
 
 export function registerLoginCommand(program: Command, log: Log): void {
   program

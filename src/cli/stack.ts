@@ -3,7 +3,7 @@ import type { Log } from '../log.js';
 import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
 
 /** A running (or reached) stack with an up-to-date schema; what the demo and scripts/ work on. */
-export type OpenStack = StackContext;
+type OpenStack = StackContext;
 
 /**
  * Connects to the deployment named by `DATABASE_URL` / `TEMPORAL_ADDRESS`, starting the embedded

@@ -25,7 +25,7 @@ async function batonClient(context: CliContext, options: { startsWorkflows: bool
 }
 
 /** Reads a graph from YAML or JSON; `repo` is resolved relative to the file. */
-export async function readGraphFile(file: string): Promise<unknown> {
+async function readGraphFile(file: string): Promise<unknown> {
   const text = await readFile(file, 'utf8').catch((error: Error) => {
     throw new InvalidInputError(`cannot read ${file}: ${error.message}`);
   });
@@ -46,7 +46,7 @@ const isSettled = (tasks: TaskRow[], policy: GraphPolicy) =>
   );
 
 /** Prints the graph's tasks whenever they change, until every task is settled; true when all verified. */
-export async function watchGraph(client: BatonClient, graphId: string, log: Log, options: { follow: boolean }): Promise<boolean> {
+async function watchGraph(client: BatonClient, graphId: string, log: Log, options: { follow: boolean }): Promise<boolean> {
   const { policy } = await client.graph(graphId);
   let last = '';
   for (;;) {

@@ -37,14 +37,14 @@ const PRE_DEFINITIONS_CHECKSUMS: Readonly<Record<number, string>> = {
   6: 'f0a25479e6940c9306297a132a3451803964dcf623c8d3c828f6b0e05f9b3247',
 };
 
-export interface Migration {
+interface Migration {
   id: number;
   name: string;
   sql: string;
 }
 
 /** One file of src/db/functions: functions, trigger functions and their triggers. */
-export interface Definition {
+interface Definition {
   file: string;
   sql: string;
 }
@@ -89,7 +89,7 @@ export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
 }
 
 /** Reads the definition files in name order (files do not depend on each other's order). */
-export async function loadDefinitions(dir: string = DEFINITIONS_DIR): Promise<Definition[]> {
+async function loadDefinitions(dir: string = DEFINITIONS_DIR): Promise<Definition[]> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   return Promise.all(
     files.map(async (file) => {

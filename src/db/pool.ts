@@ -14,10 +14,10 @@ export const POOL_SIZE_DEFAULT = 10;
  * reach Postgres then goes silent to Temporal too and is recovered elsewhere. Longer than any query
  * baton makes. (Default: 60 s; `BATON_QUERY_TIMEOUT_MS`)
  */
-export const QUERY_TIMEOUT_MS_DEFAULT = 60_000;
-export const QUERY_TIMEOUT_ENV = 'BATON_QUERY_TIMEOUT_MS';
+const QUERY_TIMEOUT_MS_DEFAULT = 60_000;
+const QUERY_TIMEOUT_ENV = 'BATON_QUERY_TIMEOUT_MS';
 /** How long opening a connection may take. (Default: 15 s, or the query timeout if shorter) */
-export const CONNECT_TIMEOUT_MS_DEFAULT = 15_000;
+const CONNECT_TIMEOUT_MS_DEFAULT = 15_000;
 
 /** Opens a pool against `connectionString`; a bad URL fails on first use with pg's own error. */
 export function createPool(connectionString: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): pg.Pool {

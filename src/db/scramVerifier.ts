@@ -6,13 +6,13 @@ import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqua
 import { promisify } from 'node:util';
 
 /** PBKDF2 iterations of a new verifier; PostgreSQL's own `scram_iterations` default. (Default: 4096) */
-export const SCRAM_ITERATIONS_DEFAULT = 4096;
+const SCRAM_ITERATIONS_DEFAULT = 4096;
 /** Salt length of a new verifier, as PostgreSQL makes them. */
 const SCRAM_SALT_BYTES = 16;
 const SCRAM_KEY_BYTES = 32;
 const VERIFIER = /^SCRAM-SHA-256\$(\d+):([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+):([A-Za-z0-9+/=]+)$/;
 
-export interface ScramVerifierOptions {
+interface ScramVerifierOptions {
   /** PBKDF2 iterations. (Default: 4096) */
   iterations?: number;
   /** (Default: 16 random bytes) */

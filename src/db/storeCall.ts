@@ -12,7 +12,7 @@ export interface Fence {
 }
 
 /** The task as a refused owner write found it. */
-export interface ClaimHolder {
+interface ClaimHolder {
   status: string;
   owner: string | null;
   claimVersion: number;

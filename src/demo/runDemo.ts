@@ -34,7 +34,7 @@ const POLL_MS = 500;
 /** How long the demo waits for everything before it gives up: a quiet machine needs about a minute, a busy one several. */
 const DEMO_DEADLINE_MS = 600_000;
 
-export interface DemoOutcome {
+interface DemoOutcome {
   graphId: string;
   passed: boolean;
   checks: Array<{ what: string; ok: boolean }>;
@@ -50,7 +50,7 @@ export interface DemoOutcome {
  * call through the code host's lookup and gets the same PR, so it is opened once.
  */
 /** Where the demo runs: a stack that is up, a client's pool on its migrated database, and the workers' login. */
-export interface DemoStack {
+interface DemoStack {
   stack: DevStack;
   pool: Queryable;
   /** The logins of the embedded stack's components; the demo's workers use the worker's. (Default: the stack's URL) */

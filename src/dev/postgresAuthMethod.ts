@@ -4,9 +4,9 @@
 import { connect } from 'node:net';
 
 /** What the server asked for: `trust` means it let the login in without any password. */
-export type AuthMethod = 'trust' | 'password' | 'md5' | 'scram-sha-256' | 'gss' | 'sspi' | 'refused';
+type AuthMethod = 'trust' | 'password' | 'md5' | 'scram-sha-256' | 'gss' | 'sspi' | 'refused';
 
-export interface AuthProbe {
+interface AuthProbe {
   method: AuthMethod;
   /** The server's error message when it refused the login outright (no pg_hba line matched). */
   error?: string;

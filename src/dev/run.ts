@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
 
-export interface RunResult {
+interface RunResult {
   stdout: string;
   stderr: string;
 }

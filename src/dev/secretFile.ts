@@ -7,11 +7,11 @@ import path from 'node:path';
 import { run } from './run.js';
 
 /** Random bytes in a generated secret: 256 bits, 43 URL-safe characters. (Default: 32) */
-export const SECRET_BYTES_DEFAULT = 32;
+const SECRET_BYTES_DEFAULT = 32;
 /** Mode of a secret file: read and write for its owner only. */
 export const SECRET_FILE_MODE = 0o600;
 /** Mode of the folder that holds secret files: its owner only. */
-export const SECRET_DIR_MODE = 0o700;
+const SECRET_DIR_MODE = 0o700;
 
 /** A new random secret, URL-safe base64 (it goes into connection strings unescaped). */
 export function generateSecret(bytes: number = SECRET_BYTES_DEFAULT): string {
@@ -40,7 +40,7 @@ export async function writeSecretFile(file: string, secret: string): Promise<voi
 }
 
 /** What to do instead when a secret file cannot be read, appended to the error. */
-export interface SecretFileHints {
+interface SecretFileHints {
   /** When the file does not exist, e.g. "start 'npx baton dev'". (Default: none) */
   missing?: string;
   /** When it belongs to another user, e.g. "set DATABASE_URL". (Default: none) */

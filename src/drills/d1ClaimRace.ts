@@ -9,7 +9,7 @@ import { drillResult, type DrillResult } from './types.js';
 /** Claims `taskId` for `owner`; true when this caller got it. */
 export type ClaimFn = (db: Queryable, taskId: string, owner: string) => Promise<boolean>;
 
-export const batonClaim: ClaimFn = async (db, taskId, owner) => (await taskClaim(db, taskId, owner, CLAIM_LEASE_MS_DEFAULT)) !== undefined;
+const batonClaim: ClaimFn = async (db, taskId, owner) => (await taskClaim(db, taskId, owner, CLAIM_LEASE_MS_DEFAULT)) !== undefined;
 
 /**
  * D1: `trials` times, two claimants on separate connections claim the same ready task at once.

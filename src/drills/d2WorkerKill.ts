@@ -42,8 +42,8 @@ export interface WorkerKillDrillOptions {
  * mid-run, or SIGSTOP mid-run (a frozen worker, resumed once its task is recovered: its late
  * writes must all be refused).
  */
-export const SILENCES = ['killed after its claim', 'killed mid-run', 'frozen mid-run'] as const;
-export type Silence = (typeof SILENCES)[number];
+const SILENCES = ['killed after its claim', 'killed mid-run', 'frozen mid-run'] as const;
+type Silence = (typeof SILENCES)[number];
 
 /**
  * D2: real worker processes run a scripted agent in a git worktree; the claimant is silenced

@@ -55,7 +55,7 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
   return drillResult('D4', 'failed verification keeps dependents blocked', { trials: options.trials, blockedDependents, claimsRefused }, violations);
 }
 
-export interface RejectedCommitDrillOptions {
+interface RejectedCommitDrillOptions {
   pool: pg.Pool;
   temporal: Client;
   /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */

@@ -17,7 +17,7 @@ import { drillResult, type DrillResult } from './types.js';
 /** Builds the gateway under test around the drill's tool; the drill's broken variants replace it. */
 export type GatewayFactory = (db: Queryable, tools: Record<string, ToolAdapter>) => CallTool;
 
-export const batonGateway: GatewayFactory = (db, tools) => createToolGateway({ db, tools }).call;
+const batonGateway: GatewayFactory = (db, tools) => createToolGateway({ db, tools }).call;
 
 /** Ambiguous calls D5 makes unless told otherwise. */
 export const D5_AMBIGUOUS_CALLS_DEFAULT = 500;
@@ -47,7 +47,7 @@ const SCENARIOS: ReadonlyArray<{ name: string; faults: ToolFault[]; inFlightAtRe
   { name: 'owner lost before the tool committed', faults: ['hold_before_commit'], inFlightAtReclaim: true },
 ];
 
-export interface ToolReconciliationDrillOptions {
+interface ToolReconciliationDrillOptions {
   pool: pg.Pool;
   /** Calls made in this process, each meeting one fault that leaves its outcome uncertain. (Default: 500) */
   ambiguousCalls?: number;

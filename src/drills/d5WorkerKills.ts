@@ -17,7 +17,7 @@ const STEP = 'open-pr';
 /** The workers' answer deadline: longer than a trial, so only the kill ends the held call. */
 const WORKER_TOOL_TIMEOUT_MS = 120_000;
 
-export interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 'temporal' | 'workerEnv' | 'trials' | 'heartbeatTimeoutMs'> {
+interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 'temporal' | 'workerEnv' | 'trials' | 'heartbeatTimeoutMs'> {
   server: ToolServerControl;
   /** Violations are appended here. */
   violations: string[];

@@ -70,7 +70,7 @@ interface RestartDrillOptions {
   log?: Log;
 }
 
-export interface PostgresRestartDrillOptions extends RestartDrillOptions {
+interface PostgresRestartDrillOptions extends RestartDrillOptions {
   /** The Temporal server of `workerEnv`. */
   temporal: Client;
 }
@@ -112,7 +112,7 @@ export async function runPostgresRestartDrill(options: PostgresRestartDrillOptio
   }
 }
 
-export interface TemporalRestartDrillOptions extends RestartDrillOptions {
+interface TemporalRestartDrillOptions extends RestartDrillOptions {
   /** The database of `workerEnv`, as the drill (every part's rights). */
   pool: pg.Pool;
   /** The `temporal` binary whose dev server the drill starts and kills. */

@@ -10,7 +10,7 @@ export interface DrillResult {
 }
 
 /** How many violations a result keeps verbatim; the figures still count all of them. */
-export const MAX_VIOLATIONS_LISTED = 10;
+const MAX_VIOLATIONS_LISTED = 10;
 
 export function drillResult(
   drill: DrillResult['drill'],

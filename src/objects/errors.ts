@@ -4,7 +4,7 @@ import { BatonError } from '../errors.js';
 import type { ObjectRefusalCode, ObjectState } from './types.js';
 
 /** The call the store refused and the object as it stood then. */
-export interface RefusedCall {
+interface RefusedCall {
   key: string;
   actor: string;
   operation: string;

@@ -20,7 +20,7 @@ import {
 /** Largest event number and log limit: they are Postgres integers. */
 const PG_INTEGER_MAX = 2 ** 31 - 1;
 /** Most events one call to the log may ask for. */
-export const OBJECT_LOG_LIMIT_MAX = 10_000;
+const OBJECT_LOG_LIMIT_MAX = 10_000;
 
 /**
  * A rule as a refusal states it, with the value that broke it (`object keys are ..., not "../x"`),
@@ -46,7 +46,7 @@ const COUNTER_RULE = 'a non-negative integer';
 const counter = z.number(rule(COUNTER_RULE)).int(rule(COUNTER_RULE)).nonnegative(rule(COUNTER_RULE)).max(Number.MAX_SAFE_INTEGER, rule(COUNTER_RULE));
 const IDENTITY_RULE = `a non-blank string of at most ${ACTOR_MAX_CHARS} characters`;
 /** An actor's identity: a grantee, a successor, the caller itself. */
-export const identitySchema = storableString(rule(IDENTITY_RULE))
+const identitySchema = storableString(rule(IDENTITY_RULE))
   .min(1, rule(IDENTITY_RULE))
   .max(ACTOR_MAX_CHARS, rule(IDENTITY_RULE))
   // Empty is refused by min(1), stated in the JSON Schema; blank only by this.

@@ -5,7 +5,7 @@ import { showObject } from './objectStore.js';
 import type { ObjectEvent } from './types.js';
 
 /** Most events `objectLog` returns unless told otherwise. */
-export const OBJECT_LOG_LIMIT_DEFAULT = 1000;
+const OBJECT_LOG_LIMIT_DEFAULT = 1000;
 
 /**
  * The object's story, oldest first (E1): who took, wrote, offered, refused what, when and why.

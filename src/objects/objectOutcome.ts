@@ -4,7 +4,7 @@ import { refusalError } from './errors.js';
 import type { ObjectRefusalCode, ObjectSnapshot, ObjectState } from './types.js';
 
 /** A row of `baton.object_outcome`, the type every `baton.object_*` function returns. */
-export interface ObjectOutcomeRow {
+interface ObjectOutcomeRow {
   ok: boolean;
   refusal: ObjectRefusalCode | null;
   reason: string | null;
@@ -51,7 +51,7 @@ export function toObjectSnapshot(row: ObjectOutcomeRow): ObjectSnapshot {
 }
 
 /** The store's SQL functions (src/db/functions/objects*.sql); each takes the key and the actor first. */
-export type ObjectFunction =
+type ObjectFunction =
   | 'object_create'
   | 'object_grant'
   | 'object_show'

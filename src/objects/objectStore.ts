@@ -23,7 +23,7 @@ function callOf<O extends ObjectOperation>(actor: string, schema: O, input: unkn
 /** Inline content or a reference, as SQL parameters. */
 const contentParams = (args: { content?: string; contentRef?: string }): [string | null, string | null] => [args.content ?? null, args.contentRef ?? null];
 
-export interface CreateObjectInput {
+interface CreateObjectInput {
   key: string;
   /** Initial content (version 1); none means version 0 and no content. */
   content?: string;

@@ -29,7 +29,7 @@ export const OBJECT_ACCESS_LEVELS = ['none', 'view', 'suggest', 'write'] as cons
 export type ObjectAccess = (typeof OBJECT_ACCESS_LEVELS)[number];
 
 /** Why a call was refused, as the store reports it. */
-export const OBJECT_REFUSALS = [
+const OBJECT_REFUSALS = [
   'permission',
   'token_moved',
   'not_holder',
@@ -44,28 +44,8 @@ export type ObjectRefusalCode = (typeof OBJECT_REFUSALS)[number];
 /** Event kinds that change the holder; each carries `details.from`, `details.to` and a reason. */
 export const HOLDER_CHANGE_KINDS = ['taken', 'taken_over', 'reclaimed_after_silence', 'released', 'accepted'] as const;
 
-/** Every event kind the object store records. */
-export const OBJECT_EVENT_KINDS = [
-  'created',
-  'granted',
-  ...HOLDER_CHANGE_KINDS,
-  'written',
-  'offered',
-  'declined',
-  'withdrawn',
-  'overtaken',
-  'suggested',
-  'suggestion_approved',
-  'permission_refused',
-  'stale_write_refused',
-  'handoff_pending_refused',
-  'no_open_offer_refused',
-  'stale_view_refused',
-] as const;
-export type ObjectEventKind = (typeof OBJECT_EVENT_KINDS)[number];
-
 /** An open offer: who may take over, at which version, since when. */
-export interface ObjectOffer {
+interface ObjectOffer {
   to: string;
   version: number;
   offeredAt: string;

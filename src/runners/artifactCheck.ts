@@ -7,9 +7,9 @@ import { run } from '../dev/run.js';
 import { git, pinsInMergeOrder } from './git.js';
 
 /** Longest name of one file or folder in a tree: what Linux file systems hold (NAME_MAX). */
-export const MAX_TREE_NAME_BYTES = 255;
+const MAX_TREE_NAME_BYTES = 255;
 /** Longest path in a tree (PATH_MAX). */
-export const MAX_TREE_PATH_BYTES = 4_096;
+const MAX_TREE_PATH_BYTES = 4_096;
 /** Modes git itself writes: a file, an executable, a link, a folder, a submodule. */
 const TREE_MODES = new Set(['100644', '100755', '120000', '040000', '160000']);
 /** Programs whose words that are not options may name a file they run. */
@@ -26,7 +26,7 @@ const ALWAYS_PROTECTED = ['**/.gitattributes'];
 /** How many unsafe paths a reason lists before it says "and N more". */
 const LISTED_PATHS_MAX = 5;
 
-export interface ArtifactCheckInput {
+interface ArtifactCheckInput {
   repo: string;
   revision: string;
   /** The commit the work started from; it must be in the artifact. */

@@ -12,9 +12,9 @@ import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
 /** How often the command runner heartbeats while its agent runs. (Default: 1s) */
-export const COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000;
+const COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000;
 
-export interface CommandRunnerOptions {
+interface CommandRunnerOptions {
   /** Folder for per-task worktrees (unisolated agents) and logs. */
   workDir: string;
   /** (Default: 1s) */

@@ -9,9 +9,9 @@ import { git, resolveCommit } from './git.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
 /** How often the pool runner looks at its pooled run. (Default: 1 s) */
-export const POOL_POLL_INTERVAL_MS_DEFAULT = 1_000;
+const POOL_POLL_INTERVAL_MS_DEFAULT = 1_000;
 
-export interface PoolRunnerOptions {
+interface PoolRunnerOptions {
   db: Queryable;
   /** The worker's identity: the owner of the claim it offers (T5). */
   identity: string;

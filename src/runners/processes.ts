@@ -5,7 +5,7 @@ import { killAgentProcesses } from './isolation/isolateOwner.js';
 import { spawnWithOutsideNetwork } from './isolation/sandboxNetwork.js';
 
 /** Kept from the end of an agent's or verifier's output, for people; the digest covers all of it. */
-export const OUTPUT_TAIL_BYTES = 4_096;
+const OUTPUT_TAIL_BYTES = 4_096;
 /** Longest line of an agent's output passed on whole; a longer one is passed on in pieces this long. */
 export const OUTPUT_LINE_MAX_CHARS = 64 * 1024;
 
@@ -14,9 +14,9 @@ export const OUTPUT_LINE_MAX_CHARS = 64 * 1024;
  * need, nothing else; a trailing `*` matches a prefix. Every other variable (a cloud key, another
  * service's password) stays with the worker unless BATON_AGENT_ENV names it.
  */
-export const AGENT_ENV_DEFAULT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR'] as const;
+const AGENT_ENV_DEFAULT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR'] as const;
 /** More names for agents, comma-separated, as AGENT_ENV_DEFAULT writes them (`ANTHROPIC_API_KEY,OPENAI_*`). */
-export const AGENT_ENV_ENV = 'BATON_AGENT_ENV';
+const AGENT_ENV_ENV = 'BATON_AGENT_ENV';
 // Never passed on, whatever BATON_AGENT_ENV says: database and Temporal credentials (S2, S4).
 const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_.*)$/;
 
@@ -41,7 +41,7 @@ function spawnConfined(confinement: Confinement | undefined, argv: string[], opt
   return spawn(full[0]!, full.slice(1), spawnOptions);
 }
 
-export interface ProcessOutcome {
+interface ProcessOutcome {
   exitCode: number;
   outputDigest: string;
   outputTail: string;

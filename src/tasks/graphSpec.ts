@@ -8,7 +8,7 @@ import type { TaskSpec } from './types.js';
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
 /** Most dependencies one task may name. */
-export const MAX_DEPENDENCIES_PER_TASK = 100;
+const MAX_DEPENDENCIES_PER_TASK = 100;
 /** Largest task spec, serialised, in bytes; large inputs belong in files or the repository. */
 export const MAX_TASK_SPEC_BYTES = 64 * 1024;
 /** Default heartbeat timeout: how long an owner may be silent before recovery starts. */
@@ -26,10 +26,10 @@ export const MAX_ATTEMPTS_DEFAULT = 3;
 const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** What to do when verification rejects an artifact. */
-export type VerificationFailurePolicy = 'rerun' | 'fail';
+type VerificationFailurePolicy = 'rerun' | 'fail';
 
 /** What to do with a task left stale because an upstream task moved to a new revision (T8). */
-export type UpstreamChangePolicy = 'rerun' | 'mark';
+type UpstreamChangePolicy = 'rerun' | 'mark';
 
 export interface GraphPolicy {
   /** Runs allowed per task, counting reclaims and reruns. (Default: 3) */
@@ -46,7 +46,7 @@ export interface GraphPolicy {
   onUpstreamChange: UpstreamChangePolicy;
 }
 
-export interface GraphTaskSpec {
+interface GraphTaskSpec {
   key: string;
   spec: TaskSpec;
   dependsOn: string[];
@@ -75,7 +75,7 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, de
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
 /** Most paths one task's `verify.protect` may name. */
-export const MAX_PROTECTED_PATHS = 100;
+const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
 const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 

@@ -8,7 +8,7 @@ import net from 'node:net';
  * - blackhole: accepts and keeps connections but forwards nothing either way, and reads nothing
  *   (the kernels buffer, as in a partition), until the mode changes; then held bytes flow in order.
  */
-export type FaultMode = { kind: 'pass' } | { kind: 'delay'; ms: number } | { kind: 'refuse' } | { kind: 'blackhole' };
+type FaultMode = { kind: 'pass' } | { kind: 'delay'; ms: number } | { kind: 'refuse' } | { kind: 'blackhole' };
 
 export interface FaultProxy {
   /** `127.0.0.1:<port>`, to put in place of the target's address. */

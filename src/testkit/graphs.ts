@@ -4,10 +4,10 @@ import { graphSubmit } from '../db/sql/graphs.js';
 import { parseGraphSpec, type GraphPolicy } from '../tasks/graphSpec.js';
 
 /** A graph's shape: each task's key and the keys it depends on, e.g. `{ up: [], down: ['up'] }`. */
-export type TaskDependencies = Record<string, string[]>;
+type TaskDependencies = Record<string, string[]>;
 
 /** The registered agent function a task runs and the verifier function that checks it. */
-export interface TaskFunctions {
+interface TaskFunctions {
   run: string;
   verify: string;
 }

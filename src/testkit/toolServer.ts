@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
  * - reject: nothing happens; the answer is a 422 (the tool refuses the call for good).
  * - lookup_unavailable: the next lookup of the key answers 503.
  */
-export const TOOL_FAULTS = [
+const TOOL_FAULTS = [
   'drop_after_commit',
   'timeout_before_commit',
   'error_after_commit',
@@ -45,7 +45,7 @@ export interface ToolServerOptions {
   hangMs?: number;
 }
 
-export interface ToolServer {
+interface ToolServer {
   url: string;
   close(): Promise<void>;
 }

@@ -4,11 +4,11 @@ import { httpRequest, type HttpAnswer, type HttpRequestError } from './httpReque
 import type { ExecuteOutcome, Json, LookupFinding, ToolAdapter } from './types.js';
 
 /** How long one HTTP request to a tool may take before its outcome counts as uncertain. (Default: 10s) */
-export const HTTP_TOOL_TIMEOUT_MS_DEFAULT = 10_000;
+const HTTP_TOOL_TIMEOUT_MS_DEFAULT = 10_000;
 /** Largest response body kept as a call's result; a bigger one is kept as its digest. */
-export const HTTP_TOOL_MAX_RESULT_BYTES = 8 * 1024;
+const HTTP_TOOL_MAX_RESULT_BYTES = 8 * 1024;
 /** The header that carries the idempotency key, as Stripe, Adyen and the IETF draft name it. */
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 export interface HttpToolOptions {
   /** Where a call goes, with its parameters as the JSON body and the key in `Idempotency-Key`. */

@@ -3,10 +3,10 @@ import { InvalidInputError } from '../errors.js';
 import { toJson, type Json } from '../json.js';
 
 /** Largest parameters of one tool call, serialised, in bytes; large inputs belong in files or the tool. */
-export const MAX_TOOL_PARAMS_BYTES = 64 * 1024;
+const MAX_TOOL_PARAMS_BYTES = 64 * 1024;
 
 /** JSON with object keys sorted, so equal parameters hash equally whatever their key order. */
-export function canonicalJson(value: Json): string {
+function canonicalJson(value: Json): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const keys = Object.keys(value).sort();

@@ -16,7 +16,7 @@ import {
 } from './types.js';
 
 /** Sends one gateway call may make when the tool keeps reporting that nothing happened. (Default: 3) */
-export const TOOL_MAX_SENDS_DEFAULT = 3;
+const TOOL_MAX_SENDS_DEFAULT = 3;
 
 const STEP_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -146,7 +146,7 @@ export async function safeExecute(adapter: ToolAdapter, key: string, params: Jso
 }
 
 /** Runs `lookup`; a tool without one, or a lookup that throws, cannot tell. */
-export async function safeLookup(adapter: ToolAdapter, key: string): Promise<LookupFinding> {
+async function safeLookup(adapter: ToolAdapter, key: string): Promise<LookupFinding> {
   if (!adapter.lookup) return { finding: 'unknown', reason: 'the tool has no lookup' };
   try {
     return await adapter.lookup(key);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createAgentApi, type AgentApiOptions } from '../../src/api/agentApi.js';
 import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
-import { agentTokenCreate } from '../../src/api/tokens.js';
+import { agentTokenCreate, type TokenInfo } from '../../src/api/tokens.js';
 import type { OperationName, TokenScope } from '../../src/api/operations.js';
 import type { TestDatabase } from '../helpers/db.js';
 
@@ -29,7 +29,12 @@ export function useAgentServer(db: () => TestDatabase, options: Omit<AgentApiOpt
 }
 
 /** A token as an operator makes it (`baton token create`), on the client login. */
-export async function tokenFor(db: TestDatabase, identity: string, scopes: TokenScope[] = ['read', 'notes', 'objects'], expiresInMs?: number) {
+export async function tokenFor(
+  db: TestDatabase,
+  identity: string,
+  scopes: TokenScope[] = ['read', 'notes', 'objects'],
+  expiresInMs?: number,
+): Promise<{ secret: string; token: TokenInfo }> {
   const client = await db.login('baton_client');
   return agentTokenCreate(client.pool, { identity, scopes, expiresInMs, createdBy: 'operator' });
 }

@@ -42,7 +42,7 @@ export async function taskClaimNext(db: Queryable, owner: string, leaseMs: numbe
 }
 
 /** Why a claim is given back: its owner went silent, or its run failed under the agent. */
-export type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
+type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
 
 /**
  * T6: makes a running task claimable again, but only if `claimVersion` is still the current claim.

@@ -10,7 +10,7 @@ export function poolOffer(db: Queryable, fence: Fence, pool: string) {
 }
 
 /** A pooled run as its worker sees it: who took it, how long it has been silent (database clock), what it submitted. */
-export interface PoolRunState {
+interface PoolRunState {
   agent: string | null;
   /** When the agent last showed it is alive (its claim, a heartbeat, its submit); changes with every beat. */
   beatAt: string | null;

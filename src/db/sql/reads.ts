@@ -48,7 +48,7 @@ export async function graphReadSource(db: Queryable, graphId: string): Promise<{
   return { ...(row!.repo === null ? {} : { repo: row!.repo }), base: row!.base };
 }
 
-export type SubjectKind = 'task' | 'object' | 'graph';
+type SubjectKind = 'task' | 'object' | 'graph';
 
 /**
  * The event log of one subject in order, or of every task of a graph when `subjectId` names a

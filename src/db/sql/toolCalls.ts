@@ -92,7 +92,7 @@ export function toToolCallRow(r: Record<string, any>): ToolCallRow {
  * Runs one fenced tool-call function (`baton.<fn>(task, owner, claim version, ...args)`) and
  * returns the ledger row; StaleClaimError when the claim is stale (already recorded as an event).
  */
-export async function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<ToolCallRow> {
+async function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<ToolCallRow> {
   const row = await callFenced<ToolCallOutcomeRecord>(db, fence, action, fn, [fence.taskId, fence.owner, fence.claimVersion, ...args], (r) => ({
     status: r.task_status,
     owner: r.task_owner,

@@ -4,7 +4,7 @@ import type { Artifact, TaskSpec } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 import { callStore } from '../storeCall.js';
 
-export interface VerificationRecord {
+interface VerificationRecord {
   taskId: string;
   verifier: string;
   claimVersion: number;
@@ -15,7 +15,7 @@ export interface VerificationRecord {
   outputTail: string;
 }
 
-export interface VerificationOutcome {
+interface VerificationOutcome {
   /** `stale`: it passed, but on a pin its upstream task has since superseded; the task is not verified. */
   status: 'verified' | 'rejected' | 'stale';
   /** Dependents that became ready, with this task's revision pinned. */

@@ -12,19 +12,18 @@ import { AgentIsolationUnavailableError } from './errors.js';
 import { findProgram } from '../../dev/run.js';
 import { AGENT_LIMITS_DEFAULT, agentLimitsFromEnv, type AgentLimits } from './limits.js';
 
-export type { AgentNetwork } from './bubblewrap.js';
 /** `per-run`: a fresh unprivileged uid and gid for every run (needs a root worker); `worker`: the worker's own user. */
-export type AgentUser = 'per-run' | 'worker';
+type AgentUser = 'per-run' | 'worker';
 /** `bubblewrap`: Linux namespaces (private /proc, only the run's folder writable); `none`: a plain process. */
-export type AgentSandbox = 'bubblewrap' | 'none';
+type AgentSandbox = 'bubblewrap' | 'none';
 
 /** Environment variables read by `agentIsolationFromEnv` (and so by `baton worker` and `baton dev`). */
-export const AGENT_USER_ENV = 'BATON_AGENT_USER';
-export const AGENT_SANDBOX_ENV = 'BATON_AGENT_SANDBOX';
-export const AGENT_NETWORK_ENV = 'BATON_AGENT_NETWORK';
+const AGENT_USER_ENV = 'BATON_AGENT_USER';
+const AGENT_SANDBOX_ENV = 'BATON_AGENT_SANDBOX';
+const AGENT_NETWORK_ENV = 'BATON_AGENT_NETWORK';
 /** `first-last`, inclusive. */
-export const AGENT_UIDS_ENV = 'BATON_AGENT_UIDS';
-export const AGENT_ROOT_ENV = 'BATON_AGENT_ROOT';
+const AGENT_UIDS_ENV = 'BATON_AGENT_UIDS';
+const AGENT_ROOT_ENV = 'BATON_AGENT_ROOT';
 
 export interface AgentIsolationOptions {
   /** Who agents run as. (Default: `per-run` when the worker runs as root, else `worker`) */

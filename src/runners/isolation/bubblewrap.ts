@@ -5,9 +5,9 @@ import { findProgram } from '../../dev/run.js';
 import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD, spawnWithOutsideNetwork } from './sandboxNetwork.js';
 
 /** Environment variable naming the `bwrap` binary to use instead of the one on PATH. */
-export const BWRAP_PATH_ENV = 'BATON_BWRAP_PATH';
+const BWRAP_PATH_ENV = 'BATON_BWRAP_PATH';
 /** Environment variable naming the `slirp4netns` binary to use instead of the one on PATH. */
-export const SLIRP4NETNS_PATH_ENV = 'BATON_SLIRP4NETNS_PATH';
+const SLIRP4NETNS_PATH_ENV = 'BATON_SLIRP4NETNS_PATH';
 /** How long the start-up probe of bubblewrap may take. (Default: 10s) */
 const PROBE_TIMEOUT_MS = 10_000;
 

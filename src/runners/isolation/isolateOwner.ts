@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { environHoldsClaim } from './claimMarker.js';
 
 /** An agent's processes: its process group, and the uid it runs as when that uid is its own. */
-export interface AgentProcesses {
+interface AgentProcesses {
   pgid?: number;
   user?: { uid: number; gid: number };
 }

@@ -31,7 +31,7 @@ export const AGENT_LIMITS_DEFAULT: Readonly<AgentLimits> = {
 };
 
 /** `processes=512,memory=4G,file=2G,files=1024,scratch=256M,connections=16`: any of them, in any order. */
-export const AGENT_LIMITS_ENV = 'BATON_AGENT_LIMITS';
+const AGENT_LIMITS_ENV = 'BATON_AGENT_LIMITS';
 const NAMES: Record<string, keyof AgentLimits> = {
   processes: 'processes',
   memory: 'memoryBytes',
