@@ -73,7 +73,6 @@ export function createObjectActivities(deps: ObjectActivityDeps) {
   });
 }
 
-
 function checkInlineSize(input: { content?: string | undefined }): void {
   if (input.content !== undefined && Buffer.byteLength(input.content, 'utf8') > ACTIVITY_INLINE_CONTENT_MAX_BYTES) {
     throw new InvalidInputError(`inline content over ${ACTIVITY_INLINE_CONTENT_MAX_BYTES} bytes; store it elsewhere and pass contentRef`);

@@ -45,7 +45,13 @@ export const VERIFY_ATTEMPTS_COMMAND = 'baton: verification attempts';
 
 /** A rejection of `revision` decided by baton itself (`command`), for `reason`, recorded like any failed verification (T12). */
 function refusedArtifact(revision: string, command: string, reason: string): VerificationResult {
-  return { revision, command, exitCode: 1, outputDigest: `sha256:${createHash('sha256').update(reason).digest('hex')}`, outputTail: reason };
+  return {
+    revision,
+    command,
+    exitCode: 1,
+    outputDigest: `sha256:${createHash('sha256').update(reason).digest('hex')}`,
+    outputTail: reason,
+  };
 }
 
 /** Identity the verifier records; distinct from the agent's by construction (T7). */
@@ -135,7 +141,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       // Temporal hears from the run from its first moment (worktree setup can take a while), with
       // the claim version a retry must recover; the runner's own heartbeats add progress and
       // extend the lease in Postgres.
-      const beat = (progress?: Record<string, unknown>) => ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
+      const beat = (progress?: Record<string, unknown>) =>
+        ctx.heartbeat({ claimVersion: claim.claimVersion, progress } satisfies RunHeartbeat);
       beat();
       const runner = deps.runnerFor(claim.spec);
       // Temporal hears that the run is alive only when Postgres has just answered too: a worker cut
@@ -145,17 +152,22 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       let keepAliveInFlight = false;
       const keepAlive = runner.relaysHeartbeats
         ? undefined
-        : setInterval(() => {
-            if (keepAliveInFlight) return;
-            keepAliveInFlight = true;
-            // A ping, not a write: the lease and the claim are the runner's heartbeats' business.
-            db.query('SELECT 1')
-              .then(() => {
-                if (!finished) beat();
-              })
-              .catch((error: unknown) => ctx.log.warn('run not kept alive: Postgres does not answer', { taskId: input.taskId, error: String(error) }))
-              .finally(() => (keepAliveInFlight = false));
-          }, Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)));
+        : setInterval(
+            () => {
+              if (keepAliveInFlight) return;
+              keepAliveInFlight = true;
+              // A ping, not a write: the lease and the claim are the runner's heartbeats' business.
+              db.query('SELECT 1')
+                .then(() => {
+                  if (!finished) beat();
+                })
+                .catch((error: unknown) =>
+                  ctx.log.warn('run not kept alive: Postgres does not answer', { taskId: input.taskId, error: String(error) }),
+                )
+                .finally(() => (keepAliveInFlight = false));
+            },
+            Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)),
+          );
       try {
         const graph = await graphReadSource(db, claim.graphId);
         const artifact = await runner.run({
@@ -187,7 +199,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       } catch (error) {
         if (error instanceof StaleClaimError) throw error;
         // An artifact the store refuses (no revision, too large) is the agent's failure, not the run's.
-        const agentError = error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
+        const agentError =
+          error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
         if (agentError instanceof AgentFailedError) {
           await taskFailAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts);
           throw agentError;
@@ -202,7 +215,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           actor: identity,
           kind: 'claim_released',
           reason: `run ${ctx.cancellationSignal.aborted ? 'cancelled' : 'failed'} before submitting: ${error instanceof Error ? error.message : String(error)}`,
-        }).catch((e: unknown) => ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }));
+        }).catch((e: unknown) =>
+          ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }),
+        );
         throw error;
       } finally {
         finished = true;
@@ -251,7 +266,14 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             })
           : undefined;
         if (refusal) return refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal);
-        return deps.verifierFor(spec).verify({ taskId: input.taskId, repo: graph.repo, artifact, verify: spec.verify, heartbeat: () => ctx.heartbeat(), signal: ctx.cancellationSignal });
+        return deps.verifierFor(spec).verify({
+          taskId: input.taskId,
+          repo: graph.repo,
+          artifact,
+          verify: spec.verify,
+          heartbeat: () => ctx.heartbeat(),
+          signal: ctx.cancellationSignal,
+        });
       };
       let result: VerificationResult;
       try {
@@ -260,11 +282,19 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         // hung past its timeout, the worker died under it) count too. A cancelled one is cancelled.
         result =
           ctx.info.attempt > VERIFY_ATTEMPTS_MAX
-            ? refusedArtifact(artifact.revision, VERIFY_ATTEMPTS_COMMAND, `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)`)
+            ? refusedArtifact(
+                artifact.revision,
+                VERIFY_ATTEMPTS_COMMAND,
+                `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)`,
+              )
             : await check();
       } catch (error) {
         if (ctx.cancellationSignal.aborted || ctx.info.attempt < VERIFY_ATTEMPTS_MAX) throw error;
-        result = refusedArtifact(artifact.revision, VERIFY_ATTEMPTS_COMMAND, `the verification failed ${ctx.info.attempt} times: ${error instanceof Error ? error.message : String(error)}`);
+        result = refusedArtifact(
+          artifact.revision,
+          VERIFY_ATTEMPTS_COMMAND,
+          `the verification failed ${ctx.info.attempt} times: ${error instanceof Error ? error.message : String(error)}`,
+        );
       } finally {
         clearInterval(keepAlive);
       }

@@ -40,9 +40,14 @@ try {
   await ensureComponentLogin(admin, login, 'baton_agent', password);
   const pool = createPool(asLogin(withDatabase(adminUrl, name), login, password), { max: 4 });
   const { secret } = await agentTokenCreate(admin, { identity: 'bench-agent', scopes: ['read'], createdBy: 'bench' });
-  const server = await startAgentServer(createAgentApi({ db: pool, rateLimit: { perSecond: 1e6, burst: 1e6 } }), { port: 0, host: '127.0.0.1' });
+  const server = await startAgentServer(createAgentApi({ db: pool, rateLimit: { perSecond: 1e6, burst: 1e6 } }), {
+    port: 0,
+    host: '127.0.0.1',
+  });
   const mcp = new Client({ name: 'bench', version: '1' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }),
+  );
 
   const timed = async (call: () => Promise<unknown>) => {
     const samples: number[] = [];
@@ -57,7 +62,11 @@ try {
   const store = () => timed(() => pool.query('SELECT baton.agent_call($1, $2, $3)', [secret, 'whoami', '{}']));
   const http = () =>
     timed(async () => {
-      const response = await fetch(`${server.url}/v1/whoami`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{}' });
+      const response = await fetch(`${server.url}/v1/whoami`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       await response.json();
     });
@@ -67,20 +76,38 @@ try {
       if (result.isError) throw new Error(JSON.stringify(result.content));
     });
 
-  const report: string[] = [`| transport | ratio to the store call (median, IQR) | p50 per call, ms (candidate / store) |`, '|---|---|---|'];
-  for (const [label, candidate] of [['HTTP POST /v1/whoami', http], ['MCP tools/call whoami', viaMcp]] as const) {
-    const pairs = await interleave(label, opts.pairs, { candidate, baseline: store }, log, (p) => `${round(p.candidate.p50)} / ${round(p.baseline.p50)} ms`);
+  const report: string[] = [
+    `| transport | ratio to the store call (median, IQR) | p50 per call, ms (candidate / store) |`,
+    '|---|---|---|',
+  ];
+  for (const [label, candidate] of [
+    ['HTTP POST /v1/whoami', http],
+    ['MCP tools/call whoami', viaMcp],
+  ] as const) {
+    const pairs = await interleave(
+      label,
+      opts.pairs,
+      { candidate, baseline: store },
+      log,
+      (p) => `${round(p.candidate.p50)} / ${round(p.baseline.p50)} ms`,
+    );
     const ratios = spread(pairs.map((p) => p.candidate.totalMs / p.baseline.totalMs));
     const p50 = spread(pairs.map((p) => p.candidate.p50));
     const base = spread(pairs.map((p) => p.baseline.p50));
-    report.push(`| ${label} | ${round(ratios.median, 2)} (${round(ratios.p25, 2)}-${round(ratios.p75, 2)}) | ${round(p50.median, 2)} / ${round(base.median, 2)} |`);
+    report.push(
+      `| ${label} | ${round(ratios.median, 2)} (${round(ratios.p25, 2)}-${round(ratios.p75, 2)}) | ${round(p50.median, 2)} / ${round(base.median, 2)} |`,
+    );
   }
-  process.stdout.write(`${report.join('\n')}\n(${opts.pairs} pairs of ${opts.calls} sequential calls, one process, loopback; whoami through baton.agent_call each time)\n`);
+  process.stdout.write(
+    `${report.join('\n')}\n(${opts.pairs} pairs of ${opts.calls} sequential calls, one process, loopback; whoami through baton.agent_call each time)\n`,
+  );
   await mcp.close();
   await server.close();
   await pool.end();
 } finally {
   await admin.end();
   await dropDatabase(adminUrl, name);
-  await createPool(adminUrl, { max: 1 }).query(`DROP ROLE IF EXISTS ${login}`).catch(() => undefined);
+  await createPool(adminUrl, { max: 1 })
+    .query(`DROP ROLE IF EXISTS ${login}`)
+    .catch(() => undefined);
 }

@@ -30,7 +30,11 @@ export interface StatementCost {
  * only, nested statements, ANALYZE + WAL) reports each as a notice. Its own overhead inflates the
  * times; the shares are what it is for.
  */
-export async function statementAnatomy(conn: pg.ClientBase, operations: number, run: (i: number) => Promise<void>): Promise<{ statements: StatementCost[]; triggers: StatementCost[] }> {
+export async function statementAnatomy(
+  conn: pg.ClientBase,
+  operations: number,
+  run: (i: number) => Promise<void>,
+): Promise<{ statements: StatementCost[]; triggers: StatementCost[] }> {
   const notices: ExplainNotice[] = [];
   const onNotice = (n: { message?: string }) => {
     const text = n.message ?? '';
@@ -80,7 +84,12 @@ export async function statementAnatomy(conn: pg.ClientBase, operations: number, 
   }
   const costs = (map: typeof byStatement) =>
     [...map]
-      .map(([statement, c]) => ({ statement, callsPerOp: round(c.calls / operations, 2), msPerOp: round(c.ms / operations, 4), walBytesPerOp: round(c.wal / operations, 1) }))
+      .map(([statement, c]) => ({
+        statement,
+        callsPerOp: round(c.calls / operations, 2),
+        msPerOp: round(c.ms / operations, 4),
+        walBytesPerOp: round(c.wal / operations, 1),
+      }))
       .sort((a, b) => b.msPerOp - a.msPerOp);
   return { statements: costs(byStatement), triggers: costs(byTrigger) };
 }

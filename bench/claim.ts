@@ -108,7 +108,8 @@ export async function runClaimBench(pool: pg.Pool, options: { pairs: number; cou
   }
 }
 
-const CLAIM_SELECT_SQL = "SELECT id FROM bench.tasks WHERE status = 'ready' AND graph_id = $1 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED";
+const CLAIM_SELECT_SQL =
+  "SELECT id FROM bench.tasks WHERE status = 'ready' AND graph_id = $1 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED";
 
 /**
  * The plan of the claim's row selection with `count` ready rows (bench.tasks has baton's indexes):
@@ -122,7 +123,11 @@ async function claimPlan(pool: pg.Pool, conn: pg.ClientBase, count: number) {
   );
   const top = rows[0]!['QUERY PLAN'][0]!;
   const nodes: string[] = [];
-  for (let node: Record<string, unknown> | undefined = top.Plan; node; node = (node.Plans as Array<Record<string, unknown>> | undefined)?.[0]) {
+  for (
+    let node: Record<string, unknown> | undefined = top.Plan;
+    node;
+    node = (node.Plans as Array<Record<string, unknown>> | undefined)?.[0]
+  ) {
     const index = node['Index Name'] ? ` ${String(node['Index Name'])}` : '';
     const sort = node['Sort Method'] ? ` (${String(node['Sort Method'])})` : '';
     nodes.push(`${String(node['Node Type'])}${index}${sort} rows=${String(node['Actual Rows'])}`);

@@ -44,7 +44,12 @@ async function completeRound(
   const elapsed = nowMs() - start;
   const after = await readCounters(admin, [conn]);
   const costs = await perOperation(admin, before, after, count, overhead);
-  return { perSecond: (count / elapsed) * 1000, latencyMs: latencies(samples), walBytesPerSubmit: costs.walBytes, transactionsPerSubmit: costs.transactions };
+  return {
+    perSecond: (count / elapsed) * 1000,
+    latencyMs: latencies(samples),
+    walBytesPerSubmit: costs.walBytes,
+    transactionsPerSubmit: costs.transactions,
+  };
 }
 
 /**
@@ -61,12 +66,20 @@ export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; 
       options.pairs,
       {
         candidate: () =>
-          completeRound(conn, admin, overhead, options.count, async () => {
-            const graphId = await seedBatonTasks(pool, options.count);
-            await claimAllBatonTasks(pool, graphId);
-            return graphId;
-          }, batonSubmitOnce),
-        baseline: () => completeRound(conn, admin, overhead, options.count, () => seedBareTasks(pool, options.count, 'running'), bareSubmitOnce),
+          completeRound(
+            conn,
+            admin,
+            overhead,
+            options.count,
+            async () => {
+              const graphId = await seedBatonTasks(pool, options.count);
+              await claimAllBatonTasks(pool, graphId);
+              return graphId;
+            },
+            batonSubmitOnce,
+          ),
+        baseline: () =>
+          completeRound(conn, admin, overhead, options.count, () => seedBareTasks(pool, options.count, 'running'), bareSubmitOnce),
       },
       log,
       (p) => `baton ${p.candidate.perSecond.toFixed(0)}/s, bare ${p.baseline.perSecond.toFixed(0)}/s`,

@@ -11,12 +11,21 @@ const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 async function packageVersion(name: string): Promise<string> {
   const file = path.join(REPO_ROOT, 'node_modules', name, 'package.json');
-  return readFile(file, 'utf8').then((t) => (JSON.parse(t) as { version: string }).version, () => 'not installed');
+  return readFile(file, 'utf8').then(
+    (t) => (JSON.parse(t) as { version: string }).version,
+    () => 'not installed',
+  );
 }
 
 async function gitCommit(): Promise<{ commit: string; dirty: boolean }> {
-  const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT }).then((r) => r.stdout.trim(), () => 'unknown');
-  const status = await run('git', ['status', '--porcelain', '--', 'src', 'workflows', 'activities'], { cwd: REPO_ROOT }).then((r) => r.stdout.trim(), () => '');
+  const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT }).then(
+    (r) => r.stdout.trim(),
+    () => 'unknown',
+  );
+  const status = await run('git', ['status', '--porcelain', '--', 'src', 'workflows', 'activities'], { cwd: REPO_ROOT }).then(
+    (r) => r.stdout.trim(),
+    () => '',
+  );
   return { commit, dirty: status.length > 0 };
 }
 
@@ -49,7 +58,9 @@ export async function recordEnvironment(stack: BenchStack) {
       server: stack.stack.temporalServerVersion ?? (await serverVersion(stack)),
       devServerState: stack.stack.temporalCli ? 'in memory (ephemeral)' : 'external',
     },
-    packages: Object.fromEntries(await Promise.all(temporalPackages.map(async (p) => [`@temporalio/${p}`, await packageVersion(`@temporalio/${p}`)] as const))),
+    packages: Object.fromEntries(
+      await Promise.all(temporalPackages.map(async (p) => [`@temporalio/${p}`, await packageVersion(`@temporalio/${p}`)] as const)),
+    ),
     pg: await packageVersion('pg'),
     baton: { poolSizeDefault: POOL_SIZE_DEFAULT, stickyQueueTimeoutMsDefault: STICKY_QUEUE_TIMEOUT_MS_DEFAULT },
   };
@@ -61,4 +72,3 @@ async function serverVersion(stack: BenchStack): Promise<string> {
 }
 
 export type Environment = Awaited<ReturnType<typeof recordEnvironment>> & { workerOptions?: unknown };
-

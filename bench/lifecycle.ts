@@ -24,13 +24,22 @@ interface LifecycleRound {
 }
 
 /** Both workers of the lifecycle and scale benchmarks: a baton worker and a bare one, own processes. */
-export async function startWorkerPair(ctx: BenchContext, tag: string): Promise<{ baton: BenchWorker; bare: BenchWorker; batonQueue: string; bareQueue: string }> {
+export async function startWorkerPair(
+  ctx: BenchContext,
+  tag: string,
+): Promise<{ baton: BenchWorker; bare: BenchWorker; batonQueue: string; bareQueue: string }> {
   const batonQueue = `${ctx.runId}-${tag}-baton`;
   const bareQueue = `${ctx.runId}-${tag}-bare`;
   const common = { slowSteps: 0, slowStepMs: 0 };
   const [baton, bare] = await Promise.all([
-    startBenchWorker({ ...common, kind: 'baton', taskQueue: batonQueue, identity: `${tag}-baton-worker`, workflowBundlePath: ctx.bundles.baton }, ctx.stack.workerEnv),
-    startBenchWorker({ ...common, kind: 'bare', taskQueue: bareQueue, identity: `${tag}-bare-worker`, workflowBundlePath: ctx.bundles.bare }, ctx.stack.workerEnv),
+    startBenchWorker(
+      { ...common, kind: 'baton', taskQueue: batonQueue, identity: `${tag}-baton-worker`, workflowBundlePath: ctx.bundles.baton },
+      ctx.stack.workerEnv,
+    ),
+    startBenchWorker(
+      { ...common, kind: 'bare', taskQueue: bareQueue, identity: `${tag}-bare-worker`, workflowBundlePath: ctx.bundles.bare },
+      ctx.stack.workerEnv,
+    ),
   ]);
   return { baton, bare, batonQueue, bareQueue };
 }
@@ -53,7 +62,9 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
     const probeGraph = await summariseHistory(stack.temporal, graphWorkflowId(probe));
     const probeTask = await summariseHistory(stack.temporal, taskWorkflowId(`${probe}/t0`));
     const activities = probeGraph.activities + probeTask.activities;
-    log(`  lifecycle: one baton lifecycle runs ${activities} activities (${probeTask.activityTypes.join(', ')}); the bare workflow runs as many`);
+    log(
+      `  lifecycle: one baton lifecycle runs ${activities} activities (${probeTask.activityTypes.join(', ')}); the bare workflow runs as many`,
+    );
 
     const batonRound = async (r: number): Promise<LifecycleRound> => {
       const before = await readCounters(admin);
@@ -91,8 +102,13 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
       });
       return { perSecond: (options.count / (nowMs() - start)) * 1000, latencyMs: latencies(samples), ids };
     };
-    const pairs = await interleave('lifecycle', options.pairs, { candidate: batonRound, baseline: bareRound }, log, (p) =>
-      `baton ${p.candidate.perSecond.toFixed(1)}/s p50 ${p.candidate.latencyMs.p50.toFixed(0)} ms, bare ${p.baseline.perSecond.toFixed(1)}/s p50 ${p.baseline.latencyMs.p50.toFixed(0)} ms`,
+    const pairs = await interleave(
+      'lifecycle',
+      options.pairs,
+      { candidate: batonRound, baseline: bareRound },
+      log,
+      (p) =>
+        `baton ${p.candidate.perSecond.toFixed(1)}/s p50 ${p.candidate.latencyMs.p50.toFixed(0)} ms, bare ${p.baseline.perSecond.toFixed(1)}/s p50 ${p.baseline.latencyMs.p50.toFixed(0)} ms`,
     );
 
     // Where a lifecycle's time goes: the histories of the last pair's workflows.
@@ -127,7 +143,17 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
 }
 
 const BREAKDOWN_SAMPLE = 10;
-const BREAKDOWN_FIELDS = ['events', 'workflowTasks', 'activities', 'spanMs', 'workflowTaskWaitMs', 'workflowTaskRunMs', 'activityWaitMs', 'activityRunMs', 'childStartMs'] as const;
+const BREAKDOWN_FIELDS = [
+  'events',
+  'workflowTasks',
+  'activities',
+  'spanMs',
+  'workflowTaskWaitMs',
+  'workflowTaskRunMs',
+  'activityWaitMs',
+  'activityRunMs',
+  'childStartMs',
+] as const;
 
 /** Median per lifecycle, summed over the workflows that make up one lifecycle. */
 async function breakdown(ctx: BenchContext, ids: string[], workflowsOf: (id: string) => string[]) {
@@ -141,5 +167,16 @@ async function breakdown(ctx: BenchContext, ids: string[], workflowsOf: (id: str
     total.spanMs = Math.max(...summaries.map((s) => s.spanMs));
     perLifecycle.push(total);
   }
-  return Object.fromEntries(BREAKDOWN_FIELDS.map((f) => [f, round(quantile(perLifecycle.map((l) => l[f]!), 0.5), 1)]));
+  return Object.fromEntries(
+    BREAKDOWN_FIELDS.map((f) => [
+      f,
+      round(
+        quantile(
+          perLifecycle.map((l) => l[f]!),
+          0.5,
+        ),
+        1,
+      ),
+    ]),
+  );
 }

@@ -69,8 +69,10 @@ export async function claimAllBatonTasks(db: Queryable, graphId: string): Promis
 /** One side of a claim benchmark: claims one task of `graphId`; false when none was left. */
 export type ClaimOnce = (db: Queryable, graphId: string, owner: string) => Promise<boolean>;
 
-export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) => (await taskClaimNext(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
-export const bareClaimOnce: ClaimOnce = async (db, graphId, owner) => ((await db.query(BARE_CLAIM_SQL, [owner, BENCH_LEASE_MS, graphId])).rowCount ?? 0) > 0;
+export const batonClaimOnce: ClaimOnce = async (db, graphId, owner) =>
+  (await taskClaimNext(db, owner, BENCH_LEASE_MS, graphId)) !== undefined;
+export const bareClaimOnce: ClaimOnce = async (db, graphId, owner) =>
+  ((await db.query(BARE_CLAIM_SQL, [owner, BENCH_LEASE_MS, graphId])).rowCount ?? 0) > 0;
 
 export const batonSubmitOnce = (db: Queryable, taskId: string) =>
   taskSubmit(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
@@ -117,8 +119,17 @@ export async function calibrateCounters(admin: pg.ClientBase, workers: pg.Client
 }
 
 /** WAL bytes and committed transactions between two readings, per operation. */
-export async function perOperation(admin: pg.ClientBase, before: DbCounters, after: DbCounters, operations: number, overheadTransactions: number) {
-  const { rows } = await admin.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) AS bytes', [after.walLsn, before.walLsn]);
+export async function perOperation(
+  admin: pg.ClientBase,
+  before: DbCounters,
+  after: DbCounters,
+  operations: number,
+  overheadTransactions: number,
+) {
+  const { rows } = await admin.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) AS bytes', [
+    after.walLsn,
+    before.walLsn,
+  ]);
   return {
     multixacts: (after.multixacts - before.multixacts) / operations,
     walBytes: Number(rows[0]!.bytes) / operations,

@@ -56,7 +56,14 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
   let spawned = 0;
   const spawn = () =>
     startBenchWorker(
-      { kind: 'baton', taskQueue, identity: `recovery-worker-${++spawned}`, workflowBundlePath: ctx.bundles.baton, slowSteps: SLOW_STEPS, slowStepMs: SLOW_STEP_MS },
+      {
+        kind: 'baton',
+        taskQueue,
+        identity: `recovery-worker-${++spawned}`,
+        workflowBundlePath: ctx.bundles.baton,
+        slowSteps: SLOW_STEPS,
+        slowStepMs: SLOW_STEP_MS,
+      },
       stack.workerEnv,
     );
   const workers: BenchWorker[] = await Promise.all([spawn(), spawn()]);
@@ -117,7 +124,10 @@ async function runTrial(
   const { pool, temporal } = ctx.stack;
   const graphId = `${ctx.runId}-rec-${randomUUID().slice(0, 6)}`;
   const taskId = taskIdOf(graphId, 'work');
-  await client.submitGraph(functionGraph(graphId, { work: [] }, { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs, maxAttempts: 3 } }), 'bench');
+  await client.submitGraph(
+    functionGraph(graphId, { work: [] }, { functions: { run: 'slow', verify: 'pass' }, policy: { heartbeatTimeoutMs, maxAttempts: 3 } }),
+    'bench',
+  );
   const deadline = Date.now() + TRIAL_DEADLINE_MS;
   let claimed: TaskRow;
   try {
@@ -125,7 +135,8 @@ async function runTrial(
       kill === 'after-claim' ? 'the claim' : 'the claimant to be mid-run',
       async () => {
         const task = await taskRead(pool, taskId);
-        if (task.status !== 'running' || (kill === 'mid-run' && Number(task.progress?.step ?? 0) < 5)) throw new Error(`status ${task.status}`);
+        if (task.status !== 'running' || (kill === 'mid-run' && Number(task.progress?.step ?? 0) < 5))
+          throw new Error(`status ${task.status}`);
         return task;
       },
       { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: kill === 'after-claim' ? 5 : 25 },
@@ -140,16 +151,24 @@ async function runTrial(
   const killedAt = rows[0]!.now.getTime();
   await victim.kill();
 
-  const outcome = await withDeadline(client.waitForGraph(graphId).catch(() => undefined), deadline);
+  const outcome = await withDeadline(
+    client.waitForGraph(graphId).catch(() => undefined),
+    deadline,
+  );
   const task = await taskRead(pool, taskId);
-  if (!outcome || task.status !== 'verified') return { kill, recovered: false, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
+  if (!outcome || task.status !== 'verified')
+    return { kill, recovered: false, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
   const events = await eventRead(pool, 'task', taskId);
   const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
   if (!nextClaim || !reclaim) return { kill, recovered: false, problem: 'verified without a recorded recovery' };
   const nextClaimAt = new Date(nextClaim.at).getTime();
   const reason = reclaim.reason ?? '';
-  const path: RecoveryPath = reason.startsWith('owner silent: Temporal heartbeat timeout') ? 'heartbeat timeout + run retry' : reason.startsWith('lease expired') ? 'lease expiry' : 'other';
+  const path: RecoveryPath = reason.startsWith('owner silent: Temporal heartbeat timeout')
+    ? 'heartbeat timeout + run retry'
+    : reason.startsWith('lease expired')
+      ? 'lease expiry'
+      : 'other';
   return {
     kill,
     recovered: true,

@@ -10,7 +10,15 @@ import type { Spread } from './stats.js';
 type Result<F extends (...args: never[]) => Promise<unknown>> = Awaited<ReturnType<F>> & { durationS: number };
 
 export interface BenchResults {
-  meta: { runId: string; mode: string; command: string; startedAt: string; durationS: number; pairs: number; sizes: Record<string, unknown> };
+  meta: {
+    runId: string;
+    mode: string;
+    command: string;
+    startedAt: string;
+    durationS: number;
+    pairs: number;
+    sizes: Record<string, unknown>;
+  };
   environment: Environment;
   benchmarks: Partial<{
     claim: Result<typeof runClaimBench>;
@@ -37,7 +45,11 @@ const f = (v: number | undefined, digits = 3) => (v === undefined || !Number.isF
 const range = (s: Spread, digits = 3) => `${f(s.min, digits)}–${f(s.max, digits)}`;
 const iqr = (s: Spread, digits = 3) => `${f(s.p25, digits)}–${f(s.p75, digits)}`;
 const verdict = (value: number, target: { min?: number; max?: number }) =>
-  !Number.isFinite(value) ? 'n/a' : (target.min !== undefined && value < target.min) || (target.max !== undefined && value > target.max) ? '**missed**' : 'met';
+  !Number.isFinite(value)
+    ? 'n/a'
+    : (target.min !== undefined && value < target.min) || (target.max !== undefined && value > target.max)
+      ? '**missed**'
+      : 'met';
 const targetText = (t: { min?: number; max?: number }, unit = '') => (t.min !== undefined ? `≥ ${t.min}${unit}` : `≤ ${t.max}${unit}`);
 
 type Row = [string, string, string, Spread | undefined, string, number?];
@@ -61,7 +73,9 @@ export function renderMarkdown(results: BenchResults): string {
   const rows: Row[] = [];
   const row = (id: string, figure: string, target: { min?: number; max?: number } | undefined, s: Spread | undefined, digits = 3) => {
     if (!s) return;
-    out.push(`| ${id} | ${figure} | ${target ? targetText(target) : '—'} | ${f(s.median, digits)} | ${range(s, digits)} | ${iqr(s, digits)} | ${s.n} | ${target ? verdict(s.median, target) : '—'} |`);
+    out.push(
+      `| ${id} | ${figure} | ${target ? targetText(target) : '—'} | ${f(s.median, digits)} | ${range(s, digits)} | ${iqr(s, digits)} | ${s.n} | ${target ? verdict(s.median, target) : '—'} |`,
+    );
     rows.push([id, figure, '', s, '']);
   };
   if (claim) {
@@ -102,7 +116,9 @@ export function renderMarkdown(results: BenchResults): string {
   if (recovery) {
     row('recovery', `kill → next claim / bound (${recovery.boundMs} ms)`, TARGETS.recovery, recovery.ratio);
     for (const p of recovery.byPath) row('recovery', `… via ${p.path}`, TARGETS.recovery, p.ratio);
-    out.push(`| recovery | tasks lost | 0 | ${recovery.lost} | — | — | ${recovery.trials} | ${recovery.lost === 0 ? 'met' : '**missed**'} |`);
+    out.push(
+      `| recovery | tasks lost | 0 | ${recovery.lost} | — | — | ${recovery.trials} | ${recovery.lost === 0 ? 'met' : '**missed**'} |`,
+    );
   }
   if (scale) {
     for (const s of scale.sizes) {
@@ -113,7 +129,9 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(
         `| scale | ${s.tasks} tasks: baton worker peak RSS (MiB) | ${targetText(TARGETS.scalePeakMiB)} | ${f(peak, 0)} | one run | — | 1 | ${peak === undefined ? 'n/a' : verdict(peak, TARGETS.scalePeakMiB)} |`,
       );
-      out.push(`| scale | ${s.tasks} tasks: graph workflow | completes | ${s.baton.graphWorkflow.outcome.replaceAll('|', '/')} | — | — | 1 | ${s.baton.graphWorkflow.outcome === 'completed' ? 'met' : '**missed**'} |`);
+      out.push(
+        `| scale | ${s.tasks} tasks: graph workflow | completes | ${s.baton.graphWorkflow.outcome.replaceAll('|', '/')} | — | — | 1 | ${s.baton.graphWorkflow.outcome === 'completed' ? 'met' : '**missed**'} |`,
+      );
     }
   }
   out.push('');
@@ -124,10 +142,14 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('| benchmark | pair | first | baton /s | bare /s | baton p50 / p99 ms | bare p50 / p99 ms | WAL B/op baton / bare |');
     out.push('|---|---|---|---|---|---|---|---|');
     claim?.rounds.forEach((r, i) =>
-      out.push(`| claim | ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.walBytesPerClaim} / ${r.bare.walBytesPerClaim} |`),
+      out.push(
+        `| claim | ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.walBytesPerClaim} / ${r.bare.walBytesPerClaim} |`,
+      ),
     );
     complete?.rounds.forEach((r, i) =>
-      out.push(`| complete | ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.walBytesPerSubmit} / ${r.bare.walBytesPerSubmit} |`),
+      out.push(
+        `| complete | ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.walBytesPerSubmit} / ${r.bare.walBytesPerSubmit} |`,
+      ),
     );
     out.push('');
     if (claim) {
@@ -136,15 +158,22 @@ export function renderMarkdown(results: BenchResults): string {
         '',
       );
     }
-    for (const [name, b] of [['claim', claim], ['complete', complete]] as const) {
+    for (const [name, b] of [
+      ['claim', claim],
+      ['complete', complete],
+    ] as const) {
       if (!b) continue;
       out.push(
         `### where one ${name} goes (auto_explain over ${b.anatomy.operations} operations after the pairs; nested statements are included in their caller's time, and tracing inflates times: read the shares)`,
         '',
       );
       out.push('| side | statement or trigger | calls/op | ms/op | WAL B/op |', '|---|---|---|---|---|');
-      for (const [side, a] of [['baton', b.anatomy.baton], ['bare', b.anatomy.bare]] as const) {
-        for (const st of a.statements.slice(0, 10)) out.push(`| ${side} | \`${st.statement.replaceAll('|', '/')}\` | ${st.callsPerOp} | ${st.msPerOp} | ${st.walBytesPerOp} |`);
+      for (const [side, a] of [
+        ['baton', b.anatomy.baton],
+        ['bare', b.anatomy.bare],
+      ] as const) {
+        for (const st of a.statements.slice(0, 10))
+          out.push(`| ${side} | \`${st.statement.replaceAll('|', '/')}\` | ${st.callsPerOp} | ${st.msPerOp} | ${st.walBytesPerOp} |`);
         for (const t of a.triggers) out.push(`| ${side} | trigger ${t.statement} | ${t.callsPerOp} | ${t.msPerOp} | |`);
       }
       out.push('');
@@ -152,7 +181,9 @@ export function renderMarkdown(results: BenchResults): string {
   }
   if (scaling) {
     out.push(`## scaling (${scaling.claimsPerRound} claims per round)`, '', '![scaling](scaling.svg)', '');
-    out.push('| claimers | baton claims/s | bare claims/s | baton / bare | baton scaling | bare scaling | WAL B/claim baton / bare | MultiXacts per claim baton / bare |');
+    out.push(
+      '| claimers | baton claims/s | bare claims/s | baton / bare | baton scaling | bare scaling | WAL B/claim baton / bare | MultiXacts per claim baton / bare |',
+    );
     out.push('|---|---|---|---|---|---|---|---|');
     for (const s of scaling.byClaimers) {
       out.push(
@@ -164,23 +195,47 @@ export function renderMarkdown(results: BenchResults): string {
   }
   if (lifecycle) {
     out.push(`## lifecycle (${lifecycle.lifecyclesPerRound} per round, ${lifecycle.concurrency} in flight)`, '');
-    out.push(`One baton lifecycle runs ${lifecycle.activitiesPerLifecycle} activities (${lifecycle.batonActivityTypes.join(', ')}); each bare workflow runs ${lifecycle.activitiesPerLifecycle} no-op activities.`, '');
-    out.push('Median per lifecycle over the last pair, from the workflows\' histories (server clock; for baton the graph and task workflows summed):', '');
-    out.push('| | events | workflow tasks | activities | span ms | WFT wait ms | WFT run ms | activity wait ms | activity run ms | child start ms |');
+    out.push(
+      `One baton lifecycle runs ${lifecycle.activitiesPerLifecycle} activities (${lifecycle.batonActivityTypes.join(', ')}); each bare workflow runs ${lifecycle.activitiesPerLifecycle} no-op activities.`,
+      '',
+    );
+    out.push(
+      "Median per lifecycle over the last pair, from the workflows' histories (server clock; for baton the graph and task workflows summed):",
+      '',
+    );
+    out.push(
+      '| | events | workflow tasks | activities | span ms | WFT wait ms | WFT run ms | activity wait ms | activity run ms | child start ms |',
+    );
     out.push('|---|---|---|---|---|---|---|---|---|---|');
     for (const [name, b] of Object.entries(lifecycle.breakdown)) {
-      out.push(`| ${name} | ${b.events} | ${b.workflowTasks} | ${b.activities} | ${b.spanMs} | ${b.workflowTaskWaitMs} | ${b.workflowTaskRunMs} | ${b.activityWaitMs} | ${b.activityRunMs} | ${b.childStartMs} |`);
+      out.push(
+        `| ${name} | ${b.events} | ${b.workflowTasks} | ${b.activities} | ${b.spanMs} | ${b.workflowTaskWaitMs} | ${b.workflowTaskRunMs} | ${b.activityWaitMs} | ${b.activityRunMs} | ${b.childStartMs} |`,
+      );
     }
-    out.push('', `The baton worker's Postgres pool (max ${lifecycle.pool.max}) had up to ${lifecycle.pool.maxWaiting} callers waiting; some waited in ${f(lifecycle.pool.waitingShare * 100, 1)}% of 50 ms samples.`);
-    out.push('', '| pair | first | baton /s | bare /s | baton p50 / p99 ms | bare p50 / p99 ms | baton Postgres transactions per lifecycle |', '|---|---|---|---|---|---|---|');
+    out.push(
+      '',
+      `The baton worker's Postgres pool (max ${lifecycle.pool.max}) had up to ${lifecycle.pool.maxWaiting} callers waiting; some waited in ${f(lifecycle.pool.waitingShare * 100, 1)}% of 50 ms samples.`,
+    );
+    out.push(
+      '',
+      '| pair | first | baton /s | bare /s | baton p50 / p99 ms | bare p50 / p99 ms | baton Postgres transactions per lifecycle |',
+      '|---|---|---|---|---|---|---|',
+    );
     lifecycle.rounds.forEach((r, i) =>
-      out.push(`| ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.transactionsPerLifecycle ?? ''} |`),
+      out.push(
+        `| ${i + 1} | ${r.first} | ${r.baton.perSecond} | ${r.bare.perSecond} | ${r.baton.p50Ms} / ${r.baton.p99Ms} | ${r.bare.p50Ms} / ${r.bare.p99Ms} | ${r.baton.transactionsPerLifecycle ?? ''} |`,
+      ),
     );
     out.push('');
   }
   if (recovery) {
-    out.push(`## recovery (heartbeat timeout ${recovery.heartbeatTimeoutMs} ms + retry interval ${recovery.retryIntervalMs} ms = bound ${recovery.boundMs} ms; sticky queue timeout ${recovery.stickyQueueTimeoutMs} ms)`, '');
-    out.push('| trial | kill | kill → next claim ms | ratio | path | kill → claim released ms | run attempt that took over | workflow task timeouts (at ms, waited ms) |');
+    out.push(
+      `## recovery (heartbeat timeout ${recovery.heartbeatTimeoutMs} ms + retry interval ${recovery.retryIntervalMs} ms = bound ${recovery.boundMs} ms; sticky queue timeout ${recovery.stickyQueueTimeoutMs} ms)`,
+      '',
+    );
+    out.push(
+      '| trial | kill | kill → next claim ms | ratio | path | kill → claim released ms | run attempt that took over | workflow task timeouts (at ms, waited ms) |',
+    );
     out.push('|---|---|---|---|---|---|---|---|');
     recovery.trialsDetail.forEach((t, i) =>
       out.push(
@@ -192,11 +247,14 @@ export function renderMarkdown(results: BenchResults): string {
   }
   if (scale) {
     out.push('## scale (independent no-op tasks; bare: as many client-started bare workflows)', '');
-    out.push('| tasks | baton submit ms | baton verified (ms) | baton /s | graph workflow | history events (per task) | history MiB | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |');
+    out.push(
+      '| tasks | baton submit ms | baton verified (ms) | baton /s | graph workflow | history events (per task) | history MiB | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
+    );
     out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const s of scale.sizes) {
       const b = s.baton;
-      const cpu = (c: { seconds: Record<string, number> } | undefined) => (c ? `${c.seconds.worker ?? '?'} / ${c.seconds.temporalServer ?? '?'} / ${c.seconds.postgres ?? '?'}` : '');
+      const cpu = (c: { seconds: Record<string, number> } | undefined) =>
+        c ? `${c.seconds.worker ?? '?'} / ${c.seconds.temporalServer ?? '?'} / ${c.seconds.postgres ?? '?'}` : '';
       const failure = b.graphWorkflow.lastFailure ? ` (last workflow task failure: ${b.graphWorkflow.lastFailure})` : '';
       out.push(
         `| ${s.tasks} | ${b.submitMs} | ${b.verified} (${b.allVerifiedMs ?? `deadline ${b.elapsedMs}`}) | ${b.perSecond} | ${b.graphWorkflow.outcome.replaceAll('|', '/')}${failure} | ` +
@@ -211,7 +269,9 @@ export function renderMarkdown(results: BenchResults): string {
         `- ${s.tasks} tasks: first claim ${b.phasesMsSinceSubmit.firstClaim ?? 'n/a'} ms after submit, last claim ${b.phasesMsSinceSubmit.lastClaim ?? 'n/a'} ms, last verified ${b.phasesMsSinceSubmit.lastVerified ?? 'n/a'} ms; ` +
           `median claim → verified ${b.phasesMsSinceSubmit.medianClaimToVerifiedMs ?? 'n/a'} ms; ` +
           `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms, repo and base read (twice per lifecycle) ${b.specRead.selectGraphSourceMedianMs} ms; graph history grew ${b.historyEventsPerSecond ?? 'n/a'} events/s` +
-          (b.projectedHistoryLimitS ? `, reaching Temporal's 51,200-event limit after about ${b.projectedHistoryLimitS} s at that rate` : '') +
+          (b.projectedHistoryLimitS
+            ? `, reaching Temporal's 51,200-event limit after about ${b.projectedHistoryLimitS} s at that rate`
+            : '') +
           `; workflow task failures ${b.graphWorkflow.workflowTaskFailures}, timeouts ${b.graphWorkflow.workflowTaskTimeouts}, longest workflow task ${b.graphWorkflow.longestWorkflowTaskMs} ms` +
           (b.graphWorkflow.terminatedReason ? `; terminated: ${b.graphWorkflow.terminatedReason}` : '') +
           `; worker heap ${b.workerHeapUsedMiB} MiB at the end; Postgres pool (max ${b.pool.max}) had up to ${b.pool.maxWaiting} callers waiting, some waiting in ${f(b.pool.waitingShare * 100, 1)}% of samples` +
@@ -222,10 +282,20 @@ export function renderMarkdown(results: BenchResults): string {
   }
 
   out.push('## environment', '');
-  out.push(`- machine: ${env.machine.nproc} cores, ${env.machine.cpuModel}, ${env.machine.memoryGiB} GiB, load average at start ${env.machine.loadAverageAtStart.join(' ')}; ${env.machine.platform}`);
-  out.push(`- Node ${env.node}; pg ${env.pg}; ${Object.entries(env.packages).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  out.push(
+    `- machine: ${env.machine.nproc} cores, ${env.machine.cpuModel}, ${env.machine.memoryGiB} GiB, load average at start ${env.machine.loadAverageAtStart.join(' ')}; ${env.machine.platform}`,
+  );
+  out.push(
+    `- Node ${env.node}; pg ${env.pg}; ${Object.entries(env.packages)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   out.push(`- Postgres: ${env.postgres.version}${env.postgres.embedded ? ' (embedded)' : ''}`);
-  out.push(`- Postgres non-default settings: ${Object.entries(env.postgres.nonDefaultSettings).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`);
+  out.push(
+    `- Postgres non-default settings: ${Object.entries(env.postgres.nonDefaultSettings)
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(', ')}`,
+  );
   out.push(`- Temporal: CLI ${env.temporal.cli}; server ${env.temporal.server}; state ${env.temporal.devServerState}`);
   out.push(`- baton: pool size ${env.baton.poolSizeDefault}, sticky queue timeout ${env.baton.stickyQueueTimeoutMsDefault} ms`);
   if (lifecycle) {
@@ -234,7 +304,9 @@ export function renderMarkdown(results: BenchResults): string {
         .filter(([k]) => k !== 'taskQueue')
         .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
         .join(', ')}`;
-    out.push(`- resolved worker options (baton, ${lifecycle.workerOptions.baton.length} Temporal workers, pg pool max ${lifecycle.workerOptions.batonPoolMax}):`);
+    out.push(
+      `- resolved worker options (baton, ${lifecycle.workerOptions.baton.length} Temporal workers, pg pool max ${lifecycle.workerOptions.batonPoolMax}):`,
+    );
     for (const o of lifecycle.workerOptions.baton) out.push(`  - ${summarise(o)}`);
     out.push('- resolved worker options (bare):');
     for (const o of lifecycle.workerOptions.bare) out.push(`  - ${summarise(o)}`);
@@ -257,9 +329,11 @@ export function renderScalingChart(results: BenchResults): string | undefined {
   const line = (values: number[], color: string, label: string, dash = '') => {
     const d = points.map((p, i) => `${i ? 'L' : 'M'}${x(p.claimers).toFixed(1)},${y(values[i]!).toFixed(1)}`).join(' ');
     const last = points.at(-1)!;
-    return `<path d="${d}" fill="none" stroke="${color}" stroke-width="2" ${dash ? `stroke-dasharray="${dash}"` : ''}/>` +
+    return (
+      `<path d="${d}" fill="none" stroke="${color}" stroke-width="2" ${dash ? `stroke-dasharray="${dash}"` : ''}/>` +
       points.map((p, i) => `<circle cx="${x(p.claimers).toFixed(1)}" cy="${y(values[i]!).toFixed(1)}" r="3" fill="${color}"/>`).join('') +
-      `<text x="${(x(last.claimers) + 8).toFixed(1)}" y="${(y(values.at(-1)!) + 4).toFixed(1)}" font-size="12" fill="${color}">${label}</text>`;
+      `<text x="${(x(last.claimers) + 8).toFixed(1)}" y="${(y(values.at(-1)!) + 4).toFixed(1)}" font-size="12" fill="${color}">${label}</text>`
+    );
   };
   const ticksY = Array.from({ length: Math.floor(maxY / 0.5) + 1 }, (_, i) => i * 0.5);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
@@ -268,9 +342,22 @@ export function renderScalingChart(results: BenchResults): string | undefined {
 ${ticksY.map((v) => `<line x1="${margin.left}" x2="${width - margin.right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#ddd"/><text x="${margin.left - 8}" y="${(y(v) + 4).toFixed(1)}" font-size="11" text-anchor="end">${v.toFixed(1)}</text>`).join('\n')}
 ${points.map((p) => `<text x="${x(p.claimers).toFixed(1)}" y="${height - margin.bottom + 18}" font-size="11" text-anchor="middle">${p.claimers}</text>`).join('\n')}
 <text x="${((width - margin.right + margin.left) / 2).toFixed(1)}" y="${height - 8}" font-size="12" text-anchor="middle">concurrent claimers (separate connections)</text>
-${line(points.map((p) => p.batonScaling.median), '#c0392b', 'baton scaling')}
-${line(points.map((p) => p.bareScaling.median), '#2471a3', 'bare scaling')}
-${line(points.map((p) => p.ratio.median), '#555', 'baton / bare', '5,4')}
+${line(
+  points.map((p) => p.batonScaling.median),
+  '#c0392b',
+  'baton scaling',
+)}
+${line(
+  points.map((p) => p.bareScaling.median),
+  '#2471a3',
+  'bare scaling',
+)}
+${line(
+  points.map((p) => p.ratio.median),
+  '#555',
+  'baton / bare',
+  '5,4',
+)}
 </svg>
 `;
 }

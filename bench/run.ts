@@ -30,8 +30,28 @@ type BenchmarkId = (typeof BENCHMARK_IDS)[number];
 
 /** The full run's sizes; `--quick` shrinks each so the whole suite smoke-runs in a few minutes. */
 const PROFILES = {
-  full: { pairs: 6, claims: 2_000, scalingPairs: 5, scalingClaims: 1_500, lifecycles: 40, lifecycleConcurrency: 8, recoveryTrials: 6, scaleTasks: 10_000, scaleCurve: [500, 2_000] },
-  quick: { pairs: 3, claims: 400, scalingPairs: 2, scalingClaims: 400, lifecycles: 12, lifecycleConcurrency: 4, recoveryTrials: 2, scaleTasks: 300, scaleCurve: [100] },
+  full: {
+    pairs: 6,
+    claims: 2_000,
+    scalingPairs: 5,
+    scalingClaims: 1_500,
+    lifecycles: 40,
+    lifecycleConcurrency: 8,
+    recoveryTrials: 6,
+    scaleTasks: 10_000,
+    scaleCurve: [500, 2_000],
+  },
+  quick: {
+    pairs: 3,
+    claims: 400,
+    scalingPairs: 2,
+    scalingClaims: 400,
+    lifecycles: 12,
+    lifecycleConcurrency: 4,
+    recoveryTrials: 2,
+    scaleTasks: 300,
+    scaleCurve: [100],
+  },
 };
 
 const program = new Command()
@@ -43,18 +63,33 @@ const program = new Command()
   .option('--recovery-trials <n>', 'recovery: workers killed after the warm-up (default 6; quick 2)', parsePositiveInt)
   .option('--scale-tasks <n>', 'size of the headline scale graph (default 10000; quick 300)', parsePositiveInt)
   .option('--scale-curve <sizes>', 'smaller scale sizes run first, comma-separated (default 500,2000; quick 100); "none" for none')
-  .option('--scale-deadline-s <s>', 'cut off each side of a scale size after this long (default: 60 s + 120 ms per task up to 2,000 tasks, at most 300 s; 120 s above)', parsePositiveInt)
+  .option(
+    '--scale-deadline-s <s>',
+    'cut off each side of a scale size after this long (default: 60 s + 120 ms per task up to 2,000 tasks, at most 300 s; 120 s above)',
+    parsePositiveInt,
+  )
   .option('--no-scale-baseline', 'scale: run baton only (for long investigations of one size)')
   .option('--out <dir>', 'where to write latest.json, latest.md and the chart', RESULTS_DIR)
   .parse();
 
-const opts = program.opts<{ quick?: boolean; only?: string; pairs?: number; recoveryTrials?: number; scaleTasks?: number; scaleCurve?: string; scaleDeadlineS?: number; scaleBaseline: boolean; out: string }>();
+const opts = program.opts<{
+  quick?: boolean;
+  only?: string;
+  pairs?: number;
+  recoveryTrials?: number;
+  scaleTasks?: number;
+  scaleCurve?: string;
+  scaleDeadlineS?: number;
+  scaleBaseline: boolean;
+  out: string;
+}>();
 const profile = opts.quick ? PROFILES.quick : PROFILES.full;
 const selected = new Set<BenchmarkId>((opts.only?.split(',').map((s) => s.trim()) ?? BENCHMARK_IDS) as BenchmarkId[]);
 for (const id of selected) if (!BENCHMARK_IDS.includes(id)) throw new InvalidArgumentError(`unknown benchmark ${id}`);
 const pairs = opts.pairs ?? profile.pairs;
 const scaleTasks = opts.scaleTasks ?? profile.scaleTasks;
-const scaleCurve = opts.scaleCurve === 'none' ? [] : (opts.scaleCurve?.split(',').map((size) => parsePositiveInt(size)) ?? profile.scaleCurve);
+const scaleCurve =
+  opts.scaleCurve === 'none' ? [] : (opts.scaleCurve?.split(',').map((size) => parsePositiveInt(size)) ?? profile.scaleCurve);
 const scaleSizes = [...scaleCurve.filter((s) => s < scaleTasks), scaleTasks];
 // Sizes up to 2,000 run to the end (the curve); above, both sides run for a fixed window and are
 // compared by rate, so the default run fits in about 20 minutes on 2 cores.
@@ -90,7 +125,9 @@ async function main(): Promise<void> {
   const errors: Partial<Record<BenchmarkId, string>> = {};
   try {
     const environment = await recordEnvironment(stack);
-    log(`Postgres ${stack.stack.postgresVersion}, Temporal ${environment.temporal.server}, ${environment.machine.nproc} cores (${environment.machine.cpuModel})`);
+    log(
+      `Postgres ${stack.stack.postgresVersion}, Temporal ${environment.temporal.server}, ${environment.machine.nproc} cores (${environment.machine.cpuModel})`,
+    );
     await createBareTable(stack.pool);
     const needsTemporal = ['lifecycle', 'recovery', 'scale'].some((id) => selected.has(id as BenchmarkId));
     const bundles = needsTemporal ? await buildBundles(bundleDir) : { baton: '', bare: '' };
@@ -109,7 +146,9 @@ async function main(): Promise<void> {
     };
     await step('claim', () => runClaimBench(stack.pool, { pairs, count: profile.claims }, log));
     await step('complete', () => runCompleteBench(stack.pool, { pairs, count: profile.claims }, log));
-    await step('scaling', () => runScalingBench(stack.pool, { pairs: opts.pairs ?? profile.scalingPairs, count: profile.scalingClaims }, log));
+    await step('scaling', () =>
+      runScalingBench(stack.pool, { pairs: opts.pairs ?? profile.scalingPairs, count: profile.scalingClaims }, log),
+    );
     let activities = 5;
     await step('lifecycle', async () => {
       const result = await runLifecycleBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency });
@@ -117,7 +156,9 @@ async function main(): Promise<void> {
       return result;
     });
     await step('recovery', () => runRecoveryBench(ctx, { trials: opts.recoveryTrials ?? profile.recoveryTrials }));
-    await step('scale', () => runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }));
+    await step('scale', () =>
+      runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),
+    );
 
     const results: BenchResults = {
       meta: {

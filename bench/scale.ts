@@ -82,7 +82,14 @@ async function workflowTaskAccount(temporal: Client, workflowId: string) {
       terminatedReason = e.workflowExecutionTerminatedEventAttributes.reason ?? 'terminated';
     }
   }
-  return { workflowTaskFailures: failures, workflowTaskTimeouts: timeouts, longestWorkflowTaskMs: Math.round(longestMs), lastAttemptFailed, lastFailure, terminatedReason };
+  return {
+    workflowTaskFailures: failures,
+    workflowTaskTimeouts: timeouts,
+    longestWorkflowTaskMs: Math.round(longestMs),
+    lastAttemptFailed,
+    lastFailure,
+    terminatedReason,
+  };
 }
 
 /** A baton graph of `tasks` independent no-op tasks, from submit to every task verified in Postgres. */
@@ -120,7 +127,10 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
       [graphId],
     );
     const verified = rows[0]!.verified;
-    const description = await stack.temporal.workflow.getHandle(workflowId).describe().catch(() => undefined);
+    const description = await stack.temporal.workflow
+      .getHandle(workflowId)
+      .describe()
+      .catch(() => undefined);
     const memory = await memoryOf(worker.pid);
     const sample = {
       atS: round((nowMs() - start) / 1000, 1),
@@ -132,7 +142,9 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     samples.push(sample);
     if (nowMs() - lastLog > 30_000) {
       lastLog = nowMs();
-      log(`    baton ${tasks}: ${sample.atS}s verified ${verified}, graph history ${sample.historyLength} events, worker RSS ${sample.workerRssMiB} MiB, ${description?.status.name ?? '?'}`);
+      log(
+        `    baton ${tasks}: ${sample.atS}s verified ${verified}, graph history ${sample.historyLength} events, worker RSS ${sample.workerRssMiB} MiB, ${description?.status.name ?? '?'}`,
+      );
     }
     if (allVerifiedMs === undefined && verified === tasks) allVerifiedMs = nowMs() - start;
     const settled = graphDoneMs !== undefined || (description && description.status.name !== 'RUNNING');
@@ -141,7 +153,10 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     throw notSettled;
   };
   // Samples until the graph settles; a graph still running at the deadline is measured as it stands.
-  await waitFor(`graph ${graphId} to settle`, takeSample, { timeoutMs: Math.max(0, deadline - nowMs()), intervalMs: SAMPLE_INTERVAL_MS }).catch((error: unknown) => {
+  await waitFor(`graph ${graphId} to settle`, takeSample, {
+    timeoutMs: Math.max(0, deadline - nowMs()),
+    intervalMs: SAMPLE_INTERVAL_MS,
+  }).catch((error: unknown) => {
     if (!(error instanceof NotReadyError && error.lastError === notSettled)) throw error;
   });
   const elapsedMs = nowMs() - start;
@@ -166,7 +181,13 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     'SELECT status, count(*)::int AS n FROM baton.tasks WHERE graph_id = $1 GROUP BY status ORDER BY status',
     [graphId],
   );
-  const { rows: phases } = await stack.pool.query<{ first_claim: Date; last_claim: Date; last_verified: Date; median_claim_to_verified_ms: number; submitted_at: Date }>(
+  const { rows: phases } = await stack.pool.query<{
+    first_claim: Date;
+    last_claim: Date;
+    last_verified: Date;
+    median_claim_to_verified_ms: number;
+    submitted_at: Date;
+  }>(
     `SELECT min(e.at) FILTER (WHERE e.kind = 'claimed') AS first_claim, max(e.at) FILTER (WHERE e.kind = 'claimed') AS last_claim,
             max(e.at) FILTER (WHERE e.kind = 'verified') AS last_verified, g.submitted_at,
             (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM v.at - c.at) * 1000)
@@ -183,7 +204,8 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const growing = samples.filter((x, i) => x.historyLength !== undefined && (i === 0 || samples[i - 1]!.verified < tasks));
   const first = growing.find((x) => (x.historyLength ?? 0) > 0);
   const last = growing.at(-1);
-  const historyPerSecond = first && last && last.atS > first.atS ? (last.historyLength! - first.historyLength!) / (last.atS - first.atS) : undefined;
+  const historyPerSecond =
+    first && last && last.atS > first.atS ? (last.historyLength! - first.historyLength!) / (last.atS - first.atS) : undefined;
   const eventsPerTask = description.historyLength && verified ? description.historyLength / Math.max(verified, 1) : undefined;
   return {
     tasks,
@@ -226,7 +248,14 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
 }
 
 /** The same number of bare workflows (as many no-op activities each), started by the client. */
-async function runBareScale(ctx: BenchContext, worker: BenchWorker, taskQueue: string, tasks: number, activities: number, deadlineMs: number) {
+async function runBareScale(
+  ctx: BenchContext,
+  worker: BenchWorker,
+  taskQueue: string,
+  tasks: number,
+  activities: number,
+  deadlineMs: number,
+) {
   const { temporal } = ctx.stack;
   const stopCpu = await cpuAccounting(ctx, worker);
   const start = nowMs();
@@ -237,7 +266,9 @@ async function runBareScale(ctx: BenchContext, worker: BenchWorker, taskQueue: s
   const timer = setTimeout(() => (timedOut = true), deadlineMs);
   try {
     await runConcurrent(tasks, BARE_START_CONCURRENCY, (i) =>
-      timedOut ? Promise.resolve() : temporal.workflow.start('bareWorkflow', { taskQueue, workflowId: ids[i]!, args: [{ activities }] }).then(() => undefined),
+      timedOut
+        ? Promise.resolve()
+        : temporal.workflow.start('bareWorkflow', { taskQueue, workflowId: ids[i]!, args: [{ activities }] }).then(() => undefined),
     );
     const startedMs = nowMs() - start;
     let done = 0;
@@ -250,7 +281,10 @@ async function runBareScale(ctx: BenchContext, worker: BenchWorker, taskQueue: s
       if (timedOut) return;
       const finished = await ctx.stack.connection
         .withAbortSignal(abort.signal, () => temporal.workflow.getHandle(ids[i]!).result())
-        .then(() => true, () => false);
+        .then(
+          () => true,
+          () => false,
+        );
       if (finished && !timedOut) done++;
     });
     clearTimeout(abortTimer);
@@ -319,14 +353,20 @@ function thin<T>(items: T[], max: number): T[] {
  * and a fresh bare worker runs as many bare workflows; both from submit to all done, with the
  * worker's peak memory, CPU by process and the graph workflow's history.
  */
-export async function runScaleBench(ctx: BenchContext, options: { sizes: number[]; activities: number; deadlineMs: (tasks: number) => number; baseline?: boolean }) {
+export async function runScaleBench(
+  ctx: BenchContext,
+  options: { sizes: number[]; activities: number; deadlineMs: (tasks: number) => number; baseline?: boolean },
+) {
   const results = [];
   for (const [i, tasks] of options.sizes.entries()) {
     ctx.log(`  scale: ${tasks} tasks`);
     const workers = await startWorkerPair(ctx, `scale${tasks}`);
     try {
       const runBaton = () => runBatonScale(ctx, workers.baton, workers.batonQueue, tasks, options.deadlineMs(tasks));
-      const runBare = () => (options.baseline === false ? Promise.resolve(undefined) : runBareScale(ctx, workers.bare, workers.bareQueue, tasks, options.activities, options.deadlineMs(tasks)));
+      const runBare = () =>
+        options.baseline === false
+          ? Promise.resolve(undefined)
+          : runBareScale(ctx, workers.bare, workers.bareQueue, tasks, options.activities, options.deadlineMs(tasks));
       let baton;
       let bare;
       // Alternate which side runs first from one size to the next.
@@ -342,9 +382,17 @@ export async function runScaleBench(ctx: BenchContext, options: { sizes: number[
       ctx.log(
         `  scale ${tasks}: baton ${baton.allVerifiedMs !== undefined ? `all verified in ${baton.allVerifiedMs} ms` : `${baton.verified} verified in ${baton.elapsedMs} ms (deadline)`}, ` +
           `graph workflow ${baton.graphWorkflow.outcome} (${baton.graphWorkflow.historyLength} events)` +
-          (bare ? `; bare ${bare.allDoneMs !== undefined ? `all done in ${bare.allDoneMs} ms` : `${bare.done} done in ${bare.elapsedMs} ms (deadline)`}; throughput ratio ${ratio?.toFixed(3)}` : ''),
+          (bare
+            ? `; bare ${bare.allDoneMs !== undefined ? `all done in ${bare.allDoneMs} ms` : `${bare.done} done in ${bare.elapsedMs} ms (deadline)`}; throughput ratio ${ratio?.toFixed(3)}`
+            : ''),
       );
-      results.push({ tasks, throughputRatio: ratio === undefined ? undefined : round(ratio, 3), bothCompleted: baton.allVerifiedMs !== undefined && bare?.allDoneMs !== undefined, baton, bare });
+      results.push({
+        tasks,
+        throughputRatio: ratio === undefined ? undefined : round(ratio, 3),
+        bothCompleted: baton.allVerifiedMs !== undefined && bare?.allDoneMs !== undefined,
+        baton,
+        bare,
+      });
     } finally {
       await Promise.all([workers.baton.kill(), workers.bare.kill()]);
     }

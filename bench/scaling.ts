@@ -12,7 +12,13 @@ interface ScalingRun {
 }
 
 /** `count` ready tasks claimed by `claimers` connections at once, each claiming until none is left. */
-async function claimAll(admin: pg.ClientBase, conns: pg.ClientBase[], graphId: string, count: number, claim: ClaimOnce): Promise<ScalingRun> {
+async function claimAll(
+  admin: pg.ClientBase,
+  conns: pg.ClientBase[],
+  graphId: string,
+  count: number,
+  claim: ClaimOnce,
+): Promise<ScalingRun> {
   let claimed = 0;
   const before = await readCounters(admin);
   const start = nowMs();
@@ -70,9 +76,17 @@ export async function runScalingBench(pool: pg.Pool, options: { pairs: number; c
       /** throughput(N) / throughput(1), within each round. */
       batonScaling: spread(rounds.map((s) => s[n]!.baton.perSecond / s[one]!.baton.perSecond)),
       bareScaling: spread(rounds.map((s) => s[n]!.bare.perSecond / s[one]!.bare.perSecond)),
-      walBytesPerClaim: { baton: spread(rounds.map((s) => s[n]!.baton.walBytesPerClaim)), bare: spread(rounds.map((s) => s[n]!.bare.walBytesPerClaim)) },
-      multixactsPerClaim: { baton: spread(rounds.map((s) => s[n]!.baton.multixactsPerClaim)), bare: spread(rounds.map((s) => s[n]!.bare.multixactsPerClaim)) },
+      walBytesPerClaim: {
+        baton: spread(rounds.map((s) => s[n]!.baton.walBytesPerClaim)),
+        bare: spread(rounds.map((s) => s[n]!.bare.walBytesPerClaim)),
+      },
+      multixactsPerClaim: {
+        baton: spread(rounds.map((s) => s[n]!.baton.multixactsPerClaim)),
+        bare: spread(rounds.map((s) => s[n]!.bare.multixactsPerClaim)),
+      },
     })),
-    rounds: rounds.map((s) => Object.fromEntries(counts.map((n) => [n, { baton: round(s[n]!.baton.perSecond, 1), bare: round(s[n]!.bare.perSecond, 1) }]))),
+    rounds: rounds.map((s) =>
+      Object.fromEntries(counts.map((n) => [n, { baton: round(s[n]!.baton.perSecond, 1), bare: round(s[n]!.bare.perSecond, 1) }])),
+    ),
   };
 }

@@ -31,7 +31,10 @@ export async function startBenchWorker(config: WorkerProcessConfig, env: Record<
   });
   const { output, exited } = watchChild(child);
   const ready = await new Promise<Extract<WorkerMessage, { type: 'ready' }>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`bench worker ${config.identity} not ready after ${WORKER_READY_TIMEOUT_MS} ms:\n${output()}`)), WORKER_READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`bench worker ${config.identity} not ready after ${WORKER_READY_TIMEOUT_MS} ms:\n${output()}`)),
+      WORKER_READY_TIMEOUT_MS,
+    );
     child.on('message', (m: WorkerMessage) => {
       if (m.type === 'ready') {
         clearTimeout(timer);

@@ -27,7 +27,11 @@ function nodeOf(root: string, file: string): string {
 
 /** A file's node: its path from `root` without the extension (`../errors.js` names src/errors.ts). */
 function fileOf(root: string, file: string): string {
-  return path.relative(root, file).split(path.sep).join('/').replace(/\.[jt]s$/, '');
+  return path
+    .relative(root, file)
+    .split(path.sep)
+    .join('/')
+    .replace(/\.[jt]s$/, '');
 }
 
 /** node -> imported node -> one import behind that edge, as `file: 'specifier'`. */
@@ -146,7 +150,8 @@ export function checkImportCycles(root: string = ROOT): ImportCycle[] {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = process.argv[2] ? path.resolve(process.argv[2]) : ROOT;
   const cycles = [...checkImportCycles(root), ...checkFileImportCycles(root)];
-  for (const c of cycles) process.stderr.write(`import cycle ${[...c.nodes, c.nodes[0]].join(' -> ')}\n${c.evidence.map((e) => `  ${e}\n`).join('')}`);
+  for (const c of cycles)
+    process.stderr.write(`import cycle ${[...c.nodes, c.nodes[0]].join(' -> ')}\n${c.evidence.map((e) => `  ${e}\n`).join('')}`);
   process.stderr.write(`import cycle check (folders and files): ${cycles.length ? `${cycles.length} cycle(s)` : 'ok'}\n`);
   process.exitCode = cycles.length ? 1 : 0;
 }

@@ -124,7 +124,9 @@ export function checkRequirementIds(root: string = ROOT, options: { paths?: read
   }
   const families = [...new Set([...firstDefinition.keys()].map((id) => id[0]!))].sort().join('');
   if (!families) {
-    return [{ file: REQUIREMENTS_DOC, line: 0, id: '', message: 'defines no requirement ids (expected headings such as "### T1 Task record")' }];
+    return [
+      { file: REQUIREMENTS_DOC, line: 0, id: '', message: 'defines no requirement ids (expected headings such as "### T1 Task record")' },
+    ];
   }
   for (const file of scannedFiles(root, options.paths ?? SCANNED_PATHS)) {
     const relative = path.relative(root, file).split(path.sep).join('/');

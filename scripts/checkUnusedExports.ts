@@ -76,7 +76,11 @@ function specifierOf(node: ts.Node): string | undefined {
 
 /** Every export of the checked folders that no other file of the project imports. */
 export function checkUnusedExports(root: string = ROOT): UnusedExport[] {
-  const config = ts.getParsedCommandLineOfConfigFile(path.join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(root, 'tsconfig.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
   if (!config) throw new Error(`cannot read ${path.join(root, 'tsconfig.json')}`);
   const program = ts.createProgram(config.fileNames, config.options);
   const checker = program.getTypeChecker();

@@ -21,7 +21,10 @@ function forbiddenReason(specifier: string, resolved: string | undefined): strin
   if (specifier.startsWith('node:') || builtinModules.includes(specifier.split('/')[0]!)) return 'Node built-in';
   if (specifier === 'pg' || specifier.startsWith('pg/') || specifier.startsWith('pg-')) return 'Postgres driver';
   if (resolved && FORBIDDEN_DIRS.some((dir) => resolved.startsWith(dir + path.sep) || resolved === dir)) {
-    return `non-deterministic code under ${path.relative(ROOT, FORBIDDEN_DIRS.find((d) => resolved.startsWith(d))!)}`;
+    return `non-deterministic code under ${path.relative(
+      ROOT,
+      FORBIDDEN_DIRS.find((d) => resolved.startsWith(d))!,
+    )}`;
   }
   return undefined;
 }
@@ -44,7 +47,12 @@ function valueImports(file: string): string[] {
       const named = clause?.namedBindings;
       const allTypes =
         clause?.isTypeOnly ||
-        (clause && !clause.name && named && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly));
+        (clause &&
+          !clause.name &&
+          named &&
+          ts.isNamedImports(named) &&
+          named.elements.length > 0 &&
+          named.elements.every((e) => e.isTypeOnly));
       if (!allTypes) specifiers.push(node.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       if (!node.isTypeOnly) specifiers.push(node.moduleSpecifier.text);

@@ -13,7 +13,9 @@ import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../src/db/schemaSnapshot.js';
 const given = readEnv(DATABASE_URL_ENV);
 // Under .baton like the tests' server: run as root, the `postgres` OS user must reach the data folder.
 const home = given ? undefined : path.join(batonHome(), 'snapshot', `run-${process.pid}`);
-const embedded = home ? await startEmbeddedPostgres({ dataDir: path.join(home, 'postgres'), log: (line) => console.error(line) }) : undefined;
+const embedded = home
+  ? await startEmbeddedPostgres({ dataDir: path.join(home, 'postgres'), log: (line) => console.error(line) })
+  : undefined;
 const serverUrl = given ?? embedded!.url;
 const database = `baton_snapshot_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 try {

@@ -20,7 +20,8 @@ import { createBatonWorker } from '../src/worker.js';
 import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
 
 const label = process.argv[2];
-if (!label || !/^[a-z0-9-]+$/.test(label)) throw new Error('usage: tsx scripts/recordGraphHistories.ts <label: lowercase letters, digits, dashes>');
+if (!label || !/^[a-z0-9-]+$/.test(label))
+  throw new Error('usage: tsx scripts/recordGraphHistories.ts <label: lowercase letters, digits, dashes>');
 const target = new URL(`../test/fixtures/graphWorkflow.${label}.histories.json`, import.meta.url);
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -51,7 +52,10 @@ try {
   const graphId = `recorded-${randomUUID().slice(0, 8)}`;
   await worker.runUntil(
     (async () => {
-      await client.submitGraph({ id: graphId, repo, tasks: [task('a'), task('b', ['a']), task('c', ['a']), task('d', ['b', 'c'])] }, 'recorder');
+      await client.submitGraph(
+        { id: graphId, repo, tasks: [task('a'), task('b', ['a']), task('c', ['a']), task('d', ['b', 'c'])] },
+        'recorder',
+      );
       const result = await temporal.workflow.getHandle(graphWorkflowId(graphId)).result();
       if (result.verified.length !== 4) throw new Error(`the graph did not verify every task: ${JSON.stringify(result)}`);
     })(),

@@ -13,7 +13,6 @@ import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWor
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
 import type { taskWorkflow } from '../workflows/taskWorkflow.js';
 
-
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 interface CancelOutcome {
   cancelled: string[];
@@ -146,9 +145,7 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /** The ownership timeline of a task, or of every task of a graph. */
     events(id: string, options: { afterId?: number } = {}): Promise<TaskEvent[]> {
-      return isTaskId(id)
-        ? eventRead(db, 'task', id, options)
-        : eventRead(db, 'graph', id, { ...options, includeGraphTasks: true });
+      return isTaskId(id) ? eventRead(db, 'task', id, options) : eventRead(db, 'graph', id, { ...options, includeGraphTasks: true });
     },
   };
 }

@@ -117,7 +117,9 @@ export class InvalidInputError extends BatonError {
 export class InvalidGraphError extends InvalidInputError {
   override readonly name = 'InvalidGraphError';
   constructor(readonly problems: readonly string[]) {
-    super(problems.length === 1 ? problems[0]! : `the graph has ${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      problems.length === 1 ? problems[0]! : `the graph has ${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
   }
 
   override get details(): Record<string, unknown> {

@@ -33,7 +33,11 @@ export async function runHealthCheck(options: {
     const client = new Client({ connection: clientConnection, namespace: options.temporal.namespace });
     log(`Running workflow ${workflowId} ...`);
     const row = await worker.runUntil(
-      client.workflow.execute<typeof healthCheckWorkflow>('healthCheckWorkflow', { taskQueue, workflowId, args: [options.message ?? 'baton health check'] }),
+      client.workflow.execute<typeof healthCheckWorkflow>('healthCheckWorkflow', {
+        taskQueue,
+        workflowId,
+        args: [options.message ?? 'baton health check'],
+      }),
     );
     const stored = (await healthCheckRead(options.pool, 50)).find((r) => r.workflowId === workflowId);
     if (!stored || stored.id !== row.id) throw new Error(`workflow ${workflowId} returned row ${row.id}, but Postgres does not hold it`);

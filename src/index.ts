@@ -17,7 +17,7 @@ export * from './errors.js';
 export { parseGraphSpec, type GraphSpec, type GraphPolicy, HEARTBEAT_TIMEOUT_MS_DEFAULT, MAX_ATTEMPTS_DEFAULT } from './tasks/graphSpec.js';
 export { TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './tasks/states.js';
 export type { Artifact, Claim, TaskEvent, TaskRow, TaskSpec } from './tasks/types.js';
-export { createCommandRunner } from './runners/commandRunner.js';
+export { createCommandRunner, type CommandRunnerOptions } from './runners/commandRunner.js';
 export { createCommandVerifier } from './runners/commandVerifier.js';
 export { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
 export { AgentFailedError, type Runner, type RunContext, type Verifier, type VerifyContext } from './runners/types.js';

@@ -7,7 +7,13 @@ import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
 import { workflowsPath } from './dev/workflowBundle.js';
 import type { Queryable } from './db/queryable.js';
 import { stderrLog, type Log } from './log.js';
-import { agentIsolationFromEnv, describeAgentIsolation, isolationWarning, resolveAgentIsolation, type AgentIsolationOptions } from './runners/isolation/agentIsolation.js';
+import {
+  agentIsolationFromEnv,
+  describeAgentIsolation,
+  isolationWarning,
+  resolveAgentIsolation,
+  type AgentIsolationOptions,
+} from './runners/isolation/agentIsolation.js';
 import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
 import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';

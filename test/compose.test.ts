@@ -101,9 +101,7 @@ describe('docker-compose.yml: the production topology', () => {
     const temporal = env('temporal');
     expectOf('temporal', 'DB', temporal.DB).toBe('postgres12');
     expectOf('temporal', 'POSTGRES_SEEDS names the postgres service', temporal.POSTGRES_SEEDS).toBe('postgres');
-    expectOf('temporal', 'publishes the frontend port 7233', (service('temporal').ports ?? []).map(String).join(' ')).toMatch(
-      /\b7233\b/,
-    );
+    expectOf('temporal', 'publishes the frontend port 7233', (service('temporal').ports ?? []).map(String).join(' ')).toMatch(/\b7233\b/);
   });
 
   it('has temporal-admin-tools set up both Temporal schemas with the postgres12 plugin', () => {
@@ -129,17 +127,19 @@ describe('docker-compose.yml: the production topology', () => {
     const worker = env('baton-worker');
     const databaseUrl = interpolate(worker.DATABASE_URL ?? '');
     expectOf('baton-worker', `DATABASE_URL '${databaseUrl}' is a postgresql:// URL`, databaseUrl).toMatch(/^postgres(ql)?:\/\//);
-    expectOf('baton-worker', 'DATABASE_URL host', URL.canParse(databaseUrl) ? new URL(databaseUrl).hostname : databaseUrl).toBe(
-      'postgres',
-    );
+    expectOf('baton-worker', 'DATABASE_URL host', URL.canParse(databaseUrl) ? new URL(databaseUrl).hostname : databaseUrl).toBe('postgres');
     expectOf('baton-worker', 'TEMPORAL_ADDRESS', worker.TEMPORAL_ADDRESS).toBe('temporal:7233');
   });
 
-  it("serves the agent API from baton-agent-api on a login of its own that the migrator creates in the agent group", () => {
-    expectOf('baton-agent-api', 'runs baton serve', ((service('baton-agent-api').command ?? []) as string[]).join(' ')).toMatch(/bin\/baton\.js serve --host 0\.0\.0\.0/);
+  it('serves the agent API from baton-agent-api on a login of its own that the migrator creates in the agent group', () => {
+    expectOf('baton-agent-api', 'runs baton serve', ((service('baton-agent-api').command ?? []) as string[]).join(' ')).toMatch(
+      /bin\/baton\.js serve --host 0\.0\.0\.0/,
+    );
     const login = new URL(interpolate(env('baton-agent-api').DATABASE_URL ?? '')).username;
     expectOf('baton-agent-api', 'logs in as its own login', login).toBe('baton_app_agent');
-    expectOf('baton-agent-api', 'is not the worker login', login).not.toBe(new URL(interpolate(env('baton-worker').DATABASE_URL ?? '')).username);
+    expectOf('baton-agent-api', 'is not the worker login', login).not.toBe(
+      new URL(interpolate(env('baton-worker').DATABASE_URL ?? '')).username,
+    );
     const migrate = JSON.stringify(service('baton-migrate').command ?? '');
     expectOf('baton-migrate', 'creates that login in the agent group', migrate).toMatch(/login baton_app_agent --role agent/);
     expectOf('baton-agent-api', 'publishes 8484', (service('baton-agent-api').ports ?? []).map(String).join(' ')).toMatch(/8484:8484/);
@@ -159,11 +159,17 @@ describe('docker-compose.yml: the production topology', () => {
     const admin = env('postgres').POSTGRES_USER;
     const workerLogin = new URL(interpolate(env('baton-worker').DATABASE_URL ?? '')).username;
     expectOf('baton-worker', 'DATABASE_URL login is not the administrator', workerLogin).not.toBe(admin);
-    expectOf('baton-worker', 'waits for baton-migrate to complete', dependsOn('baton-worker')['baton-migrate']).toBe('service_completed_successfully');
+    expectOf('baton-worker', 'waits for baton-migrate to complete', dependsOn('baton-worker')['baton-migrate']).toBe(
+      'service_completed_successfully',
+    );
     const script = JSON.stringify(service('baton-migrate').command ?? '');
     expectOf('baton-migrate', 'migrates', script).toMatch(/bin\/baton\.js migrate\b/);
-    expectOf('baton-migrate', `creates the worker login ${workerLogin} in the worker role`, script).toContain(`login ${workerLogin} --role worker`);
-    expectOf('baton-migrate', 'connects as the administrator', new URL(interpolate(env('baton-migrate').DATABASE_URL ?? '')).username).toBe(admin);
+    expectOf('baton-migrate', `creates the worker login ${workerLogin} in the worker role`, script).toContain(
+      `login ${workerLogin} --role worker`,
+    );
+    expectOf('baton-migrate', 'connects as the administrator', new URL(interpolate(env('baton-migrate').DATABASE_URL ?? '')).username).toBe(
+      admin,
+    );
     expectOf('baton-migrate', "gives the login the worker's password", env('baton-migrate').BATON_LOGIN_PASSWORD).toBe(
       /:(\$\{[^}]+\})@/.exec(env('baton-worker').DATABASE_URL ?? '')?.[1],
     );

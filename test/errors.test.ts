@@ -6,7 +6,18 @@ import { StaleWriteError } from '../src/objects/errors.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError } from '../src/tools/errors.js';
 
 const staleClaim = () => new StaleClaimError('g/t', 'a', 1, 'submit', { status: 'running', owner: 'b', claimVersion: 2 });
-const objectState = { key: 'k', version: 1, token: 2, holder: 'D', holderSince: null, holderHeartbeatAt: null, holderSilent: false, silenceTimeoutMs: 1, offer: null, at: '' };
+const objectState = {
+  key: 'k',
+  version: 1,
+  token: 2,
+  holder: 'D',
+  holderSince: null,
+  holderHeartbeatAt: null,
+  holderSilent: false,
+  silenceTimeoutMs: 1,
+  offer: null,
+  at: '',
+};
 
 describe('one error base', () => {
   it('gives every error a stable code with one response, and a default of no retry', () => {
@@ -30,8 +41,18 @@ describe('one error base', () => {
 
   it('derives the activity failure: class name as type, non-retryable unless a retry can help, details attached', async () => {
     expect(toActivityFailure(staleClaim())).toMatchObject({ type: 'StaleClaimError', nonRetryable: true });
-    expect(toActivityFailure(new ToolOutcomeUnknownError('k', 't', 'timeout'))).toMatchObject({ type: 'ToolOutcomeUnknownError', nonRetryable: false });
-    const refused = new StaleWriteError({ key: 'k', actor: 'B', operation: 'write', refusal: 'token_moved', reason: 'role moved', state: objectState });
+    expect(toActivityFailure(new ToolOutcomeUnknownError('k', 't', 'timeout'))).toMatchObject({
+      type: 'ToolOutcomeUnknownError',
+      nonRetryable: false,
+    });
+    const refused = new StaleWriteError({
+      key: 'k',
+      actor: 'B',
+      operation: 'write',
+      refusal: 'token_moved',
+      reason: 'role moved',
+      state: objectState,
+    });
     expect((toActivityFailure(refused) as ApplicationFailure).details?.[0]).toMatchObject({ refusal: 'token_moved', currentHolder: 'D' });
     const lost = new Error('connection terminated');
     expect(toActivityFailure(lost)).toBe(lost);

@@ -12,12 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
-import {
-  recheckTaskSignal,
-  RUN_RETRY_INTERVAL_MS,
-  type TaskWorkflowInput,
-  type TaskWorkflowResult,
-} from './definitions.js';
+import { recheckTaskSignal, RUN_RETRY_INTERVAL_MS, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
 import { wakeTask } from './wakeTask.js';
 
 /** How long the workflow first waits before looking again at a task it cannot act on. */
@@ -54,7 +49,7 @@ const verifier = proxyActivities<TaskActivities>({
 });
 
 function failureType(error: unknown): string | undefined {
-  return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause.type ?? undefined : undefined;
+  return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? (error.cause.type ?? undefined) : undefined;
 }
 
 /**
@@ -128,12 +123,14 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
         break;
       }
       case 'submitted':
-      case 'verifying': { // verifying: a verifier was lost before recording its result
+      case 'verifying': {
+        // verifying: a verifier was lost before recording its result
         const outcome = await verifier.verifyTask({ taskId });
         released.push(...outcome.released);
         await wakeAfterVerification(input, outcome);
         // stale: it passed on a superseded pin; the next look applies the policy.
-        if (outcome.status === 'verified') result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
+        if (outcome.status === 'verified')
+          result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
         else if (outcome.status === 'rejected') await store.afterRejection({ taskId, policy });
         break;
       }
@@ -169,7 +166,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
  */
 async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOutcome): Promise<void> {
   const taskIds = [
-    ...(input.policy.onUpstreamChange === 'mark' ? [] : outcome.staled ?? []),
+    ...(input.policy.onUpstreamChange === 'mark' ? [] : (outcome.staled ?? [])),
     ...(input.wakeDependents ? outcome.released : []),
   ];
   if (taskIds.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;

@@ -62,13 +62,23 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
   /** The token first: asked of the store unless known here (or, with `recheck`, unless asked during this request). */
   async function checkToken(caller: Caller, operation: string | undefined, recheck = false): Promise<void> {
     if (recheck && caller.checked) return;
-    await gate.check(caller.address, secretSha256(caller.secret), async () => {
-      caller.checked = true;
-      await agentAuthenticate(db, caller.secret, operation !== undefined && isOperationName(operation) ? operation : undefined);
-    }, recheck);
+    await gate.check(
+      caller.address,
+      secretSha256(caller.secret),
+      async () => {
+        caller.checked = true;
+        await agentAuthenticate(db, caller.secret, operation !== undefined && isOperationName(operation) ? operation : undefined);
+      },
+      recheck,
+    );
   }
 
-  async function perform(secret: string, operation: string, input: unknown, opts: { signal?: AbortSignal; address?: string } = {}): Promise<unknown> {
+  async function perform(
+    secret: string,
+    operation: string,
+    input: unknown,
+    opts: { signal?: AbortSignal; address?: string } = {},
+  ): Promise<unknown> {
     const caller: Caller = { secret, address: opts.address ?? 'local', checked: false, signal: opts.signal };
     await checkToken(caller, operation);
     return act(caller, operation, input);

@@ -24,7 +24,12 @@ export function agentEndpointFromEnv(): AgentEndpoint | undefined {
 /** What the API answered instead of a result; `code` is stable (src/errors.ts), `status` the HTTP status. */
 export class AgentApiError extends Error {
   override readonly name = 'AgentApiError';
-  constructor(readonly status: number, readonly code: string, readonly detail: string, readonly problem: Record<string, unknown>) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly problem: Record<string, unknown>,
+  ) {
     super(detail);
   }
 }

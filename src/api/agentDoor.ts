@@ -35,7 +35,11 @@ export async function agentCall(db: Queryable, secret: string, operation: Operat
   const reply = await callStoreValue<AgentCallReply>(db, 'agent_call', [secret, operation, JSON.stringify(args)]);
   if (!reply.ok) throw refusalOf(reply, operation);
   if (!reply.object) return reply.result ?? null;
-  const row = checkedOutcome(outcomeFromJson(reply.object), { key: String(args.key), actor: reply.identity!, operation: operation.slice('object.'.length) });
+  const row = checkedOutcome(outcomeFromJson(reply.object), {
+    key: String(args.key),
+    actor: reply.identity!,
+    operation: operation.slice('object.'.length),
+  });
   if (operation === 'object.log') return reply.result;
   if (operation === 'object.read') return toObjectSnapshot(row);
   if (operation === 'object.suggest') return { suggestionId: Number(row.suggestion_id), state: toObjectState(row) };
@@ -53,7 +57,13 @@ export async function agentAuthenticate(db: Queryable, secret: string, operation
 }
 
 /** Records one event for `count` calls from `address` refused for tokens baton did not issue, `throttled` of them before the store. */
-export async function agentRefusalsSummarise(db: Queryable, address: string, count: number, throttled: number, windowMs: number): Promise<void> {
+export async function agentRefusalsSummarise(
+  db: Queryable,
+  address: string,
+  count: number,
+  throttled: number,
+  windowMs: number,
+): Promise<void> {
   await callStore(db, 'agent_refusals_summarise', [address, count, throttled, Math.round(windowMs)]);
 }
 

@@ -37,7 +37,10 @@ interface McpServerOptions {
 }
 
 /** An MCP server whose tools are the agent API's operations, each performed by `perform`; a refusal is a tool error with its problem details. */
-export function createMcpServer(perform: (operation: OperationName, input: unknown) => Promise<unknown>, options: McpServerOptions): Server {
+export function createMcpServer(
+  perform: (operation: OperationName, input: unknown) => Promise<unknown>,
+  options: McpServerOptions,
+): Server {
   const server = new Server({ name: 'baton', version: '0.1.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: mcpTools() }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {

@@ -30,11 +30,17 @@ export interface AgentServer {
  * request are answered in JSON too (Node's own answer has no body). Closing cuts every open call:
  * for a run, the run is over.
  */
-export async function startAgentServer(api: AgentApi, listen: AgentServerListen, options: { /** Connections open at once; more are closed as they come. (Default: no bound) */ maxConnections?: number } = {}): Promise<AgentServer> {
+export async function startAgentServer(
+  api: AgentApi,
+  listen: AgentServerListen,
+  options: { /** Connections open at once; more are closed as they come. (Default: no bound) */ maxConnections?: number } = {},
+): Promise<AgentServer> {
   // The host is never used (the socket URL's is made up), so a request without one is answered like any other.
   // A caller gets 15 s to send its headers and 60 s for its whole request: slow senders cannot hold
   // connections (and their buffered bodies) for Node's default five minutes.
-  const server = http.createServer({ requireHostHeader: false, headersTimeout: 15_000, requestTimeout: 60_000 }, (req, res) => api.handle(req, res));
+  const server = http.createServer({ requireHostHeader: false, headersTimeout: 15_000, requestTimeout: 60_000 }, (req, res) =>
+    api.handle(req, res),
+  );
   // A client that half-closes once its request is sent is still answered: every answer may wait
   // for the store (the token is checked first), and Node otherwise ends such a socket at once.
   (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -45,7 +51,13 @@ export async function startAgentServer(api: AgentApi, listen: AgentServerListen,
       return;
     }
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    const body = JSON.stringify({ type: 'urn:baton:error:invalid_input', title: 'BadRequest', status, code: 'invalid_input', detail: `not an HTTP request baton can read: ${error.message}` });
+    const body = JSON.stringify({
+      type: 'urn:baton:error:invalid_input',
+      title: 'BadRequest',
+      status,
+      code: 'invalid_input',
+      detail: `not an HTTP request baton can read: ${error.message}`,
+    });
     socket.end(
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );

@@ -28,7 +28,10 @@ type Dispatch = (secret: string, operation: OperationName, args: Record<string, 
 export function createDispatch(db: Queryable, localRun: LocalRun | undefined): Dispatch {
   async function callTool(secret: string, call: ToolCallInput): Promise<ToolCallResult> {
     const run = (await agentCall(db, secret, 'tool.call', {})) as { taskId: string; claimVersion: number };
-    if (!localRun) throw new InvalidInputError('tool calls are made on the worker that runs the claim: use the endpoint your run gives you ($BATON_URL inside a run); a pooled run has none');
+    if (!localRun)
+      throw new InvalidInputError(
+        'tool calls are made on the worker that runs the claim: use the endpoint your run gives you ($BATON_URL inside a run); a pooled run has none',
+      );
     if (run.taskId !== localRun.taskId || run.claimVersion !== localRun.claimVersion) {
       throw new ForbiddenError('other_run', `this endpoint serves claim version ${localRun.claimVersion} of task ${localRun.taskId} only`);
     }

@@ -2,7 +2,10 @@ import { BatonError } from '../errors.js';
 
 /** A call refused before anything was done; `refusal` names why in a word, as its event records it. */
 abstract class RefusedCallError extends BatonError {
-  constructor(readonly refusal: string, readonly detail: string) {
+  constructor(
+    readonly refusal: string,
+    readonly detail: string,
+  ) {
     super(detail);
   }
 
@@ -50,7 +53,10 @@ export class RateLimitedError extends BatonError {
   readonly code = 'rate_limited';
   override readonly retryable = true;
   /** `what` is what came too fast: `calls with this token`, `refused tokens from this address` ... */
-  constructor(readonly retryAfterMs: number, what = 'calls with this token') {
+  constructor(
+    readonly retryAfterMs: number,
+    what = 'calls with this token',
+  ) {
     super(`too many ${what}: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
   }
 

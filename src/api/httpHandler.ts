@@ -43,16 +43,22 @@ export function createHttpHandler(options: HttpHandlerOptions): (req: http.Incom
     if (req.method === 'GET' && path === '/openapi.json') return answer(200, openApiDocument());
     const isMcp = path === '/mcp';
     const operation = path.startsWith('/v1/') ? path.slice('/v1/'.length) : undefined;
-    if (!isMcp && operation === undefined) throw new NotFoundError(`no route ${req.method} ${path}: POST /v1/<operation>, POST /mcp, GET /openapi.json`);
+    if (!isMcp && operation === undefined)
+      throw new NotFoundError(`no route ${req.method} ${path}: POST /v1/<operation>, POST /mcp, GET /openapi.json`);
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
-      throw new MethodNotAllowedError(`${req.method} ${path}: use POST${isMcp ? ' (this MCP endpoint is stateless: no SSE stream, no sessions)' : ''}`);
+      throw new MethodNotAllowedError(
+        `${req.method} ${path}: use POST${isMcp ? ' (this MCP endpoint is stateless: no SSE stream, no sessions)' : ''}`,
+      );
     }
     const address = req.socket.remoteAddress ?? 'local';
     options.takeFromAddress(address);
     const secret = bearerSecret(req);
     if (secret === undefined) {
-      throw new UnauthenticatedError('missing', 'an Authorization: Bearer <token> header is required (a token from `baton token create`, or $BATON_TOKEN inside a run)');
+      throw new UnauthenticatedError(
+        'missing',
+        'an Authorization: Bearer <token> header is required (a token from `baton token create`, or $BATON_TOKEN inside a run)',
+      );
     }
     const closed = new AbortController();
     res.once('close', () => closed.abort());

@@ -28,14 +28,22 @@ function makeOpenApiDocument(): Record<string, unknown> {
         requestBody: { required: (schema.required ?? []).length > 0, content: { 'application/json': { schema } } },
         responses: {
           '200': { description: 'done', headers: requestId, content: { 'application/json': {} } },
-          default: { description: 'refused or failed', headers: requestId, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+          default: {
+            description: 'refused or failed',
+            headers: requestId,
+            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+          },
         },
       },
     };
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'baton agent API', version: '1', description: 'docs/agents.md. Every call is made as the identity of its bearer token.' },
+    info: {
+      title: 'baton agent API',
+      version: '1',
+      description: 'docs/agents.md. Every call is made as the identity of its bearer token.',
+    },
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },

@@ -96,7 +96,7 @@ export const OPERATIONS = {
   ),
   'tool.call': op(
     'run',
-    'An external side effect through the worker\'s tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.',
+    "An external side effect through the worker's tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.",
     z.strictObject({ tool: str().min(1).max(100), step: str().min(1).max(100), params: json.optional() }),
   ),
   'note.add': op(
@@ -104,18 +104,33 @@ export const OPERATIONS = {
     "Add a note to a task's discussion (a run token: its own task). A note never claims or releases anything.",
     z.strictObject({ text: str().min(1).max(10_000), taskId: taskId.optional() }),
   ),
-  'notes.list': op('read', "A task's notes, oldest first (a run token: its own task unless taskId says otherwise).", z.strictObject({ taskId: taskId.optional() })),
+  'notes.list': op(
+    'read',
+    "A task's notes, oldest first (a run token: its own task unless taskId says otherwise).",
+    z.strictObject({ taskId: taskId.optional() }),
+  ),
   'pool.claim': op(
     'submit',
-    'Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task\'s context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.',
-    z.strictObject({ pool: str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'pool names are 1 to 63 lowercase letters, digits, _ or -'), waitSeconds: z.number().int().min(0).max(POOL_CLAIM_WAIT_SECONDS_MAX).optional() }),
+    "Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task's context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.",
+    z.strictObject({
+      pool: str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'pool names are 1 to 63 lowercase letters, digits, _ or -'),
+      waitSeconds: z.number().int().min(0).max(POOL_CLAIM_WAIT_SECONDS_MAX).optional(),
+    }),
   ),
   'object.create': op('objects', 'Create a shared object; you get write access and administer its grants.', OBJECT_INPUTS.create),
   'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", OBJECT_INPUTS.grant),
   'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', OBJECT_INPUTS.show),
   'object.read': op('read', 'The content and its version; records that you read this version.', OBJECT_INPUTS.read),
-  'object.check': op('read', 'Refused unless the version you last read is current: call it just before an irreversible step.', OBJECT_INPUTS.check),
-  'object.log': op('read', "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.", OBJECT_INPUTS.log),
+  'object.check': op(
+    'read',
+    'Refused unless the version you last read is current: call it just before an irreversible step.',
+    OBJECT_INPUTS.check,
+  ),
+  'object.log': op(
+    'read',
+    "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.",
+    OBJECT_INPUTS.log,
+  ),
   'object.take': op('objects', 'Take the single-writer role now, from whoever holds it; returns your fencing token.', OBJECT_INPUTS.take),
   'object.write': op('objects', 'Compare-and-swap write naming the version you read and your token.', OBJECT_INPUTS.write),
   'object.heartbeat': op('objects', 'Tell the store you, the holder, are alive.', OBJECT_INPUTS.heartbeat),
@@ -175,7 +190,9 @@ function storableJsonSchema(ref: string): Record<string, unknown> {
  * storable-text rule on every string, every key and every JSON value at any depth (S7).
  */
 export function operationJsonSchema(operation: OperationName): Record<string, unknown> & { type: 'object'; required?: string[] } {
-  const schema = z.toJSONSchema(OPERATIONS[operation].input, { io: 'input', unrepresentable: 'any' }) as ReturnType<typeof operationJsonSchema>;
+  const schema = z.toJSONSchema(OPERATIONS[operation].input, { io: 'input', unrepresentable: 'any' }) as ReturnType<
+    typeof operationJsonSchema
+  >;
   const ref = `#/$defs/${STORABLE_JSON_DEF}`;
   let takesJson = false;
   const visit = (node: unknown): unknown => {
@@ -188,7 +205,8 @@ export function operationJsonSchema(operation: OperationName): Record<string, un
     }
     const out: Record<string, unknown> = {};
     for (const [k, v] of entries) {
-      if (k === 'properties') out[k] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([name, sub]) => [name, visit(sub)]));
+      if (k === 'properties')
+        out[k] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([name, sub]) => [name, visit(sub)]));
       else if (k === 'additionalProperties' || k === 'items' || k === 'propertyNames') out[k] = visit(v);
       else if (k === 'allOf' || k === 'anyOf' || k === 'oneOf') out[k] = (v as unknown[]).map(visit);
       else out[k] = v;
@@ -203,5 +221,7 @@ export function operationJsonSchema(operation: OperationName): Record<string, un
 
 /** One line per problem, each naming where it is; a field that tries to name the actor is told who the actor is. */
 function describeInputProblems(error: z.ZodError): string {
-  return describeProblems(error, (keys) => (keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ": the actor is always the token's identity" : ''));
+  return describeProblems(error, (keys) =>
+    keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ": the actor is always the token's identity" : '',
+  );
 }

@@ -30,10 +30,23 @@ export function problemOf(error: unknown): Problem {
   if (relayed && typeof relayed.code === 'string') return relayed;
   if (!(error instanceof BatonError)) {
     const detail = 'the server failed; nothing was done that you need to repeat differently (its log has the details under requestId)';
-    return { type: 'urn:baton:error:internal', title: error instanceof Error ? error.name : 'Error', status: 500, code: 'internal', detail };
+    return {
+      type: 'urn:baton:error:internal',
+      title: error instanceof Error ? error.name : 'Error',
+      status: 500,
+      code: 'internal',
+      detail,
+    };
   }
   const { httpStatus } = errorResponse(error);
-  return { type: `urn:baton:error:${error.code}`, title: error.name, status: httpStatus, code: error.code, detail: error.message, ...error.details };
+  return {
+    type: `urn:baton:error:${error.code}`,
+    title: error.name,
+    status: httpStatus,
+    code: error.code,
+    detail: error.message,
+    ...error.details,
+  };
 }
 
 /** `error`'s problem for request `requestId`; a 5xx is logged with its stack and names the request. */
@@ -41,7 +54,9 @@ export function answerProblem(log: Log, requestId: string, what: string, error: 
   const problem = problemOf(error);
   // A relayed 5xx was logged where it happened, under the id it carries.
   if (problem.status < 500 || typeof problem.requestId === 'string') return problem;
-  log(`baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  log(
+    `baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
   return { ...problem, requestId };
 }
 

@@ -85,7 +85,9 @@ export function createTokenGate(options: TokenGateOptions): TokenGate {
     await Promise.all(
       batch.map(([address, s]) =>
         options.summarise(address, s.count, s.throttled, Date.now() - s.since).catch((error: unknown) => {
-          options.log(`baton agent API: ${s.count} refused calls from ${address} could not be recorded: ${error instanceof Error ? error.message : String(error)}`);
+          options.log(
+            `baton agent API: ${s.count} refused calls from ${address} could not be recorded: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }),
       ),
     );
@@ -149,5 +151,8 @@ export function refusalBudgetKey(address: string): string {
   const tailGroups = tail === undefined ? [] : tail ? tail.split(':') : [];
   const zeros = Array.from({ length: Math.max(0, 8 - headGroups.length - tailGroups.length) }, () => '0');
   const groups = tail === undefined ? headGroups : [...headGroups, ...zeros, ...tailGroups];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

@@ -22,7 +22,9 @@ const API_CALL_TIMEOUT_MS = 600_000;
 export function requireAgentEndpoint(): AgentEndpoint {
   const endpoint = agentEndpointFromEnv();
   if (!endpoint) {
-    throw new Error(`${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} are not set: inside a run the runner sets them; elsewhere point them at \`baton serve\` with a token from \`baton token create\``);
+    throw new Error(
+      `${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} are not set: inside a run the runner sets them; elsewhere point them at \`baton serve\` with a token from \`baton token create\``,
+    );
   }
   return endpoint;
 }
@@ -43,7 +45,9 @@ export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: stri
     } else if (error instanceof HttpRequestError) {
       log(`baton: no answer from ${endpoint.url} (${error.code}): ${error.message}`);
       // Refused (or no socket): the call never arrived. Anything else: it may have been performed.
-      process.exitCode = errorResponseOf(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'tool_outcome_unknown').exitCode;
+      process.exitCode = errorResponseOf(
+        error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'tool_outcome_unknown',
+      ).exitCode;
     } else {
       throw error;
     }
@@ -57,7 +61,10 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 /** `notes of graph g1; task g2/t only`, or `notes of every task` for a token without grants. */
 function describeNoteGrants(grants: NoteGrants | null): string {
   if (!grants) return 'notes of every task';
-  const parts = [grants.graphs.length ? `graph ${grants.graphs.join(', ')}` : '', grants.tasks.length ? `task ${grants.tasks.join(', ')}` : ''];
+  const parts = [
+    grants.graphs.length ? `graph ${grants.graphs.join(', ')}` : '',
+    grants.tasks.length ? `task ${grants.tasks.join(', ')}` : '',
+  ];
   return `notes of ${parts.filter(Boolean).join('; ')} only`;
 }
 
@@ -79,7 +86,9 @@ export function registerAgentCommands(program: Command, log: Log): void {
       await withCliContext(log, { migrate: false, login: 'agent', applicationName: 'baton serve', poolSize: 10 }, async ({ pool }) => {
         const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
         const server = await startAgentServer(api, { host: opts.host, port: opts.port });
-        log(`baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`);
+        log(
+          `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`,
+        );
         await untilSignal();
         await server.close();
         await api.close();
@@ -104,7 +113,13 @@ export function registerAgentCommands(program: Command, log: Log): void {
       const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
       const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        const { secret, token: t } = await agentTokenCreate(pool, { identity, scopes, expiresInMs, createdBy: operatorActor(), noteGrants });
+        const { secret, token: t } = await agentTokenCreate(pool, {
+          identity,
+          scopes,
+          expiresInMs,
+          createdBy: operatorActor(),
+          noteGrants,
+        });
         log(
           `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
             `${describeNoteGrants(t.noteGrants)}. The secret is shown once:`,
@@ -158,7 +173,9 @@ export function registerAgentCommands(program: Command, log: Log): void {
 
   program
     .command('mcp')
-    .description(`for MCP clients: an MCP server on stdin/stdout whose tools are the agent API, reached with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} (a run's .mcp.json starts it)`)
+    .description(
+      `for MCP clients: an MCP server on stdin/stdout whose tools are the agent API, reached with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV} (a run's .mcp.json starts it)`,
+    )
     .action(async () => {
       const endpoint = requireAgentEndpoint();
       // stdout carries the protocol; failures are logged on stderr.
@@ -168,4 +185,3 @@ export function registerAgentCommands(program: Command, log: Log): void {
       await closed;
     });
 }
-

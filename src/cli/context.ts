@@ -113,7 +113,8 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     ? await startDevStack({ databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, log, ...options.start })
     : undefined;
   const poolOptions = { max: options.poolSize ?? (stack ? undefined : CLI_POOL_SIZE_DEFAULT), applicationName: options.applicationName };
-  let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(env.databaseUrl, options.login === 'admin' || !options.login ? 'client' : options.login));
+  let databaseUrl =
+    stack?.databaseUrl ?? (await reachDatabase(env.databaseUrl, options.login === 'admin' || !options.login ? 'client' : options.login));
   let pool = createPool(databaseUrl, poolOptions);
   let migration: MigrateResult | undefined;
   let componentUrls: Record<DevComponent, string> | undefined;
@@ -224,9 +225,11 @@ async function reachDatabase(databaseUrl: string | undefined, component: DevComp
   const fix = `Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`;
   const url =
     databaseUrl ??
-    (await devLoginUrl(embeddedPostgresUrl(DEV_POSTGRES_PORT_DEFAULT, '', DEV_DATABASE_NAME), batonHome(), component).catch((error: Error) => {
-      throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's ${component} login is out of reach: ${error.message}`);
-    }));
+    (await devLoginUrl(embeddedPostgresUrl(DEV_POSTGRES_PORT_DEFAULT, '', DEV_DATABASE_NAME), batonHome(), component).catch(
+      (error: Error) => {
+        throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's ${component} login is out of reach: ${error.message}`);
+      },
+    ));
   try {
     await pingPostgres(url);
   } catch (error) {

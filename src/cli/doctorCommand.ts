@@ -11,7 +11,7 @@ export function registerDoctorCommand(program: Command, log: Log): void {
     .command('doctor')
     .description(
       "check the deployment's security posture (DATABASE_URL's login, grants, function definitions, authentication, agent " +
-        'isolation from BATON_AGENT_*, Temporal credentials; on `baton dev`\'s stack, its superuser reads the authentication rules); ' +
+        "isolation from BATON_AGENT_*, Temporal credentials; on `baton dev`'s stack, its superuser reads the authentication rules); " +
         'exits 1 when anything is found (docs/security.md)',
     )
     .addOption(jsonOption('the findings as one JSON array'))

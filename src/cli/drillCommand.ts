@@ -17,7 +17,9 @@ import { parseNonNegativeInt, parsePositiveInt } from './options.js';
 
 function printResults(results: DrillResult[], log: Log): void {
   for (const r of results) {
-    const figures = Object.entries(r.figures).map(([k, v]) => `${k}=${v}`).join(' ');
+    const figures = Object.entries(r.figures)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
     process.stdout.write(`${r.drill}  ${r.passed ? 'PASS' : 'FAIL'}  ${r.title.padEnd(44)}  ${figures}\n`);
     for (const v of r.violations) log(`    ${v}`);
   }
@@ -43,26 +45,53 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .description(
       `run the failure drill D1-D5 against the deployment named by ${DATABASE_URL_ENV} / ${TEMPORAL_ADDRESS_ENV} ` +
         '(or a private embedded stack it starts itself, removed afterwards unless --keep), then R1 and R2: ' +
-        'a Postgres and a Temporal dev server the drill starts for the purpose (the other half being the deployment\'s) ' +
+        "a Postgres and a Temporal dev server the drill starts for the purpose (the other half being the deployment's) " +
         'are restarted mid-graph; drill graphs are named d1-*, ..., r2-* (in a deployment they stay: its record is append-only); ' +
         'exits non-zero if any drill fails',
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
-    .option('--kill-trials <n>', 'D2: owners silenced after claiming (SIGKILL right away, SIGKILL mid-run, SIGSTOP mid-run, in turn)', parsePositiveInt, 6)
+    .option(
+      '--kill-trials <n>',
+      'D2: owners silenced after claiming (SIGKILL right away, SIGKILL mid-run, SIGSTOP mid-run, in turn)',
+      parsePositiveInt,
+      6,
+    )
     .option('--kill-lanes <n>', 'D2: trials run at once, each lane with two worker processes of its own', parsePositiveInt, 3)
-    .option('--freeze-trials <n>', 'D3: owners frozen (SIGSTOP) mid-run, recovered through the heartbeat timeout, then resumed', parsePositiveInt, 3)
+    .option(
+      '--freeze-trials <n>',
+      'D3: owners frozen (SIGSTOP) mid-run, recovered through the heartbeat timeout, then resumed',
+      parsePositiveInt,
+      3,
+    )
     .option('--reject-trials <n>', 'D4: graphs whose commit a real verifier rejects', parsePositiveInt, 3)
-    .option('--restart-trials <n>', 'R1 and R2: restarts of each server mid-graph (0 skips both)', parseNonNegativeInt, RESTART_TRIALS_DEFAULT)
+    .option(
+      '--restart-trials <n>',
+      'R1 and R2: restarts of each server mid-graph (0 skips both)',
+      parseNonNegativeInt,
+      RESTART_TRIALS_DEFAULT,
+    )
     .option('--keep', "keep the private stack and R1's and R2's servers (their data and logs) after the drill")
     .option('--heartbeat-timeout-ms <ms>', 'heartbeat timeout of the drill tasks', parsePositiveInt, DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT)
-    .option('--tool-calls <n>', 'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)', parsePositiveInt, D5_AMBIGUOUS_CALLS_DEFAULT)
-    .option('--tool-kill-trials <n>', 'D5: worker processes SIGKILLed between sending a tool call and recording its answer', parseNonNegativeInt, D5_KILL_TRIALS_DEFAULT)
+    .option(
+      '--tool-calls <n>',
+      'D5: ambiguous tool calls (reset, timeout, 5xx, owner lost mid-call)',
+      parsePositiveInt,
+      D5_AMBIGUOUS_CALLS_DEFAULT,
+    )
+    .option(
+      '--tool-kill-trials <n>',
+      'D5: worker processes SIGKILLed between sending a tool call and recording its answer',
+      parseNonNegativeInt,
+      D5_KILL_TRIALS_DEFAULT,
+    )
     .action(async (opts: DrillOptions) => {
       const external = Boolean(readEnv(DATABASE_URL_ENV)) && Boolean(readEnv(TEMPORAL_ADDRESS_ENV));
       if (!external && (readEnv(DATABASE_URL_ENV) || readEnv(TEMPORAL_ADDRESS_ENV))) {
         // Half a deployment would leave drill tasks in a real database with no workflow to finish them.
-        throw new Error(`set both ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV} to drill a deployment, or neither for a private embedded stack`);
+        throw new Error(
+          `set both ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV} to drill a deployment, or neither for a private embedded stack`,
+        );
       }
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const privateHome = path.join(batonHome(), 'drill');
@@ -111,7 +140,14 @@ export function registerDrillCommand(program: Command, log: Log): void {
           }),
         );
         await step('D4', () =>
-          runRejectedCommitDrill({ pool: open.pool, temporal, workerEnv, trials: opts.rejectTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log }),
+          runRejectedCommitDrill({
+            pool: open.pool,
+            temporal,
+            workerEnv,
+            trials: opts.rejectTrials,
+            heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
+            log,
+          }),
         );
         await step('D5', () =>
           runToolReconciliationDrill({
@@ -128,7 +164,9 @@ export function registerDrillCommand(program: Command, log: Log): void {
           const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
           await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartsIn, 'r1'), temporal }));
           const temporalCliPath = open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path;
-          await step('R2', () => runTemporalRestartDrill({ ...restarts, home: path.join(restartsIn, 'r2'), pool: open.pool, temporalCliPath }));
+          await step('R2', () =>
+            runTemporalRestartDrill({ ...restarts, home: path.join(restartsIn, 'r2'), pool: open.pool, temporalCliPath }),
+          );
         }
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else printResults(results, log);

@@ -26,9 +26,13 @@ export function registerLoginCommand(program: Command, log: Log): void {
       const password = readEnv(LOGIN_PASSWORD_ENV);
       if (!password) throw new Error(`${LOGIN_PASSWORD_ENV} is not set: it carries the new login's password`);
       const group = `baton_${opts.role}` as GroupRole;
-      await withCliContext(log, { migrate: false, databaseUrlRequired: 'baton login needs the administrator login', login: 'admin' }, async ({ pool }) => {
-        await ensureComponentLogin(pool, name, group, password);
-        log(`Login ${name} is a member of ${group}.`);
-      });
+      await withCliContext(
+        log,
+        { migrate: false, databaseUrlRequired: 'baton login needs the administrator login', login: 'admin' },
+        async ({ pool }) => {
+          await ensureComponentLogin(pool, name, group, password);
+          log(`Login ${name} is a member of ${group}.`);
+        },
+      );
     });
 }

@@ -26,20 +26,35 @@ Runtime.install({ logger: new DefaultLogger((readEnv('BATON_LOG_LEVEL')?.toUpper
 
 // Flags of the commands that run a worker, for agent isolation (docs/isolation.md); each overrides its BATON_AGENT_* variable.
 const agentUserFlag = () =>
-  new Option('--agent-user <user>', "who command agents run as: a fresh uid per run (needs root) or the worker's user (default: per-run as root)").choices(['per-run', 'worker']);
+  new Option(
+    '--agent-user <user>',
+    "who command agents run as: a fresh uid per run (needs root) or the worker's user (default: per-run as root)",
+  ).choices(['per-run', 'worker']);
 const agentSandboxFlag = () =>
-  new Option('--agent-sandbox <sandbox>', 'run command agents in a bubblewrap sandbox (default: bubblewrap when it works here)').choices(['bubblewrap', 'none']);
+  new Option('--agent-sandbox <sandbox>', 'run command agents in a bubblewrap sandbox (default: bubblewrap when it works here)').choices([
+    'bubblewrap',
+    'none',
+  ]);
 const agentNetworkFlag = () =>
   new Option(
     '--agent-network <network>',
     "outside: the internet but not the worker's 127.0.0.1 (root, bubblewrap, slirp4netns); none: only the baton tool endpoint (bubblewrap); " +
       "host: the worker's network (default: outside where it works, else host)",
   ).choices(['host', 'outside', 'none']);
-type AgentIsolationFlags = { agentUser?: AgentIsolationOptions['user']; agentSandbox?: AgentIsolationOptions['sandbox']; agentNetwork?: AgentIsolationOptions['network'] };
+type AgentIsolationFlags = {
+  agentUser?: AgentIsolationOptions['user'];
+  agentSandbox?: AgentIsolationOptions['sandbox'];
+  agentNetwork?: AgentIsolationOptions['network'];
+};
 
 function agentIsolationOf(opts: AgentIsolationFlags): AgentIsolationOptions {
   const options = agentIsolationFromEnv();
-  return { ...options, user: opts.agentUser ?? options.user, sandbox: opts.agentSandbox ?? options.sandbox, network: opts.agentNetwork ?? options.network };
+  return {
+    ...options,
+    user: opts.agentUser ?? options.user,
+    sandbox: opts.agentSandbox ?? options.sandbox,
+    network: opts.agentNetwork ?? options.network,
+  };
 }
 
 const program = new Command()
@@ -64,40 +79,50 @@ program
   .addOption(agentUserFlag())
   .addOption(agentSandboxFlag())
   .addOption(agentNetworkFlag())
-  .action(async (opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags) => {
-    const open = await openCliContext(log, {
-      start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
-      migrate: opts.migrate,
-      login: 'worker',
-    });
-    describeStack(open.stack, log);
-    // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
-    const worker = opts.worker
-      ? await createBatonWorker({ connection: await open.workerConnection(), namespace: open.temporalSettings.namespace, db: open.pool, agentIsolation: agentIsolationOf(opts) }).catch(
-          async (error: unknown) => {
+  .action(
+    async (
+      opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
+    ) => {
+      const open = await openCliContext(log, {
+        start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
+        migrate: opts.migrate,
+        login: 'worker',
+      });
+      describeStack(open.stack, log);
+      // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
+      const worker = opts.worker
+        ? await createBatonWorker({
+            connection: await open.workerConnection(),
+            namespace: open.temporalSettings.namespace,
+            db: open.pool,
+            agentIsolation: agentIsolationOf(opts),
+          }).catch(async (error: unknown) => {
             await open.close();
             throw error;
-          },
-        )
-      : undefined;
-    log('');
-    log('In another shell:');
-    // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
-    log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? withoutPassword(open.stack.databaseUrl)}'`);
-    log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
-    log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
-    const running = worker?.run();
-    // A worker that fails on its own ends the command too, after the same orderly stop.
-    const signal = await Promise.race([
-      untilSignal(),
-      running?.then(() => 'worker stopped', () => 'worker failed') ?? new Promise<never>(() => {}),
-    ]);
-    log(`${signal}: stopping ...`);
-    worker?.shutdown();
-    await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
-    await open.close();
-    log('Stopped. State is kept in .baton/ for the next run.');
-  });
+          })
+        : undefined;
+      log('');
+      log('In another shell:');
+      // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
+      log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? withoutPassword(open.stack.databaseUrl)}'`);
+      log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
+      log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
+      const running = worker?.run();
+      // A worker that fails on its own ends the command too, after the same orderly stop.
+      const signal = await Promise.race([
+        untilSignal(),
+        running?.then(
+          () => 'worker stopped',
+          () => 'worker failed',
+        ) ?? new Promise<never>(() => {}),
+      ]);
+      log(`${signal}: stopping ...`);
+      worker?.shutdown();
+      await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
+      await open.close();
+      log('Stopped. State is kept in .baton/ for the next run.');
+    },
+  );
 
 program
   .command('demo')
@@ -137,12 +162,18 @@ program
       const url = readEnv(DATABASE_URL_ENV);
       if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; --print-roles names its login and database`);
       const { username, pathname } = new URL(url);
-      process.stdout.write(`${roleStatements(decodeURIComponent(username), decodeURIComponent(pathname.slice(1)) || 'postgres').join('\n')}\n`);
+      process.stdout.write(
+        `${roleStatements(decodeURIComponent(username), decodeURIComponent(pathname.slice(1)) || 'postgres').join('\n')}\n`,
+      );
       return;
     }
-    await withCliContext(log, { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' }, async ({ migration }) => {
-      log(`Applied ${migration!.applied.length} migration(s); ${migration!.alreadyApplied} were already applied.`);
-    });
+    await withCliContext(
+      log,
+      { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' },
+      async ({ migration }) => {
+        log(`Applied ${migration!.applied.length} migration(s); ${migration!.alreadyApplied} were already applied.`);
+      },
+    );
   });
 
 program

@@ -67,7 +67,10 @@ export function registerObjectCommands(program: Command, log: Log): void {
     object
       .command(name)
       .description(description)
-      .option('--as <actor>', `administrators with database credentials only: act as this identity (default: $${BATON_ACTOR_ENV}); agents use $${AGENT_URL_ENV} and $${AGENT_TOKEN_ENV}, and the token decides`);
+      .option(
+        '--as <actor>',
+        `administrators with database credentials only: act as this identity (default: $${BATON_ACTOR_ENV}); agents use $${AGENT_URL_ENV} and $${AGENT_TOKEN_ENV}, and the token decides`,
+      );
   const withContent = (cmd: Command) =>
     cmd
       .option('--content <text>', 'inline content')
@@ -77,10 +80,16 @@ export function registerObjectCommands(program: Command, log: Log): void {
   // acts; otherwise through the database as `--as` (an administrator's own database credentials).
   // The actor first, so a missing one is named before any connection; object commands only ever
   // use a migrated database, never change its schema.
-  const perform = async <T>(opts: ActorOptions, operation: OperationName, input: Record<string, unknown>, viaDatabase: (db: Queryable, actor: string) => Promise<T>): Promise<T | undefined> => {
+  const perform = async <T>(
+    opts: ActorOptions,
+    operation: OperationName,
+    input: Record<string, unknown>,
+    viaDatabase: (db: Queryable, actor: string) => Promise<T>,
+  ): Promise<T | undefined> => {
     const endpoint = agentEndpointFromEnv();
     if (endpoint) {
-      if (opts.as !== undefined) throw new Error(`--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`);
+      if (opts.as !== undefined)
+        throw new Error(`--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`);
       return (await cliCall(log, endpoint, operation, input)) as T | undefined;
     }
     const actor = declaredActor(opts.as);
@@ -93,7 +102,12 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .addOption(new Option('--default-access <access>', 'access for everyone without a grant').choices(OBJECT_ACCESS_LEVELS).default('none'))
     .action(async (key: string, opts: ActorOptions & ContentOptions & { silenceTimeout?: number; defaultAccess: ObjectAccess }) => {
       const hasContent = [opts.content, opts.file, opts.ref].some((v) => v !== undefined);
-      const input = { key, ...(hasContent ? await contentOf(opts) : {}), silenceTimeoutMs: opts.silenceTimeout, defaultAccess: opts.defaultAccess };
+      const input = {
+        key,
+        ...(hasContent ? await contentOf(opts) : {}),
+        silenceTimeoutMs: opts.silenceTimeout,
+        defaultAccess: opts.defaultAccess,
+      };
       state(await perform(opts, 'object.create', input, (db, actor) => store.createObject(db, actor, input)));
     });
 
@@ -200,15 +214,17 @@ export function registerObjectCommands(program: Command, log: Log): void {
     });
 
   leaf('check <key>', 'refuse (non-zero exit) unless the version you last read is current; run it before an irreversible step').action(
-    async (key: string, opts: ActorOptions) => state(await perform(opts, 'object.check', { key }, (db, actor) => store.checkObjectView(db, actor, { key }))),
+    async (key: string, opts: ActorOptions) =>
+      state(await perform(opts, 'object.check', { key }, (db, actor) => store.checkObjectView(db, actor, { key }))),
   );
 
-  leaf('sweep', 'administrators: record the loss of the role for every holder silent past its timeout (on the database)').action((opts: ActorOptions) =>
-    withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
-      const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
-      for (const s of swept) log(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}`);
-      log(`${swept.length} silent holder(s) reclaimed`);
-    }),
+  leaf('sweep', 'administrators: record the loss of the role for every holder silent past its timeout (on the database)').action(
+    (opts: ActorOptions) =>
+      withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
+        const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
+        for (const s of swept) log(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}`);
+        log(`${swept.length} silent holder(s) reclaimed`);
+      }),
   );
 
   leaf('log <key>', "print the object's event log, oldest first")

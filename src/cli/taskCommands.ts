@@ -82,7 +82,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
 
   program
     .command('rerun')
-    .description('send a verified, stale or failed task round again on its dependencies\' current revisions')
+    .description("send a verified, stale or failed task round again on its dependencies' current revisions")
     .argument('<task>', 'task id, <graph>/<key>')
     .requiredOption('--reason <text>', 'why, for the event log')
     .addOption(taskQueueOption('task queue of the workers that run it'))
@@ -107,7 +107,9 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .action(async (id: string, opts: { reason: string }) => {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true });
-        const outcome = isTaskId(id) ? await client.cancelTask(id, operatorActor(), opts.reason) : await client.cancelGraph(id, operatorActor(), opts.reason);
+        const outcome = isTaskId(id)
+          ? await client.cancelTask(id, operatorActor(), opts.reason)
+          : await client.cancelGraph(id, operatorActor(), opts.reason);
         log(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
         for (const t of outcome.left) log(`Left ${t.taskId} as it is (${t.status}).`);
       });
@@ -134,7 +136,8 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .action(async (id: string, opts: { json?: boolean }) => {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
-        if (isTaskId(id)) await client.task(id); // NotFoundError names a mistyped task
+        if (isTaskId(id))
+          await client.task(id); // NotFoundError names a mistyped task
         else await client.graphTasks(id);
         const events = await client.events(id);
         if (opts.json) for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);

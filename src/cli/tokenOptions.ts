@@ -4,7 +4,10 @@ import { InvalidInputError } from '../errors.js';
 
 /** Parses `read,objects`; an unknown scope is an error that names the valid ones. */
 export function parseScopes(text: string): TokenScope[] {
-  const scopes = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const scopes = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = scopes.filter((s) => !(TOKEN_SCOPES as readonly string[]).includes(s));
   if (!scopes.length || unknown.length) {
     throw new InvalidInputError(`scope ${unknown.join(', ') || '(none)'}: scopes are ${TOKEN_SCOPES.join(', ')}, comma-separated`);

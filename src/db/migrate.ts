@@ -1,4 +1,4 @@
-// The store's schema comes from two places (STYLE "the current definition ... in one place"):
+// The store's schema comes from two places, so the current definition of each function is in one place:
 // - numbered migrations (src/db/migrations): tables, types, indexes and data; frozen history,
 //   append-only, each applied once and checksummed;
 // - definitions (src/db/functions): every function, trigger function and trigger in its current
@@ -53,7 +53,11 @@ interface Definition {
 export class MigrationChangedError extends BatonError {
   override readonly name = 'MigrationChangedError';
   readonly code = 'migration_changed';
-  constructor(readonly migrationId: number, readonly migrationName: string, readonly recorded: string | null) {
+  constructor(
+    readonly migrationId: number,
+    readonly migrationName: string,
+    readonly recorded: string | null,
+  ) {
     super(
       `migration ${migrationId}_${migrationName} was changed after it was applied to this database ` +
         `(recorded checksum ${recorded ?? 'none'}). Migrations are append-only: add a new numbered file instead ` +
@@ -223,7 +227,10 @@ const label = (m: Migration) => `${String(m.id).padStart(4, '0')}_${m.name}`;
 export class DatabaseNotMigratedError extends BatonError {
   override readonly name = 'DatabaseNotMigratedError';
   readonly code = 'database_not_migrated';
-  constructor(readonly missing: string[], readonly hasSchema: boolean) {
+  constructor(
+    readonly missing: string[],
+    readonly hasSchema: boolean,
+  ) {
     super(
       `database is not migrated${hasSchema ? ` (missing ${missing.join(', ')})` : ''}: run \`baton migrate\` ` +
         '(or start `baton worker` or `baton dev`, which migrate as they start)',

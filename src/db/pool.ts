@@ -20,7 +20,10 @@ const QUERY_TIMEOUT_ENV = 'BATON_QUERY_TIMEOUT_MS';
 const CONNECT_TIMEOUT_MS_DEFAULT = 15_000;
 
 /** Opens a pool against `connectionString`; a bad URL fails on first use with pg's own error. */
-export function createPool(connectionString: string, options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}): pg.Pool {
+export function createPool(
+  connectionString: string,
+  options: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {},
+): pg.Pool {
   const fromEnv = Number(readEnv(QUERY_TIMEOUT_ENV));
   const queryTimeoutMs = options.queryTimeoutMs ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : QUERY_TIMEOUT_MS_DEFAULT);
   const pool = new pg.Pool({

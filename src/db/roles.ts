@@ -38,7 +38,10 @@ const ROLE_RACE_SQLSTATES = new Set(['42710', '23505', 'XX000']);
 export class RolesMissingError extends BatonError {
   override readonly name = 'RolesMissingError';
   readonly code = 'roles_missing';
-  constructor(readonly missing: string[], readonly statements: string[]) {
+  constructor(
+    readonly missing: string[],
+    readonly statements: string[],
+  ) {
     super(
       `baton's database roles are not set up (${missing.join('; ')}), and this login may not set them up. ` +
         `Ask an administrator to run, once:\n${statements.map((s) => `  ${s}`).join('\n')}\n` +
@@ -50,9 +53,7 @@ export class RolesMissingError extends BatonError {
 /** The statements that set up baton's roles for `migrator` on `database`; each is safe to repeat. */
 export function roleStatements(migrator: string, database: string): string[] {
   return [
-    ...BATON_ROLES.map(
-      (role) => `DO $$ BEGIN CREATE ROLE ${role} NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;`,
-    ),
+    ...BATON_ROLES.map((role) => `DO $$ BEGIN CREATE ROLE ${role} NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;`),
     `GRANT ${OWNER_ROLE} TO ${pg.escapeIdentifier(migrator)};`,
     `GRANT CREATE ON DATABASE ${pg.escapeIdentifier(database)} TO ${OWNER_ROLE};`,
   ];

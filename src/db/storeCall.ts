@@ -19,7 +19,11 @@ interface ClaimHolder {
 }
 
 /** Runs `SELECT * FROM baton.<fn>($1, ...)` with `args` as parameters and returns its rows. */
-export async function callStore<R extends Record<string, any> = Record<string, any>>(db: Queryable, fn: string, args: readonly unknown[]): Promise<R[]> {
+export async function callStore<R extends Record<string, any> = Record<string, any>>(
+  db: Queryable,
+  fn: string,
+  args: readonly unknown[],
+): Promise<R[]> {
   const text = `SELECT * FROM baton.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`;
   try {
     return (await db.query<R>(text, args)).rows;

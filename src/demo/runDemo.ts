@@ -143,7 +143,10 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     }
     log(`\n>>> Freezing ${workerA.identity} (SIGSTOP, as a hung or cut-off worker looks) while its agent builds the request code.`);
     workerA.child.kill('SIGSTOP');
-    await until('the request task to be reclaimed', (tasks) => task(tasks, 'request').claimVersion >= 2 && task(tasks, 'request').owner === workerB.identity);
+    await until(
+      'the request task to be reclaimed',
+      (tasks) => task(tasks, 'request').claimVersion >= 2 && task(tasks, 'request').owner === workerB.identity,
+    );
     log(
       `\n>>> ${workerB.identity} holds request at claim version 2. Thawing ${workerA.identity} (SIGCONT): its late writes must be refused ` +
         '(its agent was still working when the task was reclaimed: the recovery stopped it, and its heartbeat or failure report is refused).',
@@ -152,12 +155,18 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     await until("the tests agent's pull request to be created at the code host", async () => (await codeHost.held()).includes(prKey));
     const prOwner = (await client.task(taskIdOf(graph.id, 'tests'))).owner;
     const victim = fleet.ownerOf(prOwner);
-    log(`\n>>> The code host created the pull request but holds its answer. SIGKILL ${victim.identity}, which made the call, before it can record the answer.`);
+    log(
+      `\n>>> The code host created the pull request but holds its answer. SIGKILL ${victim.identity}, which made the call, before it can record the answer.`,
+    );
     victim.child.kill('SIGKILL');
     const lateWrites = (events: TaskEvent[]) =>
-      events.filter((e) => e.subjectId === taskIdOf(graph.id, 'request') && e.kind === 'stale_write_refused' && e.actor === workerA.identity);
-    await until('the graph to settle and the late write to be refused', (tasks, events) =>
-      tasks.every((t) => TERMINAL_STATUSES.has(t.status)) && lateWrites(events).length > 0);
+      events.filter(
+        (e) => e.subjectId === taskIdOf(graph.id, 'request') && e.kind === 'stale_write_refused' && e.actor === workerA.identity,
+      );
+    await until(
+      'the graph to settle and the late write to be refused',
+      (tasks, events) => tasks.every((t) => TERMINAL_STATUSES.has(t.status)) && lateWrites(events).length > 0,
+    );
 
     const tasks = await client.graphTasks(graph.id);
     const events = await client.events(graph.id);
@@ -166,7 +175,10 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     const verifiedAt = (key: string) => of(key).find((e) => e.kind === 'verified')?.id ?? Infinity;
     const checks = [
       { what: 'every task verified', ok: tasks.every((t) => t.status === 'verified') },
-      { what: 'request recovered by another worker at claim version 2', ok: of('request').some((e) => e.kind === 'reclaimed_after_silence') && task(tasks, 'request').owner === workerB.identity },
+      {
+        what: 'request recovered by another worker at claim version 2',
+        ok: of('request').some((e) => e.kind === 'reclaimed_after_silence') && task(tasks, 'request').owner === workerB.identity,
+      },
       {
         what: `the frozen worker's late writes refused and logged (${[...new Set(lateWrites(events).map((e) => String(e.details.action)))].join(', ')})`,
         ok: lateWrites(events).length > 0,
@@ -177,7 +189,9 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
         ok:
           (await codeHost.effects()).filter((e) => e.key === prKey).length === 1 &&
           (await toolCallRead(open.pool, taskIdOf(graph.id, 'tests')))[0]?.status === 'reconciled_succeeded' &&
-          of('tests').some((e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity && e.details.finding === 'found'),
+          of('tests').some(
+            (e) => e.kind === 'tool_call_reconciled' && e.details.previous_owner === victim.identity && e.details.finding === 'found',
+          ),
       },
       {
         what: 'tests released only after request and response were verified',
@@ -193,4 +207,3 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     await codeHostServer.close();
   }
 }
-

@@ -39,7 +39,10 @@ export async function writeScramHba(dataDir: string): Promise<void> {
 /** Thrown when the embedded server accepts none of the passwords baton knows for it. */
 export class EmbeddedPasswordRefusedError extends Error {
   override readonly name = 'EmbeddedPasswordRefusedError';
-  constructor(readonly dataDir: string, readonly secretFile: string) {
+  constructor(
+    readonly dataDir: string,
+    readonly secretFile: string,
+  ) {
     super(
       `the embedded Postgres in ${dataDir} does not accept the password in ${secretFile}` +
         (secretFile.endsWith('.pending') ? " nor baton's old built-in one" : '') +

@@ -34,7 +34,13 @@ export function run(
 export async function findProgram(program: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
     const candidate = path.join(dir, program);
-    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+    if (
+      await access(candidate, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
   }
   return undefined;
 }

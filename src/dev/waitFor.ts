@@ -1,7 +1,11 @@
 /** Thrown when a readiness check did not pass within its deadline. */
 export class NotReadyError extends Error {
   override readonly name = 'NotReadyError';
-  constructor(readonly what: string, readonly timeoutMs: number, readonly lastError: unknown) {
+  constructor(
+    readonly what: string,
+    readonly timeoutMs: number,
+    readonly lastError: unknown,
+  ) {
     super(`${what} was not ready after ${timeoutMs} ms: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
   }
 }

@@ -38,7 +38,9 @@ function agentsReach(network: AgentIsolationStatus['network'], address: string):
   if (network === 'outside') {
     // The outside network has no way to the worker's loopback, and only there.
     const host = address.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-    return host === 'localhost' || /^127\./.test(host) || host === '::1' ? undefined : `command agents on the outside network can reach ${host}`;
+    return host === 'localhost' || /^127\./.test(host) || host === '::1'
+      ? undefined
+      : `command agents on the outside network can reach ${host}`;
   }
   return "command agents share the worker's network";
 }

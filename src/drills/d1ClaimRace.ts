@@ -34,5 +34,10 @@ export async function runClaimRaceDrill(pool: pg.Pool, options: { trials: number
     a.release();
     b.release();
   }
-  return drillResult('D1', 'two concurrent claims of one ready task', { trials: options.trials, winners, violations: violations.length }, violations);
+  return drillResult(
+    'D1',
+    'two concurrent claims of one ready task',
+    { trials: options.trials, winners, violations: violations.length },
+    violations,
+  );
 }

@@ -61,7 +61,16 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
   const lanes = Math.max(1, Math.min(options.lanes ?? 1, options.trials));
   const silences = options.silences ?? SILENCES;
   const repo = await createScriptedRepo();
-  const tally: Tally = { recovered: 0, orphans: 0, lateWrites: 0, refusedLateWrites: 0, frozenTrials: 0, frozenTrialsRefused: 0, violations: [], recoveryMs: [] };
+  const tally: Tally = {
+    recovered: 0,
+    orphans: 0,
+    lateWrites: 0,
+    refusedLateWrites: 0,
+    frozenTrials: 0,
+    frozenTrialsRefused: 0,
+    violations: [],
+    recoveryMs: [],
+  };
   let done = 0;
   const fleets: WorkerFleet[] = [];
   try {
@@ -209,7 +218,8 @@ const RESUMED_WATCH_MS = 10_000;
  */
 async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string, tally: Tally): Promise<void> {
   const { rows } = await trial.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-  const late = async () => (await eventRead(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
+  const late = async () =>
+    (await eventRead(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
   victim.child.kill('SIGCONT');
   await waitFor(
     'a late write of the resumed owner',
@@ -225,7 +235,8 @@ async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string,
   tally.frozenTrials++;
   if (events.length > landed.length) tally.frozenTrialsRefused++;
   tally.lateWrites += landed.length;
-  for (const e of landed) tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
+  for (const e of landed)
+    tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
 }
 
 /**

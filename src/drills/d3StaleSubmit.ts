@@ -48,7 +48,10 @@ export async function runStaleSubmitDrill(db: Queryable, options: { trials: numb
     else violations.push(`${taskId}: no stale_write_refused event for the old owner's submit`);
     const submits = events.filter((e) => e.kind === 'submitted').length;
     if (task.status === 'submitted' && task.artifact?.revision === 'b' && task.owner === 'owner-b' && submits === 1) accepted++;
-    else violations.push(`${taskId}: expected B's artifact submitted once, found ${task.status} ${task.artifact?.revision} by ${task.owner}, ${submits} submit event(s)`);
+    else
+      violations.push(
+        `${taskId}: expected B's artifact submitted once, found ${task.status} ${task.artifact?.revision} by ${task.owner}, ${submits} submit event(s)`,
+      );
   }
   return drillResult('D3', "old owner's submit after a reclaim", { trials: options.trials, refused, logged, accepted }, violations);
 }

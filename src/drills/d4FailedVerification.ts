@@ -30,7 +30,10 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
   let claimsRefused = 0;
   for (let trial = 0; trial < options.trials; trial++) {
     const graphId = await insertGraph(db, { a: [], b: [], tests: ['a', 'b'], release: ['tests'] }, { prefix: 'd4', actor: 'drill' });
-    for (const [key, exitCode] of [['a', 0], ['b', 1]] as const) {
+    for (const [key, exitCode] of [
+      ['a', 0],
+      ['b', 1],
+    ] as const) {
       const taskId = taskIdOf(graphId, key);
       const fence = await claimFence(db, taskId, 'agent');
       await submit(db, fence, {
@@ -40,19 +43,31 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
       });
       await verificationStart(db, taskId, 'verifier');
       await verificationRecord(db, {
-        taskId, verifier: 'verifier', claimVersion: fence.claimVersion, revision: `${key}-1`,
-        command: 'drill', exitCode, outputDigest: 'drill', outputTail: '',
+        taskId,
+        verifier: 'verifier',
+        claimVersion: fence.claimVersion,
+        revision: `${key}-1`,
+        command: 'drill',
+        exitCode,
+        outputDigest: 'drill',
+        outputTail: '',
       });
     }
     const tasks = await graphReadTasks(db, graphId);
     for (const dependent of tasks.filter((t) => t.dependsOn.length > 0)) {
       if (dependent.status === 'blocked') blockedDependents++;
       else violations.push(`${dependent.id} is ${dependent.status} although ${dependent.key === 'tests' ? 'b' : 'tests'} is not verified`);
-      if (await taskClaim(db, dependent.id, 'eager-agent', CLAIM_LEASE_MS_DEFAULT)) violations.push(`${dependent.id} was claimed before its dependencies were verified`);
+      if (await taskClaim(db, dependent.id, 'eager-agent', CLAIM_LEASE_MS_DEFAULT))
+        violations.push(`${dependent.id} was claimed before its dependencies were verified`);
       else claimsRefused++;
     }
   }
-  return drillResult('D4', 'failed verification keeps dependents blocked', { trials: options.trials, blockedDependents, claimsRefused }, violations);
+  return drillResult(
+    'D4',
+    'failed verification keeps dependents blocked',
+    { trials: options.trials, blockedDependents, claimsRefused },
+    violations,
+  );
 }
 
 interface RejectedCommitDrillOptions {
@@ -115,9 +130,12 @@ export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions
           'SELECT passed, exit_code, verifier, revision FROM baton.verifications WHERE task_id = $1',
           [id('b')],
         );
-        const real = rows.filter((r) => !r.passed && r.exit_code !== 0 && r.verifier !== settled.owner && r.revision === settled.artifact?.revision);
+        const real = rows.filter(
+          (r) => !r.passed && r.exit_code !== 0 && r.verifier !== settled.owner && r.revision === settled.artifact?.revision,
+        );
         if (real.length === 1) rejected++;
-        else violations.push(`${id('b')}: expected one failed verification of its commit by another identity, found ${JSON.stringify(rows)}`);
+        else
+          violations.push(`${id('b')}: expected one failed verification of its commit by another identity, found ${JSON.stringify(rows)}`);
         for (const key of ['tests', 'release']) {
           const task = await taskRead(options.pool, id(key));
           const claims = (await eventRead(options.pool, 'task', id(key))).filter((e) => e.kind === 'claimed');

@@ -107,9 +107,11 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
       await lost;
     };
     let next = 0;
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
-      while (next < total) await one(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, total) }, async () => {
+        while (next < total) await one(next++);
+      }),
+    );
     log(`D5: ${total} ambiguous calls made; checking the tool's effects against the ledger ...`);
 
     const effects = await server.effects();
@@ -128,14 +130,25 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
       const fx = effectsByKey.get(key) ?? [];
       const known = row && TOOL_CALL_DONE.has(row.status) && fx.length === 1 && (row.result as { id?: string } | null)?.id === fx[0]!.id;
       if (known) reconciled++;
-      else violations.push(`${key}: ledger says ${row?.status ?? 'nothing'} (${JSON.stringify(row?.result ?? null)}), the tool shows ${fx.length} effect(s)`);
+      else
+        violations.push(
+          `${key}: ledger says ${row?.status ?? 'nothing'} (${JSON.stringify(row?.result ?? null)}), the tool shows ${fx.length} effect(s)`,
+        );
     }
     for (const [key, fx] of effectsByKey) if (fx.length > 1) violations.push(`${key}: ${fx.length} effects for one call`);
 
     let kills = { trials: 0, reconciled: 0, duplicates: 0 };
     if (options.kills) {
       if (!options.temporal || !options.workerEnv) throw new Error('D5 kill trials need temporal and workerEnv');
-      kills = await runToolKillTrials({ ...options, temporal: options.temporal, workerEnv: options.workerEnv, server, trials: options.kills, violations, log });
+      kills = await runToolKillTrials({
+        ...options,
+        temporal: options.temporal,
+        workerEnv: options.workerEnv,
+        server,
+        trials: options.kills,
+        violations,
+        log,
+      });
     }
     return drillResult(
       'D5',

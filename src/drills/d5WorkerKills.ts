@@ -31,7 +31,9 @@ interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 't
  * worker, whose agent makes the same call: the gateway must find the dead owner's `sent` row,
  * reconcile it through lookup and return the effect it finds, sending nothing.
  */
-export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise<{ trials: number; reconciled: number; duplicates: number }> {
+export async function runToolKillTrials(
+  options: ToolKillTrialsOptions,
+): Promise<{ trials: number; reconciled: number; duplicates: number }> {
   const { log, server, violations } = options;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const trialDeadlineMs = heartbeatTimeoutMs * 3 + 60_000;
@@ -62,7 +64,9 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
             tasks: [
               {
                 key: 'pr',
-                run: { command: `baton tool call ${TOOL} ${STEP} --params '{"trial":${trial}}' > effect.json && ${commitAll('record the effect')}` },
+                run: {
+                  command: `baton tool call ${TOOL} ${STEP} --params '{"trial":${trial}}' > effect.json && ${commitAll('record the effect')}`,
+                },
                 verify: { command: 'test -s effect.json' },
               },
             ],
@@ -72,7 +76,8 @@ export async function runToolKillTrials(options: ToolKillTrialsOptions): Promise
         await server.waitForHeld(key, Math.max(0, deadline - Date.now()));
         const task = await taskRead(options.pool, taskId);
         const [sent] = await toolCallRead(options.pool, taskId);
-        if (sent?.status !== 'sent') violations.push(`${key}: expected the ledger row sent while the answer is held, found ${sent?.status}`);
+        if (sent?.status !== 'sent')
+          violations.push(`${key}: expected the ledger row sent while the answer is held, found ${sent?.status}`);
         const victim = fleet.ownerOf(task.owner);
         await fleet.killAndReplace(victim);
         log(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);

@@ -129,7 +129,8 @@ export async function runTemporalRestartDrill(options: TemporalRestartDrillOptio
   await mkdir(options.home, { recursive: true });
   const port = await freePort();
   const dbFilename = path.join(options.home, 'temporal.sqlite');
-  const start = (withState: boolean) => startTemporalDevServer({ cliPath: options.temporalCliPath, dbFilename: withState ? dbFilename : undefined, port, headless: true });
+  const start = (withState: boolean) =>
+    startTemporalDevServer({ cliPath: options.temporalCliPath, dbFilename: withState ? dbFilename : undefined, port, headless: true });
   let server: TemporalDevServer = await start(true);
   let connection: Connection | undefined;
   let fleet: WorkerFleet | undefined;

@@ -43,7 +43,11 @@ const KEY_RULE = 'object keys are 1 to 200 letters, digits or ._/:@+- and start 
 const key = z.string(rule(KEY_RULE)).regex(OBJECT_KEY_PATTERN, rule(KEY_RULE));
 const COUNTER_RULE = 'a non-negative integer';
 /** Versions, tokens, suggestion ids: non-negative safe integers. */
-const counter = z.number(rule(COUNTER_RULE)).int(rule(COUNTER_RULE)).nonnegative(rule(COUNTER_RULE)).max(Number.MAX_SAFE_INTEGER, rule(COUNTER_RULE));
+const counter = z
+  .number(rule(COUNTER_RULE))
+  .int(rule(COUNTER_RULE))
+  .nonnegative(rule(COUNTER_RULE))
+  .max(Number.MAX_SAFE_INTEGER, rule(COUNTER_RULE));
 const IDENTITY_RULE = `a non-blank string of at most ${ACTOR_MAX_CHARS} characters`;
 /** An actor's identity: a grantee, a successor, the caller itself. */
 const identitySchema = storableString(rule(IDENTITY_RULE))
@@ -62,9 +66,17 @@ const contentRef = storableString(rule(CONTENT_REF_RULE, false)).min(1, CONTENT_
 const ACCESS_RULE = `one of ${OBJECT_ACCESS_LEVELS.join(', ')}`;
 const access = z.enum(OBJECT_ACCESS_LEVELS, rule(ACCESS_RULE));
 const SILENCE_RULE = `1 ms to ${SILENCE_TIMEOUT_MS_MAX} ms`;
-const silenceTimeoutMs = z.number(rule(SILENCE_RULE)).int(rule(SILENCE_RULE)).min(1, rule(SILENCE_RULE)).max(SILENCE_TIMEOUT_MS_MAX, rule(SILENCE_RULE));
+const silenceTimeoutMs = z
+  .number(rule(SILENCE_RULE))
+  .int(rule(SILENCE_RULE))
+  .min(1, rule(SILENCE_RULE))
+  .max(SILENCE_TIMEOUT_MS_MAX, rule(SILENCE_RULE));
 const PG_INTEGER_RULE = `a non-negative integer of at most ${PG_INTEGER_MAX}`;
-const afterSeq = z.number(rule(PG_INTEGER_RULE)).int(rule(PG_INTEGER_RULE)).nonnegative(rule(PG_INTEGER_RULE)).max(PG_INTEGER_MAX, rule(PG_INTEGER_RULE));
+const afterSeq = z
+  .number(rule(PG_INTEGER_RULE))
+  .int(rule(PG_INTEGER_RULE))
+  .nonnegative(rule(PG_INTEGER_RULE))
+  .max(PG_INTEGER_MAX, rule(PG_INTEGER_RULE));
 const LIMIT_RULE = `an integer from 1 to ${OBJECT_LOG_LIMIT_MAX}`;
 const limit = z.number(rule(LIMIT_RULE)).int(rule(LIMIT_RULE)).min(1, rule(LIMIT_RULE)).max(OBJECT_LOG_LIMIT_MAX, rule(LIMIT_RULE));
 
@@ -83,7 +95,13 @@ function withContent<T extends z.ZodRawShape>(shape: T) {
 
 /** The input of every object operation, by the operation's name (`object.<name>` in the agent API). */
 export const OBJECT_INPUTS = {
-  create: fields({ key, content: content.optional(), contentRef: contentRef.optional(), silenceTimeoutMs: silenceTimeoutMs.optional(), defaultAccess: access.optional() })
+  create: fields({
+    key,
+    content: content.optional(),
+    contentRef: contentRef.optional(),
+    silenceTimeoutMs: silenceTimeoutMs.optional(),
+    defaultAccess: access.optional(),
+  })
     .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef')
     .meta({ anyOf: [{ properties: { content: false } }, { properties: { contentRef: false } }] }),
   grant: fields({ key, grantee: identitySchema, access }),
@@ -117,7 +135,8 @@ export function describeInputProblems(error: z.ZodError, unexpected: (keys: stri
 }
 
 /** A field that tries to name the actor: the actor is never part of an object call's input. */
-const namesActor = (keys: string[]) => (keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ': the actor is given apart from the input, never in it' : '');
+const namesActor = (keys: string[]) =>
+  keys.some((k) => /actor|owner|identity|as|user/i.test(k)) ? ': the actor is given apart from the input, never in it' : '';
 
 /** `operation`'s input, validated, or InvalidInputError naming every problem (the store's TypeScript callers). */
 export function parseObjectInput<O extends ObjectOperation>(operation: O, input: unknown): z.output<(typeof OBJECT_INPUTS)[O]> {

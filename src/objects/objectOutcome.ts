@@ -38,10 +38,7 @@ export function toObjectState(row: ObjectOutcomeRow): ObjectState {
     holderHeartbeatAt: iso(row.holder_heartbeat_at),
     holderSilent: row.holder_silent,
     silenceTimeoutMs: row.silence_timeout_ms,
-    offer:
-      row.offer_to === null
-        ? null
-        : { to: row.offer_to, version: Number(row.offer_version), offeredAt: iso(row.offered_at)! },
+    offer: row.offer_to === null ? null : { to: row.offer_to, version: Number(row.offer_version), offeredAt: iso(row.offered_at)! },
     at: row.at.toISOString(),
   };
 }

@@ -21,7 +21,10 @@ function callOf<O extends ObjectOperation>(actor: string, schema: O, input: unkn
 }
 
 /** Inline content or a reference, as SQL parameters. */
-const contentParams = (args: { content?: string; contentRef?: string }): [string | null, string | null] => [args.content ?? null, args.contentRef ?? null];
+const contentParams = (args: { content?: string; contentRef?: string }): [string | null, string | null] => [
+  args.content ?? null,
+  args.contentRef ?? null,
+];
 
 interface CreateObjectInput {
   key: string;

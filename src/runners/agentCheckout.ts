@@ -6,7 +6,16 @@ import type { Claim } from '../tasks/types.js';
 import type { AgentIsolation } from './isolation/agentIsolation.js';
 import { openAgentWorkspace, type AgentWorkspace } from './isolation/workspace.js';
 import { ensureBatonShim } from './batonShim.js';
-import { addDetachedWorktree, addWorktree, cloneAt, fetchAgentCommit, git, pinsInMergeOrder, removeWorktree, resolveCommit } from './git.js';
+import {
+  addDetachedWorktree,
+  addWorktree,
+  cloneAt,
+  fetchAgentCommit,
+  git,
+  pinsInMergeOrder,
+  removeWorktree,
+  resolveCommit,
+} from './git.js';
 import type { Confinement } from './isolation/confinement.js';
 import { AgentFailedError } from './types.js';
 
@@ -38,7 +47,13 @@ export interface AgentCheckout {
  * `<workDir>/worktrees`; isolated, a clone in a workspace of the run's own (docs/isolation.md),
  * whose commit is fetched into the repository when the agent is done.
  */
-export async function openRunCheckout(options: { isolation?: AgentIsolation; workDir: string; repo: string; base: string; claim: Claim }): Promise<AgentCheckout> {
+export async function openRunCheckout(options: {
+  isolation?: AgentIsolation;
+  workDir: string;
+  repo: string;
+  base: string;
+  claim: Claim;
+}): Promise<AgentCheckout> {
   const { claim, repo, isolation } = options;
   const branch = `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`;
   const upstream = pinsInMergeOrder(claim.upstreamRevisions);
@@ -114,18 +129,38 @@ export async function openRunCheckout(options: { isolation?: AgentIsolation; wor
  * T7: a clean checkout of exactly `revision` for the verify command, which runs the repository's
  * code and so is as untrusted as the agent: isolated the same way when agents are.
  */
-export async function openVerifyCheckout(options: { isolation?: AgentIsolation; workDir: string; repo: string; taskId: string; revision: string }): Promise<AgentCheckout> {
+export async function openVerifyCheckout(options: {
+  isolation?: AgentIsolation;
+  workDir: string;
+  repo: string;
+  taskId: string;
+  revision: string;
+}): Promise<AgentCheckout> {
   const { isolation, repo } = options;
   if (!isolation?.isolated) {
     const dir = path.join(options.workDir, 'verify', `${options.taskId.replaceAll('/', '_')}-${randomUUID().slice(0, 8)}`);
     await addDetachedWorktree(repo, dir, options.revision);
-    return { dir, baseRevision: options.revision, baseCommit: options.revision, shimDir: '', env: (base) => base, commit: async () => undefined, close: () => removeWorktree(repo, dir) };
+    return {
+      dir,
+      baseRevision: options.revision,
+      baseCommit: options.revision,
+      shimDir: '',
+      env: (base) => base,
+      commit: async () => undefined,
+      close: () => removeWorktree(repo, dir),
+    };
   }
   const workspace = await openAgentWorkspace(isolation, [options.workDir, repo]);
   try {
     await cloneAt(repo, workspace.checkout, options.revision);
     await workspace.handOver();
-    return { ...isolatedParts(workspace), baseRevision: options.revision, baseCommit: options.revision, shimDir: '', commit: async () => undefined };
+    return {
+      ...isolatedParts(workspace),
+      baseRevision: options.revision,
+      baseCommit: options.revision,
+      shimDir: '',
+      commit: async () => undefined,
+    };
   } catch (error) {
     await workspace.close();
     throw error;

@@ -13,7 +13,23 @@ const MAX_TREE_PATH_BYTES = 4_096;
 /** Modes git itself writes: a file, an executable, a link, a folder, a submodule. */
 const TREE_MODES = new Set(['100644', '100755', '120000', '040000', '160000']);
 /** Programs whose words that are not options may name a file they run. */
-const INTERPRETERS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'source', '.', 'node', 'tsx', 'ts-node', 'python', 'python3', 'ruby', 'perl', 'php']);
+const INTERPRETERS = new Set([
+  'sh',
+  'bash',
+  'dash',
+  'zsh',
+  'ksh',
+  'source',
+  '.',
+  'node',
+  'tsx',
+  'ts-node',
+  'python',
+  'python3',
+  'ruby',
+  'perl',
+  'php',
+]);
 /** Programs that run the command after their own options and settings. */
 const WRAPPERS = new Set(['env', 'exec', 'command', 'nice', 'nohup', 'time', 'timeout', 'stdbuf', 'setsid']);
 /** `NAME=value`: an environment setting before a command. */
@@ -54,7 +70,11 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
   }
   if (missing.length > 0) return `revision ${revision} does not contain ${missing.join('; ')}`;
 
-  const protectedTree = await startingTree(repo, input.baseCommit, pins.map(([, pinned]) => pinned));
+  const protectedTree = await startingTree(
+    repo,
+    input.baseCommit,
+    pins.map(([, pinned]) => pinned),
+  );
   if (protectedTree === undefined) {
     return `its base and pinned upstream revisions do not merge cleanly, so what it may change cannot be told apart`;
   }
@@ -66,7 +86,16 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
   const reached = (await Promise.all(named.map((file) => pathsReaching(repo, protectedTree, file)))).flat();
   const protectedPaths = [...new Set([...input.protect, ...reached])];
   const guarded = [...protectedPaths, ...ALWAYS_PROTECTED];
-  const changed = await git(repo, ['diff', '--no-renames', '--name-only', '-z', protectedTree, tree, '--', ...guarded.map((p) => `:(top,glob)${p}`)]);
+  const changed = await git(repo, [
+    'diff',
+    '--no-renames',
+    '--name-only',
+    '-z',
+    protectedTree,
+    tree,
+    '--',
+    ...guarded.map((p) => `:(top,glob)${p}`),
+  ]);
   const paths = changed.split('\0').filter(Boolean);
   if (paths.length > 0) return `it changes what checks it: ${listed(paths)} (protected: ${guarded.join(', ')})`;
   return undefined;
@@ -139,14 +168,21 @@ function commandFiles(command: string | undefined): string[] {
     }
   };
   read(command ?? '', 0);
-  return [...candidates].map((c) => path.posix.normalize(c)).filter((file) => !file.startsWith('/') && !file.startsWith('..') && !/[*?[\]:\\$\s]/.test(file));
+  return [...candidates]
+    .map((c) => path.posix.normalize(c))
+    .filter((file) => !file.startsWith('/') && !file.startsWith('..') && !/[*?[\]:\\$\s]/.test(file));
 }
 
 /** A simple command's words from its program on: leading `NAME=value`s and wrappers (`env -i X=1`, `timeout 60`, `exec`) left out. */
 function unwrapped(words: string[]): string[] {
   let rest = words;
   for (;;) {
-    rest = rest.slice(Math.max(0, rest.findIndex((w) => !ASSIGNMENT.test(w))));
+    rest = rest.slice(
+      Math.max(
+        0,
+        rest.findIndex((w) => !ASSIGNMENT.test(w)),
+      ),
+    );
     if (rest.length === 0 || !WRAPPERS.has(path.posix.basename(rest[0]!))) return rest;
     // A wrapper's own options, settings and numbers (a timeout's duration, nice's level) come before the command.
     const next = rest.slice(1).findIndex((w) => !w.startsWith('-') && !ASSIGNMENT.test(w) && !/^\d/.test(w));

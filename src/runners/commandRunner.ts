@@ -14,7 +14,7 @@ import { AgentFailedError, type RunContext, type Runner } from './types.js';
 /** How often the command runner heartbeats while its agent runs. (Default: 1s) */
 const COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000;
 
-interface CommandRunnerOptions {
+export interface CommandRunnerOptions {
   /** Folder for per-task worktrees (unisolated agents) and logs. */
   workDir: string;
   /** (Default: 1s) */
@@ -50,17 +50,37 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       await mkdir(path.dirname(logFile), { recursive: true });
       const log = (line: string) => appendFile(logFile, `[v${claim.claimVersion}] ${line}\n`);
 
-      const checkout = await openRunCheckout({ isolation: options.isolation, workDir: options.workDir, repo: ctx.repo, base: ctx.base, claim });
+      const checkout = await openRunCheckout({
+        isolation: options.isolation,
+        workDir: options.workDir,
+        repo: ctx.repo,
+        base: ctx.base,
+        claim,
+      });
       try {
         let agentProgress: Record<string, unknown> | undefined;
-        const access = ctx.openAgentApi ? await agentAccess(ctx, checkout, (progress) => (agentProgress = progress), options.isolation?.limits.connections ?? AGENT_LIMITS_DEFAULT.connections) : undefined;
+        const access = ctx.openAgentApi
+          ? await agentAccess(
+              ctx,
+              checkout,
+              (progress) => (agentProgress = progress),
+              options.isolation?.limits.connections ?? AGENT_LIMITS_DEFAULT.connections,
+            )
+          : undefined;
         if (access?.replacedMcpConfig) {
           await log(`replaced the .mcp.json the repository holds with baton's own: nothing committed by an agent runs for the next one`);
         }
         let lastLine = '';
         let lines = 0;
         let pid: number | undefined;
-        const beat = async () => ctx.heartbeat({ host: hostname(), pid, lines, lastLine: lastLine.slice(0, 200), ...(agentProgress ? { agent: agentProgress } : {}) });
+        const beat = async () =>
+          ctx.heartbeat({
+            host: hostname(),
+            pid,
+            lines,
+            lastLine: lastLine.slice(0, 200),
+            ...(agentProgress ? { agent: agentProgress } : {}),
+          });
         const agentAbort = new AbortController();
         const onCancel = () => agentAbort.abort(ctx.signal.reason);
         ctx.signal.addEventListener('abort', onCancel, { once: true });
@@ -101,7 +121,10 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           // An agent that finished on its own still gets its submit tried even if a heartbeat was
           // refused meanwhile: the fence decides, and a refused submit is recorded.
           if (outcome.exitCode !== 0) {
-            throw new AgentFailedError(claim.taskId, `agent exited ${outcome.exitCode}: ${outcome.outputTail.trim().split('\n').slice(-3).join(' | ')}`);
+            throw new AgentFailedError(
+              claim.taskId,
+              `agent exited ${outcome.exitCode}: ${outcome.outputTail.trim().split('\n').slice(-3).join(' | ')}`,
+            );
           }
           const revision = await checkout.commit().catch((error: Error) => {
             throw new AgentFailedError(claim.taskId, `could not take the agent's commit: ${error.message}`);
@@ -141,10 +164,14 @@ async function agentAccess(
   connections: number,
 ): Promise<{ server: AgentServer; env: Record<string, string>; replacedMcpConfig: boolean }> {
   const { api, token } = await ctx.openAgentApi!({ callTool: ctx.callTool, reportProgress });
-  const server = await startAgentServer(api, checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' }, {
-    // S6: an agent cannot hold thousands of idle connections to its endpoint.
-    maxConnections: connections,
-  });
+  const server = await startAgentServer(
+    api,
+    checkout.socketPath ? { socketPath: checkout.socketPath, owner: checkout.user } : { port: 0, host: '127.0.0.1' },
+    {
+      // S6: an agent cannot hold thousands of idle connections to its endpoint.
+      maxConnections: connections,
+    },
+  );
   let replacedMcpConfig: boolean;
   try {
     replacedMcpConfig = await writeMcpConfig(checkout.dir, ctx.repo!);

@@ -20,7 +20,13 @@ export function createCommandVerifier(options: { workDir: string; isolation?: Ag
       if (!command) throw new Error(`task ${ctx.taskId}: the command verifier needs verify.command`);
       if (!ctx.repo) throw new Error(`task ${ctx.taskId}: the graph names no repo to verify in`);
       await workDirReady;
-      const checkout = await openVerifyCheckout({ isolation: options.isolation, workDir: options.workDir, repo: ctx.repo, taskId: ctx.taskId, revision: ctx.artifact.revision });
+      const checkout = await openVerifyCheckout({
+        isolation: options.isolation,
+        workDir: options.workDir,
+        repo: ctx.repo,
+        taskId: ctx.taskId,
+        revision: ctx.artifact.revision,
+      });
       const timer = setInterval(() => ctx.heartbeat(), VERIFY_HEARTBEAT_INTERVAL_MS);
       try {
         const outcome = await runShell(command, {

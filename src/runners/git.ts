@@ -79,7 +79,8 @@ export async function fetchAgentCommit(options: {
 }): Promise<string | undefined> {
   const { checkout, confinement } = options;
   const env = { ...options.env, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' };
-  const asAgent = (args: string[], stdout?: number) => runConfined(confinement, ['git', '-C', checkout, ...args], { cwd: checkout, env, timeoutMs: COLLECT_TIMEOUT_MS, stdout });
+  const asAgent = (args: string[], stdout?: number) =>
+    runConfined(confinement, ['git', '-C', checkout, ...args], { cwd: checkout, env, timeoutMs: COLLECT_TIMEOUT_MS, stdout });
   const head = (await asAgent(['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
   if (head === options.unchanged || options.known.includes(head)) return undefined;
   const file = await open(options.bundleFile, 'w', 0o600);
@@ -98,7 +99,14 @@ export async function fetchAgentCommit(options: {
     await writeFile(path.join(quarantine, 'objects', 'info', 'alternates'), `${objects}\n`);
     await git(quarantine, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', options.bundleFile, '+HEAD:refs/heads/agent']);
     await git(options.repo, [
-      '-c', 'transfer.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', quarantine, `+refs/heads/agent:refs/heads/${options.branch}`,
+      '-c',
+      'transfer.fsckObjects=true',
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--no-write-fetch-head',
+      quarantine,
+      `+refs/heads/agent:refs/heads/${options.branch}`,
     ]);
   } finally {
     await rm(options.bundleFile, { force: true });

@@ -49,7 +49,8 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       await poolOffer(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {
-        if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error(`run cancelled: ${String(ctx.signal.reason)}`);
+        if (ctx.signal.aborted)
+          throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error(`run cancelled: ${String(ctx.signal.reason)}`);
         const state = await poolRunState(db, fence);
         if (state.revision) return artifactOf(ctx, state.agent!, state.revision, baseCommit);
         if (state.agent === null) {

@@ -27,16 +27,32 @@ function envNameMatches(name: string, patterns: readonly string[]): boolean {
 
 /** The environment for an agent or verify command: the allowed part of this process's, plus `extra`. */
 export function childEnv(extra: Record<string, string>, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const allowed = [...AGENT_ENV_DEFAULT, ...(env[AGENT_ENV_ENV] ?? '').split(',').map((n) => n.trim()).filter(Boolean)];
+  const allowed = [
+    ...AGENT_ENV_DEFAULT,
+    ...(env[AGENT_ENV_ENV] ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+  ];
   const child: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) if (envNameMatches(name, allowed) && !SECRET_ENV.test(name)) child[name] = value;
   return { ...child, ...extra };
 }
 
 /** Starts `argv` as `confinement` says, in a process group of its own; stdin is closed. */
-function spawnConfined(confinement: Confinement | undefined, argv: string[], options: { cwd: string; env: NodeJS.ProcessEnv; stdout: 'pipe' | number }): ChildProcess {
+function spawnConfined(
+  confinement: Confinement | undefined,
+  argv: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; stdout: 'pipe' | number },
+): ChildProcess {
   const full = [...(confinement?.prefix ?? []), ...argv];
-  const spawnOptions = { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', options.stdout, 'pipe'] as ['ignore', 'pipe' | number, 'pipe'], ...confinement?.user };
+  const spawnOptions = {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', options.stdout, 'pipe'] as ['ignore', 'pipe' | number, 'pipe'],
+    ...confinement?.user,
+  };
   if (confinement?.slirp4netns) return spawnWithOutsideNetwork(confinement.slirp4netns, full, spawnOptions);
   return spawn(full[0]!, full.slice(1), spawnOptions);
 }

@@ -70,7 +70,10 @@ export interface Verifier {
 export class AgentFailedError extends BatonError {
   override readonly name = 'AgentFailedError';
   readonly code = 'agent_failed';
-  constructor(readonly taskId: string, readonly detail: string) {
+  constructor(
+    readonly taskId: string,
+    readonly detail: string,
+  ) {
     super(`agent for task ${taskId} failed: ${detail}`);
   }
 }

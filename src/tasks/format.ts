@@ -5,7 +5,14 @@ const short = (revision: string | null | undefined) => (revision ? revision.slic
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** One line per task: status, owner, claim version, attempts, revision, dependencies. */
@@ -54,7 +61,11 @@ function describeDetails(details: Record<string, unknown>): string {
     if (value === null || value === undefined) continue;
     if (key === 'revision' || key === 'old_revision' || key === 'new_revision') parts.push(`${key}=${short(String(value))}`);
     else if (key === 'upstream_revisions' && typeof value === 'object') {
-      parts.push(`pinned ${Object.entries(value).map(([k, v]) => `${k}@${short(String(v))}`).join(', ')}`);
+      parts.push(
+        `pinned ${Object.entries(value)
+          .map(([k, v]) => `${k}@${short(String(v))}`)
+          .join(', ')}`,
+      );
     } else if (key === 'lease_expires_at' || key === 'output_digest') continue;
     else parts.push(`${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
   }

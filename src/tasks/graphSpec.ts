@@ -70,8 +70,20 @@ const keysOf = <T>(keys: Record<keyof T, true>): readonly string[] => Object.key
 // The keys each level of a graph may have. Any other key is refused by name: a typo such as
 // `polcy:` must not pass silently and leave the defaults in force.
 const GRAPH_KEYS = keysOf<GraphSpec>({ id: true, repo: true, base: true, policy: true, tasks: true });
-const POLICY_KEYS = keysOf<GraphPolicy>({ maxAttempts: true, onVerificationFailure: true, heartbeatTimeoutMs: true, onUpstreamChange: true });
-const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({ key: true, dependsOn: true, description: true, run: true, verify: true, payload: true });
+const POLICY_KEYS = keysOf<GraphPolicy>({
+  maxAttempts: true,
+  onVerificationFailure: true,
+  heartbeatTimeoutMs: true,
+  onUpstreamChange: true,
+});
+const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
+  key: true,
+  dependsOn: true,
+  description: true,
+  run: true,
+  verify: true,
+  payload: true,
+});
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
 /** Most paths one task's `verify.protect` may name. */
@@ -197,7 +209,13 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
   return {
     maxAttempts: boundedInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
     onVerificationFailure: onVerificationFailure === 'fail' ? 'fail' : 'rerun',
-    heartbeatTimeoutMs: boundedInt(p.heartbeatTimeoutMs, 'policy.heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
+    heartbeatTimeoutMs: boundedInt(
+      p.heartbeatTimeoutMs,
+      'policy.heartbeatTimeoutMs',
+      HEARTBEAT_TIMEOUT_MS_DEFAULT,
+      HEARTBEAT_TIMEOUT_MS_RANGE,
+      problems,
+    ),
     onUpstreamChange: onUpstreamChange === 'mark' ? 'mark' : 'rerun',
   };
 }
@@ -223,7 +241,8 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
   const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, problems) : undefined;
   if (pool !== undefined && !POOL_PATTERN.test(pool)) problems.push(`${at}: run.pool must match ${POOL_PATTERN}`);
   const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, problems, { max: 200 }) : undefined;
-  if (agent !== undefined && pool !== undefined) problems.push(`${at}: run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token`);
+  if (agent !== undefined && pool !== undefined)
+    problems.push(`${at}: run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token`);
   const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, problems) : undefined;
   return {
     ...(command === undefined ? {} : { command }),
@@ -251,7 +270,9 @@ function parseProtect(input: unknown, where: string, problems: Problems): string
     if (value === undefined) return;
     const segments = value.replace(/\/$/, '').split('/');
     if (value.startsWith('/') || value.startsWith(':') || segments.some((s) => s === '..' || s === '')) {
-      problems.push(`${where}[${i}] must be a path inside the repository, relative to its top, with no '..' or empty part: ${quoted(value)}`);
+      problems.push(
+        `${where}[${i}] must be a path inside the repository, relative to its top, with no '..' or empty part: ${quoted(value)}`,
+      );
       return;
     }
     paths.push(segments.filter((s) => s !== '.').join('/') || '.');

@@ -1,3 +1,4 @@
+// Claims taken straight through the store, for tests and drills that play a worker without running one.
 import type { Queryable } from '../db/queryable.js';
 import { taskClaim, claimRelease } from '../db/sql/claims.js';
 import type { Fence } from '../db/storeCall.js';

@@ -1,3 +1,4 @@
+// A TCP proxy that passes, delays, refuses or swallows connections on command: a network fault between baton and a server.
 import net from 'node:net';
 
 /**

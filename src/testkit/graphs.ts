@@ -1,3 +1,4 @@
+// Graphs built from a shape ({ up: [], down: ['up'] }) and submitted through the store, for tests, drills and benchmarks.
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/queryable.js';
 import { graphSubmit } from '../db/sql/graphs.js';

@@ -1,3 +1,4 @@
+// Throwaway git repositories and shell-script agents that edit and commit, so runs need no model.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

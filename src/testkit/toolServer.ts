@@ -1,3 +1,4 @@
+// The fake external tool: an HTTP server with idempotency keys, a lookup and faults on command (a real process in drills).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 

@@ -1,3 +1,4 @@
+// A promise raced against a deadline on the clock, for harnesses that must give up rather than hang.
 /** Settles as `promise` does, or with `undefined` once the clock passes `deadline` (ms since the epoch), whichever is first. */
 export async function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;

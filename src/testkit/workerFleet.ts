@@ -1,3 +1,4 @@
+// Real `baton worker` processes on one private task queue, to freeze, kill and restart as drills and the demo do.
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,4 @@
+// `baton` started as a child process of this checkout, with its output kept for assertions and failure reports.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 

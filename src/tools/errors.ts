@@ -7,7 +7,10 @@ import { BatonError } from '../errors.js';
 export class UnknownToolError extends BatonError {
   override readonly name = 'UnknownToolError';
   readonly code = 'unknown_tool';
-  constructor(readonly tool: string, readonly configured: readonly string[]) {
+  constructor(
+    readonly tool: string,
+    readonly configured: readonly string[],
+  ) {
     super(`no tool '${tool}' is configured on this worker (configured: ${configured.length ? configured.join(', ') : 'none'})`);
   }
 }
@@ -20,7 +23,12 @@ export class UnknownToolError extends BatonError {
 export class ToolCallFailedError extends BatonError {
   override readonly name = 'ToolCallFailedError';
   readonly code = 'tool_call_failed';
-  constructor(readonly key: string, readonly tool: string, readonly detail: string, override readonly retryable: boolean) {
+  constructor(
+    readonly key: string,
+    readonly tool: string,
+    readonly detail: string,
+    override readonly retryable: boolean,
+  ) {
     super(`tool call ${key} (${tool}) failed${retryable ? ' (may be retried)' : ''}: ${detail}`);
   }
 }
@@ -35,7 +43,11 @@ export class ToolOutcomeUnknownError extends BatonError {
   readonly code = 'tool_outcome_unknown';
   // Asking again with the same key reconciles; it never sends blindly.
   override readonly retryable = true;
-  constructor(readonly key: string, readonly tool: string, readonly detail: string) {
+  constructor(
+    readonly key: string,
+    readonly tool: string,
+    readonly detail: string,
+  ) {
     super(`tool call ${key} (${tool}): outcome unknown, the tool could not say whether it took effect: ${detail}`);
   }
 }

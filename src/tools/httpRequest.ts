@@ -10,7 +10,10 @@ export interface HttpAnswer {
 /** Thrown when a request got no complete answer. `code` is Node's (ECONNREFUSED, ECONNRESET, ...) or TIMEOUT. */
 export class HttpRequestError extends Error {
   override readonly name = 'HttpRequestError';
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }

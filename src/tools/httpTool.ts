@@ -49,7 +49,12 @@ export function createHttpTool(options: HttpToolOptions): ToolAdapter {
     async execute(key, params): Promise<ExecuteOutcome> {
       let answer: HttpAnswer;
       try {
-        answer = await send(options.url, options.method ?? 'POST', { 'content-type': 'application/json', [IDEMPOTENCY_KEY_HEADER]: key }, JSON.stringify(params));
+        answer = await send(
+          options.url,
+          options.method ?? 'POST',
+          { 'content-type': 'application/json', [IDEMPOTENCY_KEY_HEADER]: key },
+          JSON.stringify(params),
+        );
       } catch (error) {
         return requestError(error as HttpRequestError, timeoutMs);
       }

@@ -28,19 +28,25 @@ export function parseHttpTools(text: string): Record<string, ToolAdapter> {
   const tools: Record<string, ToolAdapter> = {};
   for (const [name, value] of Object.entries(parsed)) {
     const where = `${HTTP_TOOLS_ENV}.${name}`;
-    if (!TOOL_NAME.test(name)) throw new InvalidInputError(`${where}: a tool name is 1 to 63 lowercase letters, digits, dashes or underscores`);
+    if (!TOOL_NAME.test(name))
+      throw new InvalidInputError(`${where}: a tool name is 1 to 63 lowercase letters, digits, dashes or underscores`);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(`${where} must be an object`);
     const unknown = Object.keys(value).filter((k) => !OPTION_NAMES.has(k));
     if (unknown.length) throw new InvalidInputError(`${where}: unknown option(s) ${unknown.join(', ')}`);
     const o = value as Record<string, unknown>;
     if (typeof o.url !== 'string') throw new InvalidInputError(`${where}.url is required`);
     if (o.lookupUrl !== undefined && typeof o.lookupUrl !== 'string') throw new InvalidInputError(`${where}.lookupUrl must be a string`);
-    if (o.method !== undefined && !['POST', 'PUT', 'PATCH'].includes(o.method as string)) throw new InvalidInputError(`${where}.method must be POST, PUT or PATCH`);
-    if (o.idempotent !== undefined && typeof o.idempotent !== 'boolean') throw new InvalidInputError(`${where}.idempotent must be true or false`);
+    if (o.method !== undefined && !['POST', 'PUT', 'PATCH'].includes(o.method as string))
+      throw new InvalidInputError(`${where}.method must be POST, PUT or PATCH`);
+    if (o.idempotent !== undefined && typeof o.idempotent !== 'boolean')
+      throw new InvalidInputError(`${where}.idempotent must be true or false`);
     if (o.timeoutMs !== undefined && !(Number.isInteger(o.timeoutMs) && (o.timeoutMs as number) > 0)) {
       throw new InvalidInputError(`${where}.timeoutMs must be a positive integer`);
     }
-    if (o.headers !== undefined && (typeof o.headers !== 'object' || o.headers === null || Object.values(o.headers).some((h) => typeof h !== 'string'))) {
+    if (
+      o.headers !== undefined &&
+      (typeof o.headers !== 'object' || o.headers === null || Object.values(o.headers).some((h) => typeof h !== 'string'))
+    ) {
       throw new InvalidInputError(`${where}.headers must map header names to strings`);
     }
     try {

@@ -91,8 +91,14 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     async function send(current: ToolCallRow, sendOptions: { replay?: boolean } = {}): Promise<ToolCallRow> {
       if (sentNow >= maxSends) {
         // Replays to a deduping tool that never answered leave the outcome open, not failed.
-        if (current.status === 'unknown') throw new ToolOutcomeUnknownError(key, call.tool, `${sentNow} sends, no answer (last: ${current.error ?? 'none'})`);
-        throw new ToolCallFailedError(key, call.tool, `${sentNow} sends did not take effect (last: ${current.error ?? current.status})`, true);
+        if (current.status === 'unknown')
+          throw new ToolOutcomeUnknownError(key, call.tool, `${sentNow} sends, no answer (last: ${current.error ?? 'none'})`);
+        throw new ToolCallFailedError(
+          key,
+          call.tool,
+          `${sentNow} sends did not take effect (last: ${current.error ?? current.status})`,
+          true,
+        );
       }
       await toolCallSend(db, fence, call.step, sendOptions);
       sentNow++;

@@ -46,7 +46,9 @@ beforeAll(async () => {
   const worker = await db.login('baton_worker');
   const gateway = createToolGateway({
     db: worker.pool,
-    tools: { echo: { execute: async (key: string, params: Json) => (executed.push(key), { outcome: 'succeeded', result: { key, params } }) } },
+    tools: {
+      echo: { execute: async (key: string, params: Json) => (executed.push(key), { outcome: 'succeeded', result: { key, params } }) },
+    },
   });
   localRun.callTool = (call) => gateway.call(fence, call);
   issueToken = async (f) => {
@@ -107,7 +109,9 @@ function send(request: Request): Promise<Reply> {
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, contentType: res.headers['content-type'], body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, contentType: res.headers['content-type'], body: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -123,13 +127,19 @@ function send(request: Request): Promise<Reply> {
 }
 
 const anyText = fc.string({ unit: 'binary', maxLength: 30 });
-const stepArb = fc.oneof({ weight: 3, arbitrary: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,20}$/) }, { weight: 1, arbitrary: anyText });
+const stepArb = fc.oneof(
+  { weight: 3, arbitrary: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,20}$/) },
+  { weight: 1, arbitrary: anyText },
+);
 /** A call body: as the agent should send it, or with a field of the wrong type, or one naming a task, owner, claim or actor. */
 const callArb = fc
   .tuple(
     fc.record(
       {
-        tool: fc.oneof({ weight: 4, arbitrary: fc.constant('echo') }, { weight: 1, arbitrary: fc.constantFrom('mailer', 'toString', '__proto__', '', 1, null) }),
+        tool: fc.oneof(
+          { weight: 4, arbitrary: fc.constant('echo') },
+          { weight: 1, arbitrary: fc.constantFrom('mailer', 'toString', '__proto__', '', 1, null) },
+        ),
         step: fc.oneof({ weight: 4, arbitrary: stepArb }, { weight: 1, arbitrary: fc.constantFrom(null, 7, [], {}) }),
         params: fc.jsonValue({ maxDepth: 3 }),
       },
@@ -139,7 +149,13 @@ const callArb = fc
       { weight: 3, arbitrary: fc.constant({}) },
       {
         weight: 1,
-        arbitrary: fc.constantFrom({ taskId: 'other/task' }, { owner: 'someone-else' }, { claimVersion: 99 }, { actor: 'victim' }, { ['__proto__']: { tool: 'echo' } }),
+        arbitrary: fc.constantFrom(
+          { taskId: 'other/task' },
+          { owner: 'someone-else' },
+          { claimVersion: 99 },
+          { actor: 'victim' },
+          { ['__proto__']: { tool: 'echo' } },
+        ),
       },
     ),
   )
@@ -148,13 +164,30 @@ const bodyArb: fc.Arbitrary<Buffer | undefined> = fc.oneof(
   { weight: 6, arbitrary: callArb.map((call) => Buffer.from(JSON.stringify(call))) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => Buffer.from(JSON.stringify(v) ?? '')) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)) },
-  { weight: 1, arbitrary: fc.constantFrom('', '{', '{"tool":"echo","step":"s",', 'null', '[]', '{"__proto__":{"tool":"echo"}}', '\uFEFF{}').map((t) => Buffer.from(t)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('', '{', '{"tool":"echo","step":"s",', 'null', '[]', '{"__proto__":{"tool":"echo"}}', '\uFEFF{}')
+      .map((t) => Buffer.from(t)),
+  },
   // Nested too deep for code that walks it recursively (built as text: JSON.stringify would overflow here).
-  { weight: 1, arbitrary: fc.integer({ min: 60, max: 60_000 }).map((d) => Buffer.from(`{"tool":"echo","step":"deep","params":${'['.repeat(d)}${']'.repeat(d)}}`)) },
-  { weight: 1, arbitrary: fc.integer({ min: MAX_REQUEST_BYTES - 64, max: 4 * MAX_REQUEST_BYTES }).map((n) => Buffer.from(`{"tool":"echo","step":"s","params":"${'x'.repeat(n)}"}`)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 60, max: 60_000 })
+      .map((d) => Buffer.from(`{"tool":"echo","step":"deep","params":${'['.repeat(d)}${']'.repeat(d)}}`)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: MAX_REQUEST_BYTES - 64, max: 4 * MAX_REQUEST_BYTES })
+      .map((n) => Buffer.from(`{"tool":"echo","step":"s","params":"${'x'.repeat(n)}"}`)),
+  },
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
-const headerName = fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/).filter((n) => !['authorization', 'content-length', 'transfer-encoding', 'host', 'connection', 'expect', 'upgrade'].includes(n));
+const headerName = fc
+  .stringMatching(/^[a-z][a-z0-9-]{0,20}$/)
+  .filter((n) => !['authorization', 'content-length', 'transfer-encoding', 'host', 'connection', 'expect', 'upgrade'].includes(n));
 /** Where tool calls go, the same path spelled otherwise, other operations a run token may or may not make, and no route at all. */
 const pathArb = fc.oneof(
   { weight: 6, arbitrary: fc.constant('/v1/tool.call') },
@@ -188,7 +221,10 @@ const pathArb = fc.oneof(
 );
 const requestArb: fc.Arbitrary<Request> = fc.record({
   via: fc.constantFrom('tcp' as const, 'socket' as const),
-  method: fc.oneof({ weight: 6, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE') }),
+  method: fc.oneof(
+    { weight: 6, arbitrary: fc.constant('POST') },
+    { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE') },
+  ),
   path: pathArb,
   auth: fc.oneof(
     { weight: 6, arbitrary: fc.constant('valid' as const) },
@@ -204,7 +240,12 @@ const requestArb: fc.Arbitrary<Request> = fc.record({
 function expectProblem(reply: Reply): void {
   expect(reply.contentType, reply.body).toBe('application/problem+json');
   const problem = JSON.parse(reply.body) as Record<string, unknown>;
-  expect(problem, reply.body).toMatchObject({ type: expect.stringMatching(/^urn:baton:error:\w+$/), title: expect.any(String), status: reply.status, code: expect.any(String) });
+  expect(problem, reply.body).toMatchObject({
+    type: expect.stringMatching(/^urn:baton:error:\w+$/),
+    title: expect.any(String),
+    status: reply.status,
+    code: expect.any(String),
+  });
   expect(problem.type).toBe(`urn:baton:error:${problem.code as string}`);
   expect(String(problem.detail).length, reply.body).toBeGreaterThan(10);
 }
@@ -222,7 +263,11 @@ describe("fuzzing a run's agent API endpoint (S3)", () => {
         const calls = await toolCallRead(db.pool, fence.taskId);
         const after = await taskRead(db.pool, fence.taskId);
         // Whatever was sent, the run's claim is as it was: no request moves the task.
-        expect({ status: after.status, owner: after.owner, claimVersion: after.claimVersion }).toEqual({ status: before.status, owner: before.owner, claimVersion: before.claimVersion });
+        expect({ status: after.status, owner: after.owner, claimVersion: after.claimVersion }).toEqual({
+          status: before.status,
+          owner: before.owner,
+          claimVersion: before.claimVersion,
+        });
         if (reply.status === 200) {
           expect(reply.contentType).toBe('application/json');
           const body = JSON.parse(reply.body) as Record<string, unknown> | null;
@@ -230,7 +275,9 @@ describe("fuzzing a run's agent API endpoint (S3)", () => {
             // A tool call, exactly once, for this run's task and claim only.
             expect(new URL(request.path, 'http://x').pathname).toBe('/v1/tool.call');
             expect(body).toMatchObject({ tool: 'echo', status: 'succeeded', sentNow: 1 });
-            expect(calls).toEqual([expect.objectContaining({ tool: 'echo', status: 'succeeded', owner: fence.owner, claimVersion: fence.claimVersion })]);
+            expect(calls).toEqual([
+              expect.objectContaining({ tool: 'echo', status: 'succeeded', owner: fence.owner, claimVersion: fence.claimVersion }),
+            ]);
             expect(executed.length).toBe(sent + 1);
             seen.toolCalls++;
           } else {

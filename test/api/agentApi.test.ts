@@ -33,7 +33,11 @@ describe('the agent API over MCP and HTTP', () => {
     const C = await mcpClient(api.url, c!.secret);
     try {
       const { tools } = await A.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(Object.keys(OPERATIONS).map((o) => mcpToolName(o as OperationName)).sort());
+      expect(tools.map((t) => t.name).sort()).toEqual(
+        Object.keys(OPERATIONS)
+          .map((o) => mcpToolName(o as OperationName))
+          .sort(),
+      );
       expect(await A.use('whoami')).toMatchObject({ identity: 'agent-a', scopes: ['notes', 'objects', 'read'] });
 
       await A.use('object.create', { key, content: 'plan v1' });
@@ -45,7 +49,9 @@ describe('the agent API over MCP and HTTP', () => {
       const offered = await A.use('object.offer', { key, token: written.token, version: written.version, successor: 'agent-b' });
       expect(offered.offer).toMatchObject({ to: 'agent-b', version: 2 });
       // While the offer is open, the giver's writes are refused (O5).
-      await expect(A.use('object.write', { key, version: 2, token: written.token, content: 'late' })).rejects.toMatchObject({ code: 'handoff_pending' });
+      await expect(A.use('object.write', { key, version: 2, token: written.token, content: 'late' })).rejects.toMatchObject({
+        code: 'handoff_pending',
+      });
       const accepted = await B.use('object.accept', { key, version: 2 });
       expect(accepted.holder).toBe('agent-b');
       expect((await B.use('object.read', { key })).content).toBe('plan v2');
@@ -90,7 +96,12 @@ describe('the agent API over MCP and HTTP', () => {
     // Headers and query parameters that name someone are not read at all: the call is made as mallory.
     const disguised = await fetch(`${api.url}/v1/object.grant?actor=victim&as=victim`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${a.secret}`, 'content-type': 'application/json', 'x-baton-actor': 'victim', 'x-forwarded-user': 'victim' },
+      headers: {
+        authorization: `Bearer ${a.secret}`,
+        'content-type': 'application/json',
+        'x-baton-actor': 'victim',
+        'x-forwarded-user': 'victim',
+      },
       body: JSON.stringify({ key, grantee: 'mallory', access: 'write' }),
     });
     expect(disguised.status).toBe(403);
@@ -115,7 +126,9 @@ describe('the agent API over MCP and HTTP', () => {
     await waitFor(
       'the token to expire',
       async () => {
-        const { rows } = await db.pool.query('SELECT expires_at <= now() AS expired FROM baton.agent_tokens WHERE id = $1', [expiring.token.id]);
+        const { rows } = await db.pool.query('SELECT expires_at <= now() AS expired FROM baton.agent_tokens WHERE id = $1', [
+          expiring.token.id,
+        ]);
         if (!rows[0].expired) throw new Error('not yet');
       },
       { timeoutMs: 10_000, intervalMs: 50 },
@@ -134,7 +147,8 @@ describe('the agent API over MCP and HTTP', () => {
     const forged = await call(api.url, `${reader.secret.slice(0, -2)}xx`, 'whoami');
     expect(forged).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'unauthenticated' } });
 
-    const refusals = (who: string) => events('agent', who).then((es) => es.filter((e) => e.kind === 'api_refused').map((e) => e.details.refusal));
+    const refusals = (who: string) =>
+      events('agent', who).then((es) => es.filter((e) => e.kind === 'api_refused').map((e) => e.details.refusal));
     expect(await refusals('reader-1')).toEqual(['scope', 'not_a_run']);
     expect(await refusals('revoked-1')).toEqual(['revoked']);
     expect(await refusals('expiring-1')).toEqual(['expired']);
@@ -185,7 +199,10 @@ describe('the agent API over MCP and HTTP', () => {
       ["SELECT * FROM baton.task_note_add('t', 'victim-2', NULL, 'forged')", []],
       ["SELECT * FROM baton.agent_token_create('mallory', ARRAY['admin'], NULL, sha256('x'), 'mallory')", []],
       ['SELECT secret_sha256 FROM baton.agent_tokens', []],
-      ["INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_0000000000000000', 'victim-2', ARRAY['admin'], sha256('x'), 'm')", []],
+      [
+        "INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_0000000000000000', 'victim-2', ARRAY['admin'], sha256('x'), 'm')",
+        [],
+      ],
     ];
     for (const [sql, params] of attempts) {
       await expect(login.pool.query(sql, params), sql).rejects.toMatchObject({ code: '42501' });
@@ -193,13 +210,17 @@ describe('the agent API over MCP and HTTP', () => {
     // Through the API, no operation verifies anything, and none is reachable by a made-up name.
     expect(Object.keys(OPERATIONS).filter((o) => /verif/i.test(o))).toEqual([]);
     expect((await call(api.url, victim.secret, 'verify', { revision: 'a'.repeat(40) })).status).toBe(404);
-    const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1`, [victimKey]);
+    const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1`, [
+      victimKey,
+    ]);
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:victim-2']);
   });
 
   it('survives a request target URL parsing would choke on, and answers it as a problem', async () => {
     const reply = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.end('POST //[ HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n'));
+      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () =>
+        socket.end('POST //[ HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n'),
+      );
       let text = '';
       socket.on('data', (chunk) => (text += chunk.toString()));
       socket.on('end', () => resolve(text));
@@ -228,12 +249,17 @@ describe('the agent API over MCP and HTTP', () => {
     await agentTokenRevoke(client.pool, { id: taker.token.id, actor: 'operator', reason: 'stolen' });
     const after = await call(api.url, run, 'heartbeat', {});
     expect(after).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'revoked' } });
-    expect(after.body.detail).toMatch(/run token tok_[0-9a-f]{16} was taken with token tok_[0-9a-f]{16} of nightly, revoked at .* by operator: stolen/);
+    expect(after.body.detail).toMatch(
+      /run token tok_[0-9a-f]{16} was taken with token tok_[0-9a-f]{16} of nightly, revoked at .* by operator: stolen/,
+    );
   });
 
   it('limits the rate per token and per address, with Retry-After', async () => {
     const login = await db.login('baton_agent');
-    const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.01, burst: 3 } }), { port: 0, host: '127.0.0.1' });
+    const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.01, burst: 3 } }), {
+      port: 0,
+      host: '127.0.0.1',
+    });
     try {
       const t = await tokenFor(db, 'hasty');
       const statuses = [];
@@ -254,7 +280,11 @@ describe('the agent API over MCP and HTTP', () => {
 
   it('serves an OpenAPI document of every operation, from the same schemas', async () => {
     const doc = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, any> };
-    expect(Object.keys(doc.paths).sort()).toEqual(Object.keys(OPERATIONS).map((o) => `/v1/${o}`).sort());
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      Object.keys(OPERATIONS)
+        .map((o) => `/v1/${o}`)
+        .sort(),
+    );
     const write = doc.paths['/v1/object.write'].post.requestBody.content['application/json'].schema;
     expect(write.required).toEqual(['key', 'version', 'token']);
     expect(write.additionalProperties).toBe(false);

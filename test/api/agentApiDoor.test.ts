@@ -67,11 +67,24 @@ const eventCount = async () => Number((await db.pool.query('SELECT count(*) FROM
 function postFrom(url: string, localAddress: string, secret: string, operation: string, body = '{}') {
   const { hostname, port } = new URL(url);
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
-    const req = http.request({ host: hostname, port, localAddress, method: 'POST', path: `/v1/${operation}`, agent: false, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        localAddress,
+        method: 'POST',
+        path: `/v1/${operation}`,
+        agent: false,
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -112,7 +125,10 @@ describe("the agent API's door", () => {
     expect(storeCalls.filter((values) => BAD_TEXT.test(JSON.stringify(values)))).toEqual([]);
     expect(await eventCount()).toBe(before);
     // The same token with storable text is served: it was the text that was refused.
-    expect(await call(door.url, run, 'heartbeat', '{"progress":{"a":"\\u00e9 \\ud83d\\ude00"}}')).toMatchObject({ status: 200, body: { pooled: true } });
+    expect(await call(door.url, run, 'heartbeat', '{"progress":{"a":"\\u00e9 \\ud83d\\ude00"}}')).toMatchObject({
+      status: 200,
+      body: { pooled: true },
+    });
   });
 
   it('checks the token first: a made-up, revoked or missing token hears 401 whatever its body, and a made-up one reaches nothing', async () => {
@@ -131,11 +147,20 @@ describe("the agent API's door", () => {
     storeCalls.length = 0;
     for (const [operation, body] of bodies) {
       const guessed = await call(door.url, madeUp, operation, body);
-      expect(guessed, `${operation} ${body.slice(0, 40)}`).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'unauthenticated' } });
+      expect(guessed, `${operation} ${body.slice(0, 40)}`).toMatchObject({
+        status: 401,
+        body: { code: 'unauthenticated', refusal: 'unauthenticated' },
+      });
       const old = await call(door.url, revoked.secret, operation, body);
-      expect(old, `${operation} ${body.slice(0, 40)}`).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'revoked' } });
+      expect(old, `${operation} ${body.slice(0, 40)}`).toMatchObject({
+        status: 401,
+        body: { code: 'unauthenticated', refusal: 'revoked' },
+      });
       const none = await call(door.url, undefined, operation, body);
-      expect(none, `${operation} ${body.slice(0, 40)}`).toMatchObject({ status: 401, body: { code: 'unauthenticated', refusal: 'missing' } });
+      expect(none, `${operation} ${body.slice(0, 40)}`).toMatchObject({
+        status: 401,
+        body: { code: 'unauthenticated', refusal: 'missing' },
+      });
     }
     expect(storeCalls.filter((values) => BAD_TEXT.test(JSON.stringify(values)))).toEqual([]);
     // The made-up token was asked about (secret and operation), and nothing else of its calls was sent.
@@ -143,7 +168,9 @@ describe("the agent API's door", () => {
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.every((values) => values.length === 2)).toBe(true);
     // The revoked token's refusals are recorded one by one, as every known token's are.
-    const { rows } = await db.pool.query(`SELECT details->>'refusal' AS refusal FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'door-revoked' AND kind = 'api_refused'`);
+    const { rows } = await db.pool.query(
+      `SELECT details->>'refusal' AS refusal FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'door-revoked' AND kind = 'api_refused'`,
+    );
     expect(rows.map((r) => r.refusal)).toEqual(bodies.map(() => 'revoked'));
   });
 
@@ -152,7 +179,10 @@ describe("the agent API's door", () => {
     const agent = await db.login('baton_agent');
     // The store fails on the operation itself (the token is still checked): a fault, not the caller's doing.
     const failing: Queryable = {
-      query: (text, values) => (text.includes('agent_call') ? Promise.reject(new Error('the store went away mid-call')) : agent.pool.query(text, values as unknown[])),
+      query: (text, values) =>
+        text.includes('agent_call')
+          ? Promise.reject(new Error('the store went away mid-call'))
+          : agent.pool.query(text, values as unknown[]),
     };
     const t = await tokenFor(db, 'door-unlucky');
     await withServer({ db: failing, log: (line) => lines.push(line) }, async (url) => {
@@ -182,7 +212,13 @@ describe("the agent API's door", () => {
     await withServer({ refusedTokenLimit: { perSecond: 0.001, burst: 5 }, refusalSummaryMs: 50 }, async (url) => {
       // A token this server has seen answer is not held up by the flood from its address.
       expect((await postFrom(url, '127.0.0.3', known.secret, 'whoami')).status).toBe(200);
-      const seqBefore = Number((await db.pool.query(`SELECT coalesce(max(subject_seq), 0) AS seq FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'anonymous'`)).rows[0].seq);
+      const seqBefore = Number(
+        (
+          await db.pool.query(
+            `SELECT coalesce(max(subject_seq), 0) AS seq FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'anonymous'`,
+          )
+        ).rows[0].seq,
+      );
 
       const replies = await Promise.all(flood.map((secret) => postFrom(url, '127.0.0.3', secret, 'whoami')));
       const codes = replies.map((r) => r.body.code);
@@ -220,15 +256,20 @@ describe("the agent API's door", () => {
   });
 
   it('bounds made-up tokens from many addresses too: a budget for all of them, an IPv6 address counted by its /64', async () => {
-    await withServer({ refusedTokenLimit: { perSecond: 0.001, burst: 5 }, refusedTokenLimitAll: { perSecond: 0.001, burst: 12 }, refusalSummaryMs: 50 }, async (url) => {
-      // Six addresses, four made-up tokens each: within each address's budget, past the budget of all.
-      const addresses = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16'];
-      const replies = await Promise.all(addresses.flatMap((address) => Array.from({ length: 4 }, () => postFrom(url, address, newTokenSecret(), 'whoami'))));
-      const codes = replies.map((r) => r.body.code);
-      expect(codes.filter((c) => c === 'unauthenticated')).toHaveLength(12);
-      expect(codes.filter((c) => c === 'rate_limited')).toHaveLength(12);
-      expect(replies.find((r) => r.body.code === 'rate_limited')?.body.detail).toMatch(/refused tokens from all addresses/);
-    });
+    await withServer(
+      { refusedTokenLimit: { perSecond: 0.001, burst: 5 }, refusedTokenLimitAll: { perSecond: 0.001, burst: 12 }, refusalSummaryMs: 50 },
+      async (url) => {
+        // Six addresses, four made-up tokens each: within each address's budget, past the budget of all.
+        const addresses = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16'];
+        const replies = await Promise.all(
+          addresses.flatMap((address) => Array.from({ length: 4 }, () => postFrom(url, address, newTokenSecret(), 'whoami'))),
+        );
+        const codes = replies.map((r) => r.body.code);
+        expect(codes.filter((c) => c === 'unauthenticated')).toHaveLength(12);
+        expect(codes.filter((c) => c === 'rate_limited')).toHaveLength(12);
+        expect(replies.find((r) => r.body.code === 'rate_limited')?.body.detail).toMatch(/refused tokens from all addresses/);
+      },
+    );
     expect(refusalBudgetKey('2001:db8::1')).toBe(refusalBudgetKey('2001:0db8:0:0:ffff::2'));
     expect(refusalBudgetKey('2001:db8:0:1::1')).not.toBe(refusalBudgetKey('2001:db8::1'));
     expect(refusalBudgetKey('::ffff:127.0.0.3')).toBe('127.0.0.3');
@@ -241,7 +282,9 @@ describe("the agent API's door", () => {
       const { requestBody } = doc.paths[`/v1/${name}`].post;
       // What the document says of an empty body is what the server does with one.
       const empty = await call(door.url, t.secret, name, '');
-      expect(empty.status === 400 && empty.body.code === 'invalid_input', `${name}: ${empty.status} ${empty.body?.detail ?? ''}`).toBe(requestBody.required);
+      expect(empty.status === 400 && empty.body.code === 'invalid_input', `${name}: ${empty.status} ${empty.body?.detail ?? ''}`).toBe(
+        requestBody.required,
+      );
     }
     const mcp = await mcpClient(door.url, t.secret);
     const { tools } = await mcp.client.listTools();
@@ -259,7 +302,9 @@ describe("the agent API's door", () => {
         const body = { key: uniqueObjectKey('door/rules'), ...base, ...given };
         const reply = await call(door.url, t.secret, name, body);
         const refused = reply.status === 400 && reply.body.code === 'invalid_input';
-        expect(check(body).valid, `${name} ${JSON.stringify(given)}: the server answered ${reply.status} ${reply.body?.detail ?? ''}`).toBe(!refused);
+        expect(check(body).valid, `${name} ${JSON.stringify(given)}: the server answered ${reply.status} ${reply.body?.detail ?? ''}`).toBe(
+          !refused,
+        );
       }
     }
     const nothing = await call(door.url, t.secret, 'whoami', 'null');
@@ -276,18 +321,38 @@ describe("the agent API's door", () => {
       await mcp.use('object.create', { key, content: 'v1' });
       const viaMcp = await mcp.use('object.take', { key, actor: 'victim' }).catch((e: unknown) => e);
       const viaHttp = await call(door.url, t.secret, 'object.take', { key, actor: 'victim' });
-      expect(viaMcp).toMatchObject({ type: 'urn:baton:error:invalid_input', status: 400, code: 'invalid_input', detail: viaHttp.body.detail });
+      expect(viaMcp).toMatchObject({
+        type: 'urn:baton:error:invalid_input',
+        status: 400,
+        code: 'invalid_input',
+        detail: viaHttp.body.detail,
+      });
       expect(viaHttp.body.detail).toMatch(/unexpected field\(s\) actor: the actor is always the token's identity/);
-      await expect(mcp.use('object.write', { key, version: 1, token: 1 })).rejects.toMatchObject({ code: 'invalid_input', detail: expect.stringMatching(/exactly one of content and contentRef/) });
-      const unknown = (await mcp.client.callTool({ name: 'object_frobnicate', arguments: {} })) as { isError?: boolean; content: { text: string }[] };
+      await expect(mcp.use('object.write', { key, version: 1, token: 1 })).rejects.toMatchObject({
+        code: 'invalid_input',
+        detail: expect.stringMatching(/exactly one of content and contentRef/),
+      });
+      const unknown = (await mcp.client.callTool({ name: 'object_frobnicate', arguments: {} })) as {
+        isError?: boolean;
+        content: { text: string }[];
+      };
       expect(unknown.isError).toBe(true);
       expect(JSON.parse(unknown.content[0]!.text)).toMatchObject({ code: 'not_found', status: 404 });
 
       // The stdio server a run's .mcp.json starts relays the endpoint's problem as it came.
       const relay = new Client({ name: 'door-stdio', version: '1' });
-      await relay.connect(new StdioClientTransport({ command: process.execPath, args: [BATON_BIN, 'mcp'], env: cleanEnv({ BATON_URL: door.url, BATON_TOKEN: t.secret }) as Record<string, string> }));
+      await relay.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [BATON_BIN, 'mcp'],
+          env: cleanEnv({ BATON_URL: door.url, BATON_TOKEN: t.secret }) as Record<string, string>,
+        }),
+      );
       try {
-        const relayed = (await relay.callTool({ name: 'object_take', arguments: { key, actor: 'victim' } })) as { isError?: boolean; content: { text: string }[] };
+        const relayed = (await relay.callTool({ name: 'object_take', arguments: { key, actor: 'victim' } })) as {
+          isError?: boolean;
+          content: { text: string }[];
+        };
         expect(relayed.isError).toBe(true);
         expect(JSON.parse(relayed.content[0]!.text)).toEqual(viaHttp.body);
       } finally {

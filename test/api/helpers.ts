@@ -40,7 +40,13 @@ export async function tokenFor(
 }
 
 /** One HTTP call of the agent API; the body as parsed JSON. */
-export async function call(url: string, secret: string | undefined, operation: string, body?: unknown, headers: Record<string, string> = {}) {
+export async function call(
+  url: string,
+  secret: string | undefined,
+  operation: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(`${url}/v1/${operation}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(secret ? { authorization: `Bearer ${secret}` } : {}), ...headers },
@@ -53,9 +59,14 @@ export async function call(url: string, secret: string | undefined, operation: s
 /** An MCP client of the SDK, over Streamable HTTP to `url`/mcp, with `secret` as its bearer token; `use` throws a refusal's problem details. */
 export async function mcpClient(url: string, secret: string) {
   const client = new Client({ name: 'baton-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }),
+  );
   const use = async (operation: OperationName, input: Record<string, unknown> = {}) => {
-    const result = (await client.callTool({ name: mcpToolName(operation), arguments: input })) as { isError?: boolean; content: { text: string }[] };
+    const result = (await client.callTool({ name: mcpToolName(operation), arguments: input })) as {
+      isError?: boolean;
+      content: { text: string }[];
+    };
     const body = JSON.parse(result.content[0]!.text);
     if (result.isError) throw Object.assign(new Error(body.detail), body);
     return body;

@@ -20,7 +20,7 @@ const workspace = useCommandWorkspace('inrun');
 const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
 
 describe('the agent API inside a run', () => {
-  it('serves a command agent as its task\'s agent: context, notes, shared objects and MCP over stdio, with no way to name another actor', async () => {
+  it("serves a command agent as its task's agent: context, notes, shared objects and MCP over stdio, with no way to name another actor", async () => {
     const id = `inrun-${randomUUID().slice(0, 8)}`;
     const key = uniqueObjectKey('plans/inrun');
     const client = await stack.db.login('baton_client');
@@ -41,7 +41,14 @@ describe('the agent API inside a run', () => {
       {
         id,
         repo: workspace.repo,
-        tasks: [{ key: 'plan', description: 'revise the plan', run: { command: agent, agent: 'planner' }, verify: { command: 'test -s context.json && test -s mcp.json' } }],
+        tasks: [
+          {
+            key: 'plan',
+            description: 'revise the plan',
+            run: { command: agent, agent: 'planner' },
+            verify: { command: 'test -s context.json && test -s mcp.json' },
+          },
+        ],
       },
       'test',
     );
@@ -51,31 +58,54 @@ describe('the agent API inside a run', () => {
     const file = async (name: string) => git(workspace.repo, ['show', `${revision}:${name}`]);
 
     const context = JSON.parse(await file('context.json'));
-    expect(context).toMatchObject({ identity: 'planner', taskId: `${id}/plan`, key: 'plan', description: 'revise the plan', claimVersion: task.claimVersion, upstream: [] });
+    expect(context).toMatchObject({
+      identity: 'planner',
+      taskId: `${id}/plan`,
+      key: 'plan',
+      description: 'revise the plan',
+      claimVersion: task.claimVersion,
+      upstream: [],
+    });
     expect(await file('take.txt')).toMatch(new RegExp(`${key.replaceAll('.', '\\.')}: version 1, token \\d+\\n  holder: planner since`));
-    expect(await file('forged-field.txt')).toMatch(/refused \(invalid_input\): invalid input: note.add: unexpected field\(s\) actor: the actor is always the token's identity/);
+    expect(await file('forged-field.txt')).toMatch(
+      /refused \(invalid_input\): invalid input: note.add: unexpected field\(s\) actor: the actor is always the token's identity/,
+    );
     expect(await file('forged-field.txt')).not.toMatch(/accepted/);
-    expect(await file('forged-as.txt')).toMatch(/--as is for administrators on the database; with BATON_TOKEN set, the token decides who you are/);
+    expect(await file('forged-as.txt')).toMatch(
+      /--as is for administrators on the database; with BATON_TOKEN set, the token decides who you are/,
+    );
     expect(await file('forged-as.txt')).not.toMatch(/accepted/);
     const mcp = JSON.parse(await file('mcp.json'));
     expect(mcp.tools).toEqual(expect.arrayContaining(['context', 'heartbeat', 'tool_call', 'object_take', 'note_add']));
     expect(mcp.whoami).toMatchObject({ isError: false, body: { identity: 'planner', taskId: `${id}/plan` } });
-    expect(mcp.forged).toMatchObject({ isError: true, body: { code: 'invalid_input', detail: expect.stringMatching(/note.add: unexpected field\(s\) actor: the actor is always the token's identity/) } });
+    expect(mcp.forged).toMatchObject({
+      isError: true,
+      body: {
+        code: 'invalid_input',
+        detail: expect.stringMatching(/note.add: unexpected field\(s\) actor: the actor is always the token's identity/),
+      },
+    });
 
     // The MCP config was there for the agent, but kept out of its commit.
     const committed = (await git(workspace.repo, ['show', '--name-only', '--format=', revision])).split('\n');
     expect(committed).not.toContain('.mcp.json');
     expect(committed).toEqual(expect.arrayContaining(['context.json', 'mcp.json']));
 
-    const { rows: notes } = await stack.db.pool.query('SELECT author, claim_version, body FROM baton.task_notes WHERE task_id = $1', [`${id}/plan`]);
-    expect(notes.map((n) => ({ ...n, claim_version: Number(n.claim_version) }))).toEqual([{ author: 'planner', claim_version: task.claimVersion, body: 'taking the plan' }]);
+    const { rows: notes } = await stack.db.pool.query('SELECT author, claim_version, body FROM baton.task_notes WHERE task_id = $1', [
+      `${id}/plan`,
+    ]);
+    expect(notes.map((n) => ({ ...n, claim_version: Number(n.claim_version) }))).toEqual([
+      { author: 'planner', claim_version: task.claimVersion, body: 'taking the plan' },
+    ]);
     const { rows: objectEvents } = await stack.db.pool.query(
       `SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1 ORDER BY subject_seq`,
       [key],
     );
     expect(objectEvents.map((e) => `${e.kind}:${e.actor}`)).toEqual(['created:lead', 'granted:lead', 'taken:planner']);
     // One run token, for the identity the task names, bound to the claim the run held; only its hash is stored.
-    const { rows: tokens } = await stack.db.pool.query('SELECT identity, claim_version FROM baton.agent_tokens WHERE task_id = $1', [`${id}/plan`]);
+    const { rows: tokens } = await stack.db.pool.query('SELECT identity, claim_version FROM baton.agent_tokens WHERE task_id = $1', [
+      `${id}/plan`,
+    ]);
     expect(tokens.map((t) => [t.identity, Number(t.claim_version)])).toEqual([['planner', task.claimVersion]]);
   });
 });

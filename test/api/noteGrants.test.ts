@@ -38,8 +38,14 @@ async function scenario() {
   await taskSubmit(db.pool, { taskId: up, owner: 'w-0', claimVersion: upClaim.claimVersion }, artifact('a'.repeat(40)));
   await verificationStart(db.pool, up, 'verifier');
   await verificationRecord(db.pool, {
-    taskId: up, verifier: 'verifier', claimVersion: upClaim.claimVersion, revision: 'a'.repeat(40),
-    command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
+    taskId: up,
+    verifier: 'verifier',
+    claimVersion: upClaim.claimVersion,
+    revision: 'a'.repeat(40),
+    command: 'check',
+    exitCode: 0,
+    outputDigest: 'sha256:x',
+    outputTail: '',
   });
   await taskNoteAdd(db.pool, up, 'up-agent', 'the upstream found a bug in the parser');
   await taskNoteAdd(db.pool, other, 'other-agent', 'a secret of another graph');
@@ -53,7 +59,10 @@ async function commandRun(fence: { taskId: string; owner: string; claimVersion: 
   const worker = await db.login('baton_worker');
   const token = newTokenSecret();
   await runTokenIssue(worker.pool, fence, identity, secretSha256(token));
-  const api = createAgentApi({ db: worker.pool, localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, reportProgress: () => {} } });
+  const api = createAgentApi({
+    db: worker.pool,
+    localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, reportProgress: () => {} },
+  });
   const server = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
   servers.push(server);
   return { url: server.url, token };
@@ -75,8 +84,13 @@ describe('notes by grant (S6)', () => {
     const { up, down, other, fence } = await scenario();
     const endpoint = await commandRun(fence, 'down-agent');
 
-    expect(await call(endpoint.url, endpoint.token, 'note.add', { text: 'starting on the parser' })).toMatchObject({ status: 200, body: { author: 'down-agent', body: 'starting on the parser' } });
-    expect((await call(endpoint.url, endpoint.token, 'notes.list')).body.map((n: { body: string }) => n.body)).toEqual(['starting on the parser']);
+    expect(await call(endpoint.url, endpoint.token, 'note.add', { text: 'starting on the parser' })).toMatchObject({
+      status: 200,
+      body: { author: 'down-agent', body: 'starting on the parser' },
+    });
+    expect((await call(endpoint.url, endpoint.token, 'notes.list')).body.map((n: { body: string }) => n.body)).toEqual([
+      'starting on the parser',
+    ]);
     const upstream = await call(endpoint.url, endpoint.token, 'notes.list', { taskId: up });
     expect(upstream.status).toBe(200);
     expect(upstream.body.map((n: { body: string }) => n.body)).toEqual(['the upstream found a bug in the parser']);
@@ -118,8 +132,14 @@ describe('notes by grant (S6)', () => {
 
     expect((await call(serve.url, run, 'note.add', { text: 'taken' })).status).toBe(200);
     expect((await call(serve.url, run, 'notes.list')).body.map((n: { body: string }) => n.body)).toEqual(['taken']);
-    expect(await call(serve.url, run, 'notes.list', { taskId: other })).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'not_granted' } });
-    expect(await call(serve.url, run, 'note.add', { text: 'x', taskId: other })).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'not_granted' } });
+    expect(await call(serve.url, run, 'notes.list', { taskId: other })).toMatchObject({
+      status: 403,
+      body: { code: 'forbidden', refusal: 'not_granted' },
+    });
+    expect(await call(serve.url, run, 'note.add', { text: 'x', taskId: other })).toMatchObject({
+      status: 403,
+      body: { code: 'forbidden', refusal: 'not_granted' },
+    });
     expect(await bodies(other)).toEqual(['a secret of another graph']);
     expect(await refusals('pool-reader')).toEqual([`notes.list:not_granted:${other}`, `note.add:not_granted:${other}`]);
   });
@@ -138,11 +158,21 @@ describe('notes by grant (S6)', () => {
     expect((await call(serve.url, graphReader.secret, 'note.add', { text: 'reviewed', taskId: down })).status).toBe(200);
     const denied = await call(serve.url, graphReader.secret, 'notes.list', { taskId: other });
     expect(denied).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'not_granted' } });
-    expect(denied.body.detail).toMatch(new RegExp(`may read and write the notes of graph ${graphId} only, not of task ${other.replace('/', '\\/')}`));
-    expect(await call(serve.url, graphReader.secret, 'note.add', { text: 'x', taskId: other })).toMatchObject({ status: 403, body: { refusal: 'not_granted' } });
+    expect(denied.body.detail).toMatch(
+      new RegExp(`may read and write the notes of graph ${graphId} only, not of task ${other.replace('/', '\\/')}`),
+    );
+    expect(await call(serve.url, graphReader.secret, 'note.add', { text: 'x', taskId: other })).toMatchObject({
+      status: 403,
+      body: { refusal: 'not_granted' },
+    });
     // Granted a task: that task alone.
-    expect((await call(serve.url, taskReader.secret, 'notes.list', { taskId: other })).body.map((n: { body: string }) => n.body)).toEqual(['a secret of another graph']);
-    expect(await call(serve.url, taskReader.secret, 'notes.list', { taskId: up })).toMatchObject({ status: 403, body: { refusal: 'not_granted' } });
+    expect((await call(serve.url, taskReader.secret, 'notes.list', { taskId: other })).body.map((n: { body: string }) => n.body)).toEqual([
+      'a secret of another graph',
+    ]);
+    expect(await call(serve.url, taskReader.secret, 'notes.list', { taskId: up })).toMatchObject({
+      status: 403,
+      body: { refusal: 'not_granted' },
+    });
     // No grant: every task's notes, as before grants existed.
     for (const taskId of [up, other]) expect((await call(serve.url, operator.secret, 'notes.list', { taskId })).status).toBe(200);
     expect(await bodies(other)).toEqual(['a secret of another graph']);
@@ -159,4 +189,3 @@ describe('notes by grant (S6)', () => {
     await expect(make('typo', { tasks: [`${other}-typo`] })).rejects.toBeInstanceOf(NotFoundError);
   });
 });
-

@@ -20,7 +20,9 @@ async function sqlScopes(operations: readonly string[]): Promise<Record<string, 
 
 /** Every string literal in the current definition of `baton.agent_operation_scope`. */
 async function literalsOfScopeFunction(): Promise<string[]> {
-  const { rows } = await db.pool.query<{ def: string }>("SELECT pg_get_functiondef('baton.agent_operation_scope(text)'::regprocedure) AS def");
+  const { rows } = await db.pool.query<{ def: string }>(
+    "SELECT pg_get_functiondef('baton.agent_operation_scope(text)'::regprocedure) AS def",
+  );
   const body = rows[0]!.def.split('$function$')[1] ?? rows[0]!.def;
   return [...body.matchAll(/'((?:[^']|'')*)'/g)].map((m) => m[1]!.replaceAll("''", "'"));
 }
@@ -33,7 +35,12 @@ describe('the operation table, in TypeScript and in the database', () => {
 
   it('knows no operation in SQL that TypeScript lacks', async () => {
     // A name nobody defined has no scope, so agent_call refuses it as an unknown operation.
-    expect(await sqlScopes(['object.delete', 'whoami ', 'WHOAMI', ''])).toEqual({ 'object.delete': null, 'whoami ': null, WHOAMI: null, '': null });
+    expect(await sqlScopes(['object.delete', 'whoami ', 'WHOAMI', ''])).toEqual({
+      'object.delete': null,
+      'whoami ': null,
+      WHOAMI: null,
+      '': null,
+    });
     // The function can only recognise a name it spells out, so its literals are the whole of what
     // it knows: each is an operation TypeScript has (it has a scope) or one of the scopes it
     // answers. A literal that is neither (a LIKE pattern, a new operation) fails here.

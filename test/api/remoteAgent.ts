@@ -44,10 +44,15 @@ const mcpCall: Call = async (operation, input, token) => {
   let client = mcpClients.get(token);
   if (!client) {
     client = new Client({ name: 'remote-agent', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${config.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${config.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     mcpClients.set(token, client);
   }
-  const result = (await client.callTool({ name: operation.replaceAll('.', '_'), arguments: input })) as { isError?: boolean; content: { text: string }[] };
+  const result = (await client.callTool({ name: operation.replaceAll('.', '_'), arguments: input })) as {
+    isError?: boolean;
+    content: { text: string }[];
+  };
   return { ok: !result.isError, body: JSON.parse(result.content[0]!.text) };
 };
 
@@ -68,7 +73,8 @@ async function main(): Promise<void> {
   say('heartbeat', { ok: beat.ok });
 
   const dir = mkdtempSync(path.join(tmpdir(), 'baton-remote-agent-'));
-  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=remote', '-c', 'user.email=remote@localhost', ...args], { encoding: 'utf8' }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=remote', '-c', 'user.email=remote@localhost', ...args], { encoding: 'utf8' }).trim();
   execFileSync('git', ['clone', '-q', context.body.repo, dir]);
   git('checkout', '-q', context.body.base);
   if (config.behaviour !== 'skip-upstream') {
@@ -83,7 +89,10 @@ async function main(): Promise<void> {
   if (config.behaviour === 'plant-dotgit') {
     const blob = execFileSync('git', ['-C', dir, 'hash-object', '-w', '--stdin'], { input: '[core]\n', encoding: 'utf8' }).trim();
     const folder = execFileSync('git', ['-C', dir, 'mktree'], { input: `100644 blob ${blob}\tconfig\n`, encoding: 'utf8' }).trim();
-    const tree = execFileSync('git', ['-C', dir, 'mktree'], { input: `${git('ls-tree', 'HEAD')}\n040000 tree ${folder}\t.git\n`, encoding: 'utf8' }).trim();
+    const tree = execFileSync('git', ['-C', dir, 'mktree'], {
+      input: `${git('ls-tree', 'HEAD')}\n040000 tree ${folder}\t.git\n`,
+      encoding: 'utf8',
+    }).trim();
     git('update-ref', 'HEAD', git('commit-tree', tree, '-p', 'HEAD', '-m', 'planted'));
   }
   const revision = git('rev-parse', 'HEAD');

@@ -39,7 +39,10 @@ function remoteAgent(config: Omit<RemoteAgentConfig, 'url'>) {
   // Its token goes in the environment, never in argv (any user may read /proc/<pid>/cmdline).
   const { token, ...rest } = config;
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), REMOTE_AGENT_TOKEN: token };
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, JSON.stringify({ ...rest, url: api.url })], { env, cwd: process.cwd() });
+  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, JSON.stringify({ ...rest, url: api.url })], {
+    env,
+    cwd: process.cwd(),
+  });
   agents.push(child);
   const steps: Step[] = [];
   let stderr = '';
@@ -78,7 +81,12 @@ describe('remote agents of a pool', () => {
         repo: workspace.repo,
         policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 2 },
         tasks: [
-          { key: 'review', description: 'review the plan', run: { pool: 'reviewers' }, verify: { command: 'grep -q "reviewed by" review.txt' } },
+          {
+            key: 'review',
+            description: 'review the plan',
+            run: { pool: 'reviewers' },
+            verify: { command: 'grep -q "reviewed by" review.txt' },
+          },
           { key: 'ship', dependsOn: ['review'], run: { pool: 'reviewers' }, verify: { command: 'grep -q "reviewed by" review.txt' } },
         ],
       },
@@ -108,7 +116,12 @@ describe('remote agents of a pool', () => {
       const kinds = (await taskEvents(task.id)).map((e) => `${e.kind}:${e.actor}`);
       // The worker claims and submits; the agent takes the run from the pool and submits its commit, as itself.
       expect(kinds).toEqual(
-        expect.arrayContaining([`offered_to_pool:${task.owner}`, `taken_from_pool:${agent}`, `agent_submitted:${agent}`, `submitted:${task.owner}`]),
+        expect.arrayContaining([
+          `offered_to_pool:${task.owner}`,
+          `taken_from_pool:${agent}`,
+          `agent_submitted:${agent}`,
+          `submitted:${task.owner}`,
+        ]),
       );
       const { rows: notes } = await stack.db.pool.query('SELECT author FROM baton.task_notes WHERE task_id = $1', [task.id]);
       expect(notes.map((n) => n.author)).toEqual([agent]);
@@ -199,7 +212,14 @@ describe('remote agents of a pool', () => {
             ['skippers', 'skip-upstream'],
             ['planters', 'plant-dotgit'],
           ] as const
-        ).map(async ([pool, behaviour]) => remoteAgent({ token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret, pool, transport: 'http', behaviour })),
+        ).map(async ([pool, behaviour]) =>
+          remoteAgent({
+            token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret,
+            pool,
+            transport: 'http',
+            behaviour,
+          }),
+        ),
       );
       const planter = agents.pop()!;
       for (const agent of agents) expect((await agent.next('submit')).ok).toBe(true);

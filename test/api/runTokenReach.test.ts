@@ -22,7 +22,7 @@ const serve = useAgentServer(() => stack.db);
 const GO_ON = 'tried outside: carry on';
 
 describe("a command run's token", () => {
-  it('is refused on baton serve and works on its own run\'s endpoint, while the run lasts', async () => {
+  it("is refused on baton serve and works on its own run's endpoint, while the run lasts", async () => {
     const id = `reach-${randomUUID().slice(0, 8)}`;
     const otherGraph = await insertGraph(stack.db.pool, { elsewhere: [] }, { prefix: 'reach-other' });
     const elsewhere = `${otherGraph}/elsewhere`;
@@ -37,7 +37,9 @@ describe("a command run's token", () => {
       `if baton api notes.list '{"taskId":"${elsewhere}"}' 2> elsewhere.txt; then echo accepted >> elsewhere.txt; fi`,
       commitAll('agent work'),
     ].join('\n');
-    const upAgent = [`baton api note.add '{"text":"up: the parser is done"}' > /dev/null`, 'echo up > up.txt', commitAll('up work')].join('\n');
+    const upAgent = [`baton api note.add '{"text":"up: the parser is done"}' > /dev/null`, 'echo up > up.txt', commitAll('up work')].join(
+      '\n',
+    );
     await stack.client.submitGraph(
       {
         id,
@@ -55,23 +57,37 @@ describe("a command run's token", () => {
       await waitFor(
         'the agent to leak its token',
         async () => {
-          const { rows } = await stack.db.pool.query("SELECT body FROM baton.task_notes WHERE task_id = $1 AND body LIKE 'token %'", [taskId]);
+          const { rows } = await stack.db.pool.query("SELECT body FROM baton.task_notes WHERE task_id = $1 AND body LIKE 'token %'", [
+            taskId,
+          ]);
           if (!rows[0]) throw new Error('no leak yet');
           secret = (rows[0].body as string).slice('token '.length);
         },
         { timeoutMs: 90_000, intervalMs: 100 },
       );
       // Outside the run, on the server remote agents use, the run's token does nothing, and that is recorded.
-      for (const [operation, body] of [['whoami', {}], ['notes.list', {}], ['note.add', { text: 'from outside' }], ['context', {}]] as const) {
+      for (const [operation, body] of [
+        ['whoami', {}],
+        ['notes.list', {}],
+        ['note.add', { text: 'from outside' }],
+        ['context', {}],
+      ] as const) {
         const reply = await call(serve.url, secret, operation, body);
         expect(reply.status, operation).toBe(403);
         expect(reply.body, operation).toMatchObject({ code: 'forbidden', refusal: 'outside_run' });
-        expect(reply.body.detail).toMatch(new RegExp(`run token of claim version \\d+ of task ${taskId}: it works only on its run's own endpoint`));
+        expect(reply.body.detail).toMatch(
+          new RegExp(`run token of claim version \\d+ of task ${taskId}: it works only on its run's own endpoint`),
+        );
       }
       const { rows: refused } = await stack.db.pool.query(
         `SELECT details FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'leaker' AND kind = 'api_refused' ORDER BY subject_seq`,
       );
-      expect(refused.map((r) => `${r.details.operation}:${r.details.refusal}`)).toEqual(['whoami:outside_run', 'notes.list:outside_run', 'note.add:outside_run', 'context:outside_run']);
+      expect(refused.map((r) => `${r.details.operation}:${r.details.refusal}`)).toEqual([
+        'whoami:outside_run',
+        'notes.list:outside_run',
+        'note.add:outside_run',
+        'context:outside_run',
+      ]);
     } finally {
       await taskNoteAdd(stack.db.pool, taskId, 'lead', GO_ON);
     }

@@ -26,7 +26,7 @@ async function freePort(): Promise<number> {
 }
 
 describe('baton token, baton serve and the agent CLI', () => {
-  it('issues, uses, lists and revokes tokens; every call acts as the token\'s identity', async () => {
+  it("issues, uses, lists and revokes tokens; every call acts as the token's identity", async () => {
     const operator = cleanEnv({ DATABASE_URL: (await db.login('baton_client')).url, BATON_ACTOR: 'ops-olga' });
     const created = await runCli(['token', 'create', 'cli-agent', '--scope', 'read,objects', '--expires', '2h'], operator);
     expect(created.code, created.output).toBe(0);
@@ -55,37 +55,60 @@ describe('baton token, baton serve and the agent CLI', () => {
     expect(JSON.parse(whoami.stdout)).toMatchObject({ identity: 'cli-agent', id: tokenId, scopes: ['objects', 'read'] });
     const noScope = await runCli(['api', 'note.add', '{"text":"hi","taskId":"nope"}'], agent);
     expect(noScope.code).toBe(2);
-    expect(noScope.output).toMatch(/note\.add refused \(forbidden\): token tok_[0-9a-f]{16} of cli-agent has scope objects, read; note\.add needs notes/);
+    expect(noScope.output).toMatch(
+      /note\.add refused \(forbidden\): token tok_[0-9a-f]{16} of cli-agent has scope objects, read; note\.add needs notes/,
+    );
 
     const listed = await runCli(['token', 'list', '--json'], operator);
-    const tokens = listed.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(tokens.find((t) => t.id === tokenId)).toMatchObject({ identity: 'cli-agent', createdBy: 'ops-olga', revokedAt: null, lastUsedAt: expect.any(String) });
+    const tokens = listed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(tokens.find((t) => t.id === tokenId)).toMatchObject({
+      identity: 'cli-agent',
+      createdBy: 'ops-olga',
+      revokedAt: null,
+      lastUsedAt: expect.any(String),
+    });
     expect(listed.stdout).not.toContain(secret);
 
     const revoked = await runCli(['token', 'revoke', tokenId, '--reason', 'rotated'], operator);
     expect(revoked.code, revoked.output).toBe(0);
     const after = await runCli(['object', 'show', key], agent);
     expect(after.code).toBe(2);
-    expect(after.output).toMatch(/object\.show refused \(unauthenticated\): token tok_[0-9a-f]{16} of cli-agent was revoked at .* by ops-olga: rotated/);
+    expect(after.output).toMatch(
+      /object\.show refused \(unauthenticated\): token tok_[0-9a-f]{16} of cli-agent was revoked at .* by ops-olga: rotated/,
+    );
 
-    const { rows } = await db.pool.query(`SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1 ORDER BY subject_seq`, [key]);
+    const { rows } = await db.pool.query(
+      `SELECT kind, actor FROM baton.events WHERE subject_kind = 'object' AND subject_id = $1 ORDER BY subject_seq`,
+      [key],
+    );
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:cli-agent', 'taken:cli-agent']);
   });
 
-  it("grants a token the notes of graphs and tasks (S6), says so, lists the grants, and refuses a grant of what does not exist", async () => {
+  it('grants a token the notes of graphs and tasks (S6), says so, lists the grants, and refuses a grant of what does not exist', async () => {
     const operator = cleanEnv({ DATABASE_URL: (await db.login('baton_client')).url, BATON_ACTOR: 'ops-olga' });
     const graphId = await insertGraph(db.pool, { a: [] }, { prefix: 'cli-grants' });
     const otherGraphId = await insertGraph(db.pool, { b: [] }, { prefix: 'cli-grants' });
-    const granted = await runCli(['token', 'create', 'graph-bot', '--scope', 'read,notes', '--graph', graphId, '--task', `${otherGraphId}/b`], operator);
+    const granted = await runCli(
+      ['token', 'create', 'graph-bot', '--scope', 'read,notes', '--graph', graphId, '--task', `${otherGraphId}/b`],
+      operator,
+    );
     expect(granted.code, granted.output).toBe(0);
-    expect(granted.output).toMatch(new RegExp(`for graph-bot, scopes notes, read, never expires, notes of graph ${graphId}; task ${otherGraphId}/b only\\.`));
+    expect(granted.output).toMatch(
+      new RegExp(`for graph-bot, scopes notes, read, never expires, notes of graph ${graphId}; task ${otherGraphId}/b only\\.`),
+    );
     const plain = await runCli(['token', 'create', 'ops-bot'], operator);
     expect(plain.output).toMatch(/for ops-bot, .*, notes of every task\./);
 
     const listed = await runCli(['token', 'list'], operator);
     expect(listed.stdout).toMatch(new RegExp(`graph-bot .* notes of graph ${graphId}; task ${otherGraphId}/b only\n`));
     expect(listed.stdout).toMatch(/ops-bot .* notes of every task\n/);
-    const json = (await runCli(['token', 'list', '--json'], operator)).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const json = (await runCli(['token', 'list', '--json'], operator)).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(json.find((t) => t.identity === 'graph-bot')).toMatchObject({ noteGrants: { graphs: [graphId], tasks: [`${otherGraphId}/b`] } });
     expect(json.find((t) => t.identity === 'ops-bot')).toMatchObject({ noteGrants: null });
 

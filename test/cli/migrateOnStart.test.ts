@@ -23,7 +23,10 @@ afterAll(async () => {
 async function withEmptyDatabase(fn: (db: TestDatabase, env: NodeJS.ProcessEnv) => Promise<void>): Promise<void> {
   const db = await createTestDatabase({ migrate: false });
   try {
-    await fn(db, cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') }));
+    await fn(
+      db,
+      cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') }),
+    );
   } finally {
     await db.drop();
   }
@@ -69,7 +72,9 @@ describe('commands that do not migrate', () => {
       expect(status.code).toBe(1);
       expect(status.output).toMatch(/graph nope does not exist/);
 
-      const { rows } = await db.pool.query<{ id: number; name: string }>('DELETE FROM baton.migrations WHERE id = (SELECT max(id) FROM baton.migrations) RETURNING id, name');
+      const { rows } = await db.pool.query<{ id: number; name: string }>(
+        'DELETE FROM baton.migrations WHERE id = (SELECT max(id) FROM baton.migrations) RETURNING id, name',
+      );
       const lacking = `${String(rows[0]!.id).padStart(4, '0')}_${rows[0]!.name}`;
       const stale = await runCli(['status', 'nope', '--no-follow'], env);
       expect(stale.code).toBe(1);
@@ -90,7 +95,9 @@ describe('commands that migrate as they start', () => {
       const help = await runCli([command, '--help'], cleanEnv({}));
       expect(help.code).toBe(0);
       // Commander wraps help to the width of the option column; compare the words.
-      expect(help.stdout.replace(/\s+/g, ' '), command).toContain('--no-migrate do not apply pending migrations on start; refuse a database that is not migrated');
+      expect(help.stdout.replace(/\s+/g, ' '), command).toContain(
+        '--no-migrate do not apply pending migrations on start; refuse a database that is not migrated',
+      );
     }
     for (const command of ['status', 'events', 'submit', 'migrate']) {
       expect((await runCli([command, '--help'], cleanEnv({}))).stdout, command).not.toContain('--no-migrate');
@@ -102,7 +109,11 @@ describe('commands that migrate as they start', () => {
 
   it('with --no-migrate, leave an empty database untouched and refuse it', async () => {
     await withEmptyDatabase(async (db, env) => {
-      for (const args of [['worker', '--no-migrate'], ['dev', '--no-migrate', '--no-worker'], ['check', '--no-migrate']]) {
+      for (const args of [
+        ['worker', '--no-migrate'],
+        ['dev', '--no-migrate', '--no-worker'],
+        ['check', '--no-migrate'],
+      ]) {
         const result = await runCli(args, env);
         expect(result.code, `baton ${args.join(' ')}: ${result.output}`).toBe(1);
         expect(result.output, `baton ${args.join(' ')}`).toMatch(NOT_MIGRATED);
@@ -114,7 +125,15 @@ describe('commands that migrate as they start', () => {
   it('baton worker migrates an empty database before it polls, and stops cleanly', async () => {
     await withEmptyDatabase(async (db, env) => {
       const taskQueue = `migrate-on-start-${randomUUID().slice(0, 8)}`;
-      const args = ['worker', '--task-queue', taskQueue, '--work-dir', path.join(dir, 'work'), '--workflow-bundle', inject('workflowBundlePath')];
+      const args = [
+        'worker',
+        '--task-queue',
+        taskQueue,
+        '--work-dir',
+        path.join(dir, 'work'),
+        '--workflow-bundle',
+        inject('workflowBundlePath'),
+      ];
       const worker = startCli(args, env);
       try {
         await worker.waitForOutput(new RegExp(`polling task queue '${taskQueue}'`));

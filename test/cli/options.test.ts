@@ -25,8 +25,14 @@ describe('the CLI integer parsers', () => {
     const env = cleanEnv({ DATABASE_URL: 'postgresql://nobody:nothing@127.0.0.1:1/none' });
     const cases: Array<[string[], string]> = [
       [['drill', '--claim-trials', '0'], "error: option '--claim-trials <n>' argument '0' is invalid. not a positive integer: 0"],
-      [['drill', '--tool-kill-trials', '-1'], "error: option '--tool-kill-trials <n>' argument '-1' is invalid. not a non-negative integer: -1"],
-      [['object', 'write', 'k', '--as', 'a', '--version', '1.5', '--token', '1', '--content', 'x'], "error: option '--version <n>' argument '1.5' is invalid. not a non-negative integer: 1.5"],
+      [
+        ['drill', '--tool-kill-trials', '-1'],
+        "error: option '--tool-kill-trials <n>' argument '-1' is invalid. not a non-negative integer: -1",
+      ],
+      [
+        ['object', 'write', 'k', '--as', 'a', '--version', '1.5', '--token', '1', '--content', 'x'],
+        "error: option '--version <n>' argument '1.5' is invalid. not a non-negative integer: 1.5",
+      ],
       [['dev', '--ui-port', '70000'], "error: option '--ui-port <port>' argument '70000' is invalid. not a TCP port: 70000"],
     ];
     for (const [args, message] of cases) {

@@ -25,7 +25,10 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  for (const [name, value] of [['PGPASSWORD', saved.pgPassword], ['DATABASE_URL', saved.databaseUrl]] as const) {
+  for (const [name, value] of [
+    ['PGPASSWORD', saved.pgPassword],
+    ['DATABASE_URL', saved.databaseUrl],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -48,12 +51,18 @@ describe('baton submit, status and events', () => {
       policy: { heartbeatTimeoutMs: 5_000 },
       tasks: [
         { key: 'write', run: `echo hello > hello.txt && ${commitAll('hello')}`, verify: 'grep -q hello hello.txt' },
-        { key: 'check', run: `echo checked >> hello.txt && ${commitAll('check')}`, verify: 'grep -q checked hello.txt', dependsOn: ['write'] },
+        {
+          key: 'check',
+          run: `echo checked >> hello.txt && ${commitAll('check')}`,
+          verify: 'grep -q checked hello.txt',
+          dependsOn: ['write'],
+        },
         {
           // S4: the agent sees its claim but no database or Temporal credentials; the verifier checks.
           key: 'env',
           run: `env > agent-env.txt && ${commitAll('env')}`,
-          verify: "grep -q '^BATON_CLAIM_VERSION=1$' agent-env.txt && ! grep -qE '^(DATABASE_URL|PG[A-Z]*|TEMPORAL_[A-Z_]*)=' agent-env.txt",
+          verify:
+            "grep -q '^BATON_CLAIM_VERSION=1$' agent-env.txt && ! grep -qE '^(DATABASE_URL|PG[A-Z]*|TEMPORAL_[A-Z_]*)=' agent-env.txt",
         },
       ],
     });
@@ -68,9 +77,12 @@ describe('baton submit, status and events', () => {
 
     const events = await runCli(['events', 'cli-graph/check'], env);
     expect(events.code, events.output).toBe(0);
-    expect(events.stdout.split('\n').slice(1, -1).map((line) => line.split(/\s{2,}/)[1])).toEqual([
-      'created', 'released', 'claimed', 'submitted', 'verification_started', 'verified',
-    ]);
+    expect(
+      events.stdout
+        .split('\n')
+        .slice(1, -1)
+        .map((line) => line.split(/\s{2,}/)[1]),
+    ).toEqual(['created', 'released', 'claimed', 'submitted', 'verification_started', 'verified']);
     expect(events.stdout).toMatch(/released .*pinned write@[0-9a-f]{10}/);
   });
 
@@ -97,7 +109,13 @@ describe('baton submit, status and events', () => {
         '  - dependency cycle: a -> b -> a',
       ].join('\n'),
     );
-    const duplicate = await runCli(['submit', await graphFile('dup.yaml', { id: 'cli-graph', tasks: [{ key: 'x', run: { function: 'f' }, verify: { function: 'v' } }] })], env);
+    const duplicate = await runCli(
+      [
+        'submit',
+        await graphFile('dup.yaml', { id: 'cli-graph', tasks: [{ key: 'x', run: { function: 'f' }, verify: { function: 'v' } }] }),
+      ],
+      env,
+    );
     expect(duplicate.output).toMatch(/graph cli-graph already exists/);
     expect(await graphCount()).toBe(before);
   });

@@ -66,7 +66,9 @@ describe('migrations', () => {
   });
 
   it('refuses misnamed or non-consecutive migration files', async () => {
-    await expect(loadMigrations(await migrationsDir({ '0001_a.sql': '', '0003_c.sql': '' }))).rejects.toThrow(/0003_c.sql: expected number 2/);
+    await expect(loadMigrations(await migrationsDir({ '0001_a.sql': '', '0003_c.sql': '' }))).rejects.toThrow(
+      /0003_c.sql: expected number 2/,
+    );
     await expect(loadMigrations(await migrationsDir({ 'first.sql': '' }))).rejects.toThrow(/must be named NNNN_snake_case.sql/);
   });
 });

@@ -64,8 +64,14 @@ describe('least-privilege roles (S1)', () => {
     await taskSubmit(worker, fence, artifact('rev-1'));
     const started = await verificationStart(worker, claim.taskId, 'worker-a/verifier');
     await verificationRecord(worker, {
-      taskId: claim.taskId, verifier: 'worker-a/verifier', claimVersion: started.claimVersion, revision: 'rev-1',
-      command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
+      taskId: claim.taskId,
+      verifier: 'worker-a/verifier',
+      claimVersion: started.claimVersion,
+      revision: 'rev-1',
+      command: 'check',
+      exitCode: 0,
+      outputDigest: 'sha256:x',
+      outputTail: '',
     });
     expect((await taskRead(worker, claim.taskId)).status).toBe('verified');
 
@@ -91,7 +97,14 @@ describe('least-privilege roles (S1)', () => {
     await refused(() => verificationStart(client, taskId, 'forged-verifier'));
     await refused(() =>
       verificationRecord(client, {
-        taskId, verifier: 'forged-verifier', claimVersion: 0, revision: 'x', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
+        taskId,
+        verifier: 'forged-verifier',
+        claimVersion: 0,
+        revision: 'x',
+        command: 'c',
+        exitCode: 0,
+        outputDigest: 'd',
+        outputTail: '',
       }),
     );
     await refused(() => client.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [taskId]));
@@ -140,8 +153,14 @@ describe('least-privilege roles (S1)', () => {
     const withoutPassword = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url }));
     expect(withoutPassword.code).toBe(1);
     expect(withoutPassword.output).toMatch(/BATON_LOGIN_PASSWORD is not set/);
-    for (const [taken, why] of [['baton_owner', /one of baton's own roles/], [new URL(db.url).username, /is not a baton_reader login \(it is this login\)/]] as const) {
-      const refused = await runCli(['login', taken, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }));
+    for (const [taken, why] of [
+      ['baton_owner', /one of baton's own roles/],
+      [new URL(db.url).username, /is not a baton_reader login \(it is this login\)/],
+    ] as const) {
+      const refused = await runCli(
+        ['login', taken, '--role', 'reader'],
+        cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }),
+      );
       expect(refused.code).toBe(1);
       expect(refused.output).toMatch(why);
     }

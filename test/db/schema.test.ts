@@ -6,7 +6,7 @@ import { TASK_STATUSES } from '../../src/tasks/states.js';
 import { useTestDatabase } from '../helpers/db.js';
 
 const DB_DIR = 'src/db';
-// STYLE: no file over ~400 lines; a migration or definition file that grows past this is split.
+// CONTRIBUTING.md: no file over about 400 lines; a migration or definition file that grows past this is split.
 const MAX_SQL_FILE_LINES = 400;
 
 const db = useTestDatabase();
@@ -43,7 +43,9 @@ describe('the schema', () => {
   it('defines every function in exactly one file, never in a migration, and keeps every file short', async () => {
     const definedIn = new Map<string, string[]>();
     for (const { file, text } of await sqlFiles()) {
-      expect(text.split('\n').length, `${file} is over ${MAX_SQL_FILE_LINES} lines: split it by concept`).toBeLessThanOrEqual(MAX_SQL_FILE_LINES);
+      expect(text.split('\n').length, `${file} is over ${MAX_SQL_FILE_LINES} lines: split it by concept`).toBeLessThanOrEqual(
+        MAX_SQL_FILE_LINES,
+      );
       for (const [, name] of text.matchAll(/^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE|VIEW|TRIGGER) ([\w.]+)/gim)) {
         definedIn.set(name!, [...(definedIn.get(name!) ?? []), file]);
       }

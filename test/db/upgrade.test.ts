@@ -100,8 +100,14 @@ describe('upgrading a database migrated by baton 0.1', () => {
     await taskSubmit(db.pool, fence, artifact('rev-1'));
     const { claimVersion } = await verificationStart(db.pool, fence.taskId, 'verifier');
     const outcome = await verificationRecord(db.pool, {
-      taskId: fence.taskId, verifier: 'verifier', claimVersion, revision: 'rev-1',
-      command: 'check', exitCode: 0, outputDigest: 'sha256:x', outputTail: '',
+      taskId: fence.taskId,
+      verifier: 'verifier',
+      claimVersion,
+      revision: 'rev-1',
+      command: 'check',
+      exitCode: 0,
+      outputDigest: 'sha256:x',
+      outputTail: '',
     });
     expect(outcome).toMatchObject({ status: 'verified', released: [`${graphId}/test`] });
     const next = await taskClaimNext(db.pool, 'worker-b', LEASE_MS, graphId);

@@ -68,7 +68,9 @@ async function authPosture(port: number, secret: string) {
   return {
     asks: await probeAuthMethod({ host: '127.0.0.1', port, user: SUPERUSER, database: 'postgres' }),
     asksUnknownUser: (await probeAuthMethod({ host: '127.0.0.1', port, user: 'nobody_here', database: 'postgres' })).method,
-    hbaMethods: (await query<{ m: string }>(port, secret, 'SELECT DISTINCT auth_method AS m FROM pg_hba_file_rules ORDER BY 1')).map((r) => r.m),
+    hbaMethods: (await query<{ m: string }>(port, secret, 'SELECT DISTINCT auth_method AS m FROM pg_hba_file_rules ORDER BY 1')).map(
+      (r) => r.m,
+    ),
     passwordEncryption: (await query<{ password_encryption: string }>(port, secret, 'SHOW password_encryption'))[0]!.password_encryption,
   };
 }
@@ -126,7 +128,9 @@ describe('S4: no shared secrets on the embedded Postgres', () => {
   it('asks every TCP login for SCRAM-SHA-256, never for a password in clear text, and refuses the old literal', async () => {
     expect(await authPosture(server.port, secret)).toEqual(SCRAM_ONLY);
     for (const known of KNOWN_DEFAULTS) {
-      await expect(login(server.port, known), `password ${JSON.stringify(known)}`).rejects.toThrow(/password authentication failed|SASL|password must be a string/);
+      await expect(login(server.port, known), `password ${JSON.stringify(known)}`).rejects.toThrow(
+        /password authentication failed|SASL|password must be a string/,
+      );
     }
   });
 
@@ -152,7 +156,8 @@ describe('S4: no shared secrets on the embedded Postgres', () => {
     const accepted = await Promise.all(pairs.map(({ role, candidate }) => scramVerifierAccepts(role.rolpassword, candidate)));
     const working = pairs.filter((_, i) => accepted[i]).map(({ role, candidate }) => `${role.rolname}: ${candidate}`);
     expect({ holdingTheSecret, working }).toEqual({ holdingTheSecret: [], working: [] });
-    for (const role of roles) expect(role.rolpassword, `${role.rolname}'s password is stored as a SCRAM verifier`).toMatch(/^SCRAM-SHA-256\$/);
+    for (const role of roles)
+      expect(role.rolpassword, `${role.rolname}'s password is stored as a SCRAM verifier`).toMatch(/^SCRAM-SHA-256\$/);
     expect(candidates.size).toBeGreaterThan(1_000); // the scan did find the tree's strings
     // CPU work that grows with the tree (some 7,000 strings x each role's PBKDF2), not a wait: room for a busy machine.
   }, 600_000);
@@ -181,9 +186,11 @@ describe('S4: no shared secrets on the embedded Postgres', () => {
     expect(new URL(url).password).not.toBe(secret);
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    const who = (await client.query<{ db: string; login: string; superuser: string }>(
-      "SELECT current_database() AS db, current_user AS login, current_setting('is_superuser') AS superuser",
-    )).rows[0]!;
+    const who = (
+      await client.query<{ db: string; login: string; superuser: string }>(
+        "SELECT current_database() AS db, current_user AS login, current_setting('is_superuser') AS superuser",
+      )
+    ).rows[0]!;
     expect(who).toEqual({ db: 'baton', login: 'baton_dev_client', superuser: 'off' });
     await client.end();
 
@@ -241,7 +248,9 @@ describe('S4: a data folder made with the old built-in password', () => {
     expect(await query(port, secret, 'SELECT v FROM kept')).toEqual([{ v: 'from 0.1' }]);
     await expect(login(port, 'baton')).rejects.toThrow(/password authentication failed/);
     // The new pg_hba.conf applies once the postmaster has reloaded it.
-    await waitFor('SCRAM on every TCP login', async () => expect(await authPosture(port, secret)).toEqual(SCRAM_ONLY), { timeoutMs: 10_000 });
+    await waitFor('SCRAM on every TCP login', async () => expect(await authPosture(port, secret)).toEqual(SCRAM_ONLY), {
+      timeoutMs: 10_000,
+    });
     await server.stop();
 
     const again: string[] = [];
@@ -264,10 +273,12 @@ describe('S4: a data folder made with the old built-in password', () => {
 
     const lines: string[] = [];
     const server = await start(dataDir, { port, log: (line) => lines.push(line) });
-    expect(lines.join('\n')).toContain('no longer accepts baton\'s old built-in password');
+    expect(lines.join('\n')).toContain("no longer accepts baton's old built-in password");
     expect(await readSecretFile(file)).toBe(pending);
     await expect(stat(`${file}.pending`)).rejects.toThrow(/ENOENT/);
-    await waitFor('SCRAM on every TCP login', async () => expect(await authPosture(port, pending)).toEqual(SCRAM_ONLY), { timeoutMs: 10_000 });
+    await waitFor('SCRAM on every TCP login', async () => expect(await authPosture(port, pending)).toEqual(SCRAM_ONLY), {
+      timeoutMs: 10_000,
+    });
     await server.stop();
   });
 });

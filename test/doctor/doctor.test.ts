@@ -43,13 +43,15 @@ describe('baton doctor: the database', () => {
       const findings = await checkDatabase(worker.pool);
       expect(findings.map((f) => f.message)).toEqual(
         expect.arrayContaining([
-          'baton_reader holds SELECT on baton.tasks: writes and reads must go through baton\'s functions',
+          "baton_reader holds SELECT on baton.tasks: writes and reads must go through baton's functions",
           'anyone may call baton.event_append(text,text,text,text,bigint,bigint,text,jsonb)',
           'baton.task_claim(text,text,integer) may be called by others but has no pinned search_path',
         ]),
       );
       const asOwner = await checkDatabase(owner.pool);
-      expect(notAboutAdmin(asOwner).find((f) => f.check === 'privileged_login')?.message).toMatch(/this command connects as doctor_\w+, a member of baton_owner/);
+      expect(notAboutAdmin(asOwner).find((f) => f.check === 'privileged_login')?.message).toMatch(
+        /this command connects as doctor_\w+, a member of baton_owner/,
+      );
       // A worker login looking around sees the owner's open session too.
       const held = await owner.pool.connect();
       try {
@@ -73,7 +75,11 @@ describe('baton doctor: the command', () => {
   const doctor = async (login: { url: string }, env: Record<string, string>) => {
     const result = await runCli(['doctor', '--json'], cleanEnv({ DATABASE_URL: login.url, TEMPORAL_ADDRESS: '127.0.0.1:7233', ...env }));
     // No fallback for empty output: a doctor that crashed must not pass for one that found nothing.
-    return { code: result.code, output: result.output, findings: notAboutAdmin(JSON.parse(result.stdout) as { check: string; message: string }[]) };
+    return {
+      code: result.code,
+      output: result.output,
+      findings: notAboutAdmin(JSON.parse(result.stdout) as { check: string; message: string }[]),
+    };
   };
 
   it('exits 0 with no findings for a worker login whose agents are isolated with no network', async () => {
@@ -82,14 +88,17 @@ describe('baton doctor: the command', () => {
     expect(result.findings).toEqual([]);
   });
 
-  it("finds nothing about Temporal on 127.0.0.1 under the default (outside) agent network, but names one agents can reach", async () => {
+  it('finds nothing about Temporal on 127.0.0.1 under the default (outside) agent network, but names one agents can reach', async () => {
     const worker = await db.login('baton_worker');
     const local = await doctor(worker, {});
     expect(local.findings).toEqual([]);
     const remote = await doctor(worker, { TEMPORAL_ADDRESS: '192.0.2.10:7233' });
     expect(remote.code).toBe(1);
     expect(remote.findings).toEqual([
-      expect.objectContaining({ check: 'temporal_open', message: expect.stringContaining('command agents on the outside network can reach 192.0.2.10') }),
+      expect.objectContaining({
+        check: 'temporal_open',
+        message: expect.stringContaining('command agents on the outside network can reach 192.0.2.10'),
+      }),
     ]);
   });
 

@@ -18,7 +18,16 @@ export const blindRetryGateway: GatewayFactory = (db, tools) => async (fence, ca
   let sentNow = 0;
   for (;;) {
     if (TOOL_CALL_DONE.has(row.status)) {
-      return { key, tool: call.tool, step: call.step, status: row.status, result: row.result, attempts: row.attempts, sentNow, reconciled: false } as ToolCallResult;
+      return {
+        key,
+        tool: call.tool,
+        step: call.step,
+        status: row.status,
+        result: row.result,
+        attempts: row.attempts,
+        sentNow,
+        reconciled: false,
+      } as ToolCallResult;
     }
     if (row.status === 'failed' && !row.retryable) throw new ToolCallFailedError(key, call.tool, row.error ?? 'refused', false);
     if (row.status === 'sent' || row.status === 'unknown') {

@@ -42,7 +42,7 @@ describe('D4: a failed verification', () => {
     expect(result.figures).toMatchObject({ blockedDependents: 40, claimsRefused: 40 });
   });
 
-  it('the database itself refuses a release on the agent\'s say-so', async () => {
+  it("the database itself refuses a release on the agent's say-so", async () => {
     await expect(runFailedVerificationDrill(db.pool, { trials: 1, submit: releasingSubmit })).rejects.toThrow(
       /cannot become ready before its dependencies are verified/,
     );

@@ -11,14 +11,25 @@ const home = usePostgresHomes('baton-restart');
 
 /** R2 on this file's database, with its own Temporal dev server in a fresh folder. */
 const temporalRestarts = async (options: { trials: number; forgetState?: boolean; trialDeadlineMs?: number }) =>
-  runTemporalRestartDrill({ ...options, home: await home(), pool: stack.db.pool, workerEnv: stack.workerEnv, temporalCliPath: inject('temporalCliPath') });
+  runTemporalRestartDrill({
+    ...options,
+    home: await home(),
+    pool: stack.db.pool,
+    workerEnv: stack.workerEnv,
+    temporalCliPath: inject('temporalCliPath'),
+  });
 
 // SPEC T11 as `baton drill` runs it (rows R1 and R2): two trials each, so the first restart
 // comes while the first wave (a, b) runs and the second while c runs; for Postgres the first is
 // a fast shutdown and the second a crash (`immediate`, recovered from its WAL at the next start).
 describe('T11: the servers baton depends on are restarted mid-graph (drill rows R1, R2)', () => {
   it('R1: Postgres stopped and restarted; every task verified exactly once', async () => {
-    const result = await runPostgresRestartDrill({ trials: 2, home: await home(), temporal: stack.temporal.client, workerEnv: stack.workerEnv });
+    const result = await runPostgresRestartDrill({
+      trials: 2,
+      home: await home(),
+      temporal: stack.temporal.client,
+      workerEnv: stack.workerEnv,
+    });
     expect(result.violations).toEqual([]);
     expect(result.title).toContain('fast, immediate');
     expect(result.figures).toMatchObject({ trials: 2, tasks: 10, verified: 10, lost: 0, duplicated: 0 });

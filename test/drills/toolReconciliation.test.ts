@@ -10,11 +10,19 @@ describe('D5: repeat an external call after an uncertain outcome', () => {
   // tool committed, owner lost mid-call and the task reclaimed), then three real worker processes
   // SIGKILLed while the tool holds the answer to their call.
   it('reconciles every ambiguous call to a known outcome with zero duplicate effects', async () => {
-    const result = await runToolReconciliationDrill({ pool: stack.db.pool, ambiguousCalls: 500, kills: 3, temporal: stack.temporal.client, workerEnv: stack.workerEnv });
+    const result = await runToolReconciliationDrill({
+      pool: stack.db.pool,
+      ambiguousCalls: 500,
+      kills: 3,
+      temporal: stack.temporal.client,
+      workerEnv: stack.workerEnv,
+    });
     console.log(`D5 figures: ${JSON.stringify(result.figures)}`);
     expect(result.violations).toEqual([]);
     expect(result.figures).toMatchObject({ ambiguous: 503, reconciled: 503, duplicateEffects: 0, workerKills: 3 });
-    const { rows } = await stack.db.pool.query("SELECT count(*)::int AS n FROM baton.tool_calls WHERE status NOT IN ('succeeded', 'reconciled_succeeded')");
+    const { rows } = await stack.db.pool.query(
+      "SELECT count(*)::int AS n FROM baton.tool_calls WHERE status NOT IN ('succeeded', 'reconciled_succeeded')",
+    );
     expect(rows[0].n).toBe(0);
   });
 

@@ -12,7 +12,14 @@ describe('D2: SIGKILL or SIGSTOP a real worker process after it claims', () => {
   // third line), and SIGSTOP mid-run, the frozen owner resumed after its task was recovered and
   // verified. Larger counts run from `baton drill --kill-trials N` (docs/reliability.md).
   it('recovers and completes every task, with the claim version bumped and the reason recorded; a resumed frozen owner writes nothing', async () => {
-    const result = await runWorkerKillDrill({ pool: stack.db.pool, temporal: stack.temporal.client, workerEnv: stack.workerEnv, trials: 6, lanes: 3, heartbeatTimeoutMs: 2_000 });
+    const result = await runWorkerKillDrill({
+      pool: stack.db.pool,
+      temporal: stack.temporal.client,
+      workerEnv: stack.workerEnv,
+      trials: 6,
+      lanes: 3,
+      heartbeatTimeoutMs: 2_000,
+    });
     expect(result.violations).toEqual([]);
     expect(result.figures).toMatchObject({ trials: 6, lanes: 3, recovered: 6, lost: 0, orphanAgents: 0, lateWritesLanded: 0 });
     expect(result.figures.recoveryP99Ms).toEqual(expect.any(Number));

@@ -33,7 +33,10 @@ const LIBFAKETIME_CANDIDATES = [
 /** libfaketime, or a loud failure with the install hint: the skew tests never skip. */
 function libfaketime(): string {
   const found = LIBFAKETIME_CANDIDATES.find((p) => p && existsSync(p));
-  if (!found) throw new Error('libfaketime is missing: install it with `apt-get update && apt-get install -y faketime` (as .ci/run does), or set LIBFAKETIME');
+  if (!found)
+    throw new Error(
+      'libfaketime is missing: install it with `apt-get update && apt-get install -y faketime` (as .ci/run does), or set LIBFAKETIME',
+    );
   return found;
 }
 
@@ -47,7 +50,10 @@ afterAll(async () => {
 });
 
 /** A worker process on its own queue whose clock is `offset` (libfaketime syntax, e.g. `+1h`) off, and a client for that queue. */
-async function skewedWorker(name: string, offset: string): Promise<{ worker: FunctionWorkerProcess; client: BatonClient; taskQueue: string }> {
+async function skewedWorker(
+  name: string,
+  offset: string,
+): Promise<{ worker: FunctionWorkerProcess; client: BatonClient; taskQueue: string }> {
   home ??= await mkdtemp(path.join(tmpdir(), 'baton-skew-'));
   const taskQueue = `${stack.temporal.taskQueue}-${name}`;
   const worker = await spawnFunctionWorker(
@@ -127,18 +133,32 @@ async function heartbeatOnWorkerClock(db: Queryable, fence: Fence, leaseMs: numb
 
 describe('T6: leases use the database clock, whatever the worker clock says', () => {
   it('a worker an hour behind and one an hour ahead keep their claims by heartbeat: no early reclaim, leases on the database clock', async () => {
-    for (const [name, offset, direction] of [['behind', '-1h', -1], ['ahead', '+1h', 1]] as const) {
+    for (const [name, offset, direction] of [
+      ['behind', '-1h', -1],
+      ['ahead', '+1h', 1],
+    ] as const) {
       const { worker, client } = await skewedWorker(name, offset);
       // The fake clock is really in force in the worker process.
       expect(Math.sign(worker.startClock - (await databaseNow(stack.db.pool)))).toBe(direction);
       expect(Math.abs(worker.startClock - (await databaseNow(stack.db.pool)))).toBeGreaterThan(HOUR_MS / 2);
 
       const graphId = uniqueGraphId(`skew-${name}`);
-      await client.submitGraph(functionGraph(graphId, { t: [] }, { functions: { run: 'work', verify: 'pass' }, policy: { heartbeatTimeoutMs: LEASE_MS, maxAttempts: 3 } }), 'test');
+      await client.submitGraph(
+        functionGraph(
+          graphId,
+          { t: [] },
+          { functions: { run: 'work', verify: 'pass' }, policy: { heartbeatTimeoutMs: LEASE_MS, maxAttempts: 3 } },
+        ),
+        'test',
+      );
       const taskId = `${graphId}/t`;
-      await waitFor(`${taskId} to be claimed`, async () => {
-        if ((await client.task(taskId)).status === 'ready') throw new Error('not claimed yet');
-      }, { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 50 });
+      await waitFor(
+        `${taskId} to be claimed`,
+        async () => {
+          if ((await client.task(taskId)).status === 'ready') throw new Error('not claimed yet');
+        },
+        { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 50 },
+      );
       const samples = await sampleWhileRunning(stack.db.pool, taskId);
 
       // The run outlasted several leases, kept alive by heartbeats each setting the lease from the database's now().
@@ -162,20 +182,35 @@ describe('T6: leases use the database clock, whatever the worker clock says', ()
   it('a worker an hour ahead that dies mid-run leaves a lease that runs out on the database clock, and its task is recovered', async () => {
     const { worker, client, taskQueue } = await skewedWorker('ahead-dies', '+1h');
     const graphId = uniqueGraphId('skew-dies');
-    await client.submitGraph(functionGraph(graphId, { t: [] }, { functions: { run: 'work', verify: 'pass' }, policy: { heartbeatTimeoutMs: LEASE_MS, maxAttempts: 3 } }), 'test');
+    await client.submitGraph(
+      functionGraph(
+        graphId,
+        { t: [] },
+        { functions: { run: 'work', verify: 'pass' }, policy: { heartbeatTimeoutMs: LEASE_MS, maxAttempts: 3 } },
+      ),
+      'test',
+    );
     const taskId = `${graphId}/t`;
-    await waitFor(`${taskId} to be mid-run`, async () => {
-      const task = await client.task(taskId);
-      if (task.status !== 'running' || Number(task.progress?.waited ?? 0) < 400) throw new Error(`${task.status}`);
-    }, { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 50 });
+    await waitFor(
+      `${taskId} to be mid-run`,
+      async () => {
+        const task = await client.task(taskId);
+        if (task.status !== 'running' || Number(task.progress?.waited ?? 0) < 400) throw new Error(`${task.status}`);
+      },
+      { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 50 },
+    );
     worker.child.kill('SIGKILL');
     await worker.exited;
     expect(leaseViolations([await sampleLease(stack.db.pool, taskId, LEASE_MS)])).toEqual([]);
     // What the workflow's recovery reads (task_view.lease_expired) turns true within the bound, not an hour on.
-    await waitFor(`${taskId}'s lease to read expired`, async () => {
-      const task = await taskRead(stack.db.pool, taskId);
-      if (task.status === 'running' && !task.leaseExpired) throw new Error('lease still live');
-    }, { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 100 });
+    await waitFor(
+      `${taskId}'s lease to read expired`,
+      async () => {
+        const task = await taskRead(stack.db.pool, taskId);
+        if (task.status === 'running' && !task.leaseExpired) throw new Error('lease still live');
+      },
+      { timeoutMs: PHASE_TIMEOUT_MS, intervalMs: 100 },
+    );
 
     const standBy = await stack.temporal.createWorker((await stack.db.login('baton_worker')).pool, {
       taskQueue,
@@ -195,7 +230,10 @@ describe('T6: leases use the database clock, whatever the worker clock says', ()
   });
 
   it('negative control: a lease taken from a skewed worker clock is reclaimed early (behind) or outlives its owner (ahead)', async () => {
-    for (const [offsetMs, expected] of [[-HOUR_MS, 'premature'], [HOUR_MS, 'extended']] as const) {
+    for (const [offsetMs, expected] of [
+      [-HOUR_MS, 'premature'],
+      [HOUR_MS, 'extended'],
+    ] as const) {
       const task = await insertTask(stack.db.pool, { status: 'running', owner: 'skewed' });
       const fence = { taskId: task.id, owner: 'skewed', claimVersion: task.claimVersion };
 
@@ -212,7 +250,15 @@ describe('T6: leases use the database clock, whatever the worker clock says', ()
         // The owner heartbeated a moment ago, yet the workflow's recovery check sees a dead lease
         // and reclaims: the live owner's next heartbeat is refused.
         expect(after.leaseExpired).toBe(true);
-        expect(await claimRelease(stack.db.pool, { taskId: task.id, claimVersion: fence.claimVersion, actor: 'recovery', kind: 'reclaimed_after_silence', reason: 'lease expired' })).toBe(true);
+        expect(
+          await claimRelease(stack.db.pool, {
+            taskId: task.id,
+            claimVersion: fence.claimVersion,
+            actor: 'recovery',
+            kind: 'reclaimed_after_silence',
+            reason: 'lease expired',
+          }),
+        ).toBe(true);
         await expect(taskHeartbeat(stack.db.pool, fence, LEASE_MS)).rejects.toBeInstanceOf(StaleClaimError);
       } else {
         // The lease reaches an hour past the database's now: a dead owner would hold the task that long.

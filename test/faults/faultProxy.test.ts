@@ -32,9 +32,13 @@ async function connect() {
   return { socket, state };
 }
 const until = (what: string, check: () => boolean) =>
-  waitFor(what, async () => {
-    if (!check()) throw new Error('not yet');
-  }, { timeoutMs: 10_000, intervalMs: 10 });
+  waitFor(
+    what,
+    async () => {
+      if (!check()) throw new Error('not yet');
+    },
+    { timeoutMs: 10_000, intervalMs: 10 },
+  );
 
 describe('the fault proxy (test kit)', () => {
   it('passes, delays in order, holds everything while blackholed and delivers it on heal', async () => {
@@ -78,16 +82,40 @@ describe('the fault proxy (test kit)', () => {
   });
 
   it('rewrites a URL to go through it', () => {
-    expect(throughProxy('postgresql://u:p@db.example:5432/baton?sslmode=disable', proxy)).toBe(`postgresql://u:p@127.0.0.1:${proxy.port}/baton?sslmode=disable`);
+    expect(throughProxy('postgresql://u:p@db.example:5432/baton?sslmode=disable', proxy)).toBe(
+      `postgresql://u:p@127.0.0.1:${proxy.port}/baton?sslmode=disable`,
+    );
   });
 });
 
 describe('the invariants the fault tests check', () => {
-  const event = (id: number, kind: string, fence: number, actor = 'w1'): TaskEvent => ({ id, subjectId: 'g/t', seq: id, kind, actor, at: '', fence, reason: null, details: {} });
-  const healthy = [event(1, 'claimed', 1), event(2, 'reclaimed_after_silence', 1, 'w2'), event(3, 'stale_write_refused', 1), event(4, 'claimed', 2, 'w2'), event(5, 'submitted', 2, 'w2'), event(6, 'verified', 2, 'v')];
+  const event = (id: number, kind: string, fence: number, actor = 'w1'): TaskEvent => ({
+    id,
+    subjectId: 'g/t',
+    seq: id,
+    kind,
+    actor,
+    at: '',
+    fence,
+    reason: null,
+    details: {},
+  });
+  const healthy = [
+    event(1, 'claimed', 1),
+    event(2, 'reclaimed_after_silence', 1, 'w2'),
+    event(3, 'stale_write_refused', 1),
+    event(4, 'claimed', 2, 'w2'),
+    event(5, 'submitted', 2, 'w2'),
+    event(6, 'verified', 2, 'v'),
+  ];
 
   it('pass a recovery whose late write was refused', () => {
-    expect(claimViolations(['g/t'], healthy, [{ worker: 'w1', taskId: 'g/t', claimVersion: 1 }, { worker: 'w2', taskId: 'g/t', claimVersion: 2 }])).toEqual([]);
+    expect(
+      claimViolations(['g/t'], healthy, [
+        { worker: 'w1', taskId: 'g/t', claimVersion: 1 },
+        { worker: 'w2', taskId: 'g/t', claimVersion: 2 },
+      ]),
+    ).toEqual([]);
   });
 
   it('catch a late write that landed, a second verification, a lost task and an agent run twice for one claim', () => {
@@ -95,7 +123,10 @@ describe('the invariants the fault tests check', () => {
     expect(claimViolations(['g/t'], lateWrite, [])).toEqual(['g/t: submitted by w1 landed at claim version 1 after that claim ended']);
     expect(claimViolations(['g/t'], [...healthy, event(7, 'verified', 2, 'v')], [])).toEqual(['g/t: verified 2 times']);
     expect(claimViolations(['g/t'], healthy.slice(0, 5), [])).toEqual(['g/t: verified 0 times']);
-    const twice = [{ worker: 'w1', taskId: 'g/t', claimVersion: 1 }, { worker: 'w2', taskId: 'g/t', claimVersion: 1 }];
+    const twice = [
+      { worker: 'w1', taskId: 'g/t', claimVersion: 1 },
+      { worker: 'w2', taskId: 'g/t', claimVersion: 1 },
+    ];
     expect(claimViolations(['g/t'], healthy, twice)).toEqual(['g/t: agent started twice for claim version 1']);
   });
 });

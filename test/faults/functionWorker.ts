@@ -41,7 +41,10 @@ export interface FunctionWorkerProcess extends WorkerProcess {
 }
 
 /** Starts the worker process with `env` added (e.g. LD_PRELOAD and FAKETIME); resolves once it polls. */
-export async function spawnFunctionWorker(options: FunctionWorkerOptions, env: Record<string, string> = {}): Promise<FunctionWorkerProcess> {
+export async function spawnFunctionWorker(
+  options: FunctionWorkerOptions,
+  env: Record<string, string> = {},
+): Promise<FunctionWorkerProcess> {
   // The credential goes in the environment, never in argv: any user may read /proc/<pid>/cmdline
   // (the hostile-agent tests, running beside this one, look there).
   const { databaseUrl, ...rest } = options;
@@ -83,18 +86,28 @@ export async function spawnFunctionWorker(options: FunctionWorkerOptions, env: R
 /** The agent runs recorded in `runsFile`. */
 export function readRuns(runsFile: string): AgentRun[] {
   if (!existsSync(runsFile)) return [];
-  return readFileSync(runsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as AgentRun);
+  return readFileSync(runsFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AgentRun);
 }
 
 function controlledAgent(options: FunctionWorkerOptions): AgentFunction {
   return async (ctx) => {
-    appendFileSync(options.runsFile, `${JSON.stringify({ worker: options.identity, taskId: ctx.claim.taskId, claimVersion: ctx.claim.claimVersion })}\n`);
+    appendFileSync(
+      options.runsFile,
+      `${JSON.stringify({ worker: options.identity, taskId: ctx.claim.taskId, claimVersion: ctx.claim.claimVersion })}\n`,
+    );
     for (let waited = 0; waited < options.agentMs; waited += STEP_MS) {
       if (options.heartbeats !== false) await ctx.heartbeat({ waited });
       await new Promise((r) => setTimeout(r, STEP_MS));
     }
     while (options.gateFile && !existsSync(options.gateFile)) await new Promise((r) => setTimeout(r, 100));
-    return { revision: `${ctx.claim.key}-v${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'd' } };
+    return {
+      revision: `${ctx.claim.key}-v${ctx.claim.claimVersion}`,
+      testCommand: 'check',
+      agentResult: { exitCode: 0, outputDigest: 'd' },
+    };
   };
 }
 

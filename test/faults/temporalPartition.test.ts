@@ -67,10 +67,14 @@ async function partitionFromTemporal(name: string, beforeLateSubmits: () => Prom
 
   const graphId = uniqueGraphId('tcut');
   await client.submitGraph(
-    functionGraph(graphId, { a: [], b: [], c: [], d: ['a', 'b', 'c'] }, {
-      functions: { run: 'work', verify: 'pass' },
-      policy: { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, maxAttempts: 5 },
-    }),
+    functionGraph(
+      graphId,
+      { a: [], b: [], c: [], d: ['a', 'b', 'c'] },
+      {
+        functions: { run: 'work', verify: 'pass' },
+        policy: { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, maxAttempts: 5 },
+      },
+    ),
     'test',
   );
   const first = ['a', 'b', 'c'].map((k) => `${graphId}/${k}`);
@@ -154,9 +158,12 @@ describe('T6, T4, D3: a worker cut off from Temporal mid-run', () => {
       expect(reclaim).toMatchObject({ fence: 1, actor: STAND_BY });
       expect(reclaim!.reason).toMatch(/^owner silent: Temporal heartbeat timeout/);
     }
-    expect(runs.filter((r) => first.includes(r.taskId)).map((r) => `${r.worker}@${r.claimVersion}`).sort()).toEqual(
-      [...Array(3).fill(`${CUT_OFF}@1`), ...Array(3).fill(`${STAND_BY}@2`)],
-    );
+    expect(
+      runs
+        .filter((r) => first.includes(r.taskId))
+        .map((r) => `${r.worker}@${r.claimVersion}`)
+        .sort(),
+    ).toEqual([...Array(3).fill(`${CUT_OFF}@1`), ...Array(3).fill(`${STAND_BY}@2`)]);
   });
 
   it('negative control: with fencing off in the store, the same partition lets the late submits land, and the invariants say so', async () => {

@@ -26,7 +26,17 @@ export interface ObjectModel {
 }
 
 export function initialModel(): ObjectModel {
-  return { version: 0, token: 0, holder: null, silent: false, offer: null, content: null, reads: new Map(), tokens: new Map(), suggestions: [] };
+  return {
+    version: 0,
+    token: 0,
+    holder: null,
+    silent: false,
+    offer: null,
+    content: null,
+    reads: new Map(),
+    tokens: new Map(),
+    suggestions: [],
+  };
 }
 
 /**
@@ -137,7 +147,7 @@ export function step(m: ObjectModel, o: ModelOp): Step {
       return m.reads.get(actor) === m.version ? done({ ok: true }) : refuse('stale_view', 'stale_view_refused');
     case 'take': {
       if (!may(actor, 'write')) return refuse('permission', 'permission_refused');
-      if (m.offer?.to === actor) return accept(), done({ ok: true });
+      if (m.offer?.to === actor) return (accept(), done({ ok: true }));
       if (m.holder === actor && m.offer) return refuse('offer_open', 'handoff_pending_refused');
       if (m.holder === actor && !m.silent) return (m.tokens.set(actor, m.token), done({ ok: true }));
       const overtaking = m.offer !== null;

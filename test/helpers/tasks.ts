@@ -30,8 +30,14 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
     if (reach('verifying')) await verificationStart(db, taskId, 'verifier');
     if (status === 'verified' || status === 'rejected') {
       await verificationRecord(db, {
-        taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision: 'rev-1',
-        command: 'check', exitCode: status === 'verified' ? 0 : 1, outputDigest: 'sha256:x', outputTail: '',
+        taskId,
+        verifier: 'verifier',
+        claimVersion: claim.claimVersion,
+        revision: 'rev-1',
+        command: 'check',
+        exitCode: status === 'verified' ? 0 : 1,
+        outputDigest: 'sha256:x',
+        outputTail: '',
       });
     }
   }
@@ -51,7 +57,9 @@ export async function makeSelectionOfTasks(db: Queryable) {
 
 /** The columns a transition must leave alone on tasks it does not touch. */
 export const snapshot = async (db: Queryable, ids: string[]) =>
-  Promise.all(ids.map(async (id) => {
-    const t = await taskRead(db, id);
-    return { id, status: t.status, owner: t.owner, claimVersion: t.claimVersion, leaseExpiresAt: t.leaseExpiresAt, artifact: t.artifact };
-  }));
+  Promise.all(
+    ids.map(async (id) => {
+      const t = await taskRead(db, id);
+      return { id, status: t.status, owner: t.owner, claimVersion: t.claimVersion, leaseExpiresAt: t.leaseExpiresAt, artifact: t.artifact };
+    }),
+  );

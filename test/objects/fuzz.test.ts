@@ -45,19 +45,45 @@ const resolve = (field: Field, s: Scenario): unknown => {
 /** Text of every kind: NUL, other control characters, unpaired surrogates, emoji, huge. */
 const anyText = fc.oneof(
   { weight: 4, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
-  { weight: 1, arbitrary: fc.constantFrom('', ' ', '\0', 'a\0b', '\uD800', 'x\uDC00', '\uD83D\uDE00', '../etc/passwd', '__proto__', 'x'.repeat(2_000_001)) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '\0',
+      'a\0b',
+      '\uD800',
+      'x\uDC00',
+      '\uD83D\uDE00',
+      '../etc/passwd',
+      '__proto__',
+      'x'.repeat(2_000_001),
+    ),
+  },
 );
 /** Values no field expects: wrong types, BigInt, NaN, huge and negative numbers, objects of every kind. */
 const adversarial = fc.oneof(
   anyText,
   fc.constantFrom(-1, 1.5, NaN, Infinity, 2 ** 53, Number.MAX_VALUE, '1', 1n, null, true, [], {}),
-  fc.anything({ maxDepth: 2, withBigInt: true, withDate: true, withMap: true, withNullPrototype: true, withBoxedValues: true, stringUnit: 'binary' }),
+  fc.anything({
+    maxDepth: 2,
+    withBigInt: true,
+    withDate: true,
+    withMap: true,
+    withNullPrototype: true,
+    withBoxedValues: true,
+    stringUnit: 'binary',
+  }),
 );
 const given = (value: fc.Arbitrary<unknown>): fc.Arbitrary<Field> => value.map((v) => ({ given: v }));
 const valid = (name: Extract<Field, { valid: string }>['valid']): fc.Arbitrary<Field> => fc.constant({ valid: name });
 /** Mostly the expected value, often a wrong one, sometimes none. */
 const field = (expected: fc.Arbitrary<Field>) =>
-  fc.oneof({ weight: 4, arbitrary: expected }, { weight: 2, arbitrary: given(adversarial) }, { weight: 1, arbitrary: given(fc.constant(undefined)) });
+  fc.oneof(
+    { weight: 4, arbitrary: expected },
+    { weight: 2, arbitrary: given(adversarial) },
+    { weight: 1, arbitrary: given(fc.constant(undefined)) },
+  );
 
 const actorArb = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('A', 'B', 'S', 'V', 'stranger') }, { weight: 1, arbitrary: adversarial });
 const F = {
@@ -74,19 +100,31 @@ const F = {
 
 type Call = (actor: any, input: any) => Promise<unknown>;
 const OPS: Record<string, { call: Call; fields: Record<string, fc.Arbitrary<Field>> }> = {
-  create: { call: (a, i) => store.createObject(db.pool, a, i), fields: { key: F.newKey, content: F.text, contentRef: F.text, silenceTimeoutMs: F.ms, defaultAccess: F.access } },
+  create: {
+    call: (a, i) => store.createObject(db.pool, a, i),
+    fields: { key: F.newKey, content: F.text, contentRef: F.text, silenceTimeoutMs: F.ms, defaultAccess: F.access },
+  },
   grant: { call: (a, i) => store.grantObjectAccess(db.pool, a, i), fields: { key: F.key, grantee: F.actor, access: F.access } },
   show: { call: (a, i) => store.showObject(db.pool, a, i), fields: { key: F.key } },
   read: { call: (a, i) => store.readObject(db.pool, a, i), fields: { key: F.key } },
   take: { call: (a, i) => store.takeObject(db.pool, a, i), fields: { key: F.key, reason: F.text } },
-  write: { call: (a, i) => store.writeObject(db.pool, a, i), fields: { key: F.key, version: F.version, token: F.token, content: F.text, contentRef: F.text } },
+  write: {
+    call: (a, i) => store.writeObject(db.pool, a, i),
+    fields: { key: F.key, version: F.version, token: F.token, content: F.text, contentRef: F.text },
+  },
   heartbeat: { call: (a, i) => store.heartbeatObject(db.pool, a, i), fields: { key: F.key, token: F.token } },
   release: { call: (a, i) => store.releaseObject(db.pool, a, i), fields: { key: F.key, token: F.token, reason: F.text } },
-  offer: { call: (a, i) => store.offerObject(db.pool, a, i), fields: { key: F.key, token: F.token, version: F.version, successor: F.actor } },
+  offer: {
+    call: (a, i) => store.offerObject(db.pool, a, i),
+    fields: { key: F.key, token: F.token, version: F.version, successor: F.actor },
+  },
   accept: { call: (a, i) => store.acceptObject(db.pool, a, i), fields: { key: F.key, version: F.version } },
   decline: { call: (a, i) => store.declineObject(db.pool, a, i), fields: { key: F.key, reason: F.text } },
   withdraw: { call: (a, i) => store.withdrawOffer(db.pool, a, i), fields: { key: F.key, token: F.token } },
-  suggest: { call: (a, i) => store.suggestObjectChange(db.pool, a, i), fields: { key: F.key, baseVersion: F.version, content: F.text, contentRef: F.text, note: F.text } },
+  suggest: {
+    call: (a, i) => store.suggestObjectChange(db.pool, a, i),
+    fields: { key: F.key, baseVersion: F.version, content: F.text, contentRef: F.text, note: F.text },
+  },
   approve: { call: (a, i) => store.approveSuggestion(db.pool, a, i), fields: { key: F.key, token: F.token, suggestionId: F.suggestionId } },
   checkView: { call: (a, i) => store.checkObjectView(db.pool, a, i), fields: { key: F.key } },
   log: { call: (a, i) => objectLog(db.pool, a, i), fields: { key: F.key, afterSeq: F.version, limit: F.ms } },
@@ -108,8 +146,12 @@ const OBJECT_TABLES = ['objects', 'object_permissions', 'object_read_views', 'ob
 
 /** A digest of every object table's rows, and the newest event id. */
 async function storeState(): Promise<{ tables: Record<string, string>; lastEventId: number }> {
-  const digests = OBJECT_TABLES.map((t) => `(SELECT md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), '')) FROM baton.${t} r) AS ${t}`);
-  const { rows } = await db.pool.query(`SELECT ${digests.join(', ')}, (SELECT coalesce(max(id), 0)::int FROM baton.events) AS last_event_id`);
+  const digests = OBJECT_TABLES.map(
+    (t) => `(SELECT md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), '')) FROM baton.${t} r) AS ${t}`,
+  );
+  const { rows } = await db.pool.query(
+    `SELECT ${digests.join(', ')}, (SELECT coalesce(max(id), 0)::int FROM baton.events) AS last_event_id`,
+  );
   const { last_event_id: lastEventId, ...tables } = rows[0];
   return { tables, lastEventId };
 }
@@ -146,7 +188,12 @@ describe('fuzzing the shared-object API (S3)', () => {
         const after = await storeState();
         expect(after.tables).toEqual(before.tables);
         const newEvents = await eventKindsAfter(before.lastEventId);
-        if (error instanceof InvalidInputError || error instanceof IllegalTransitionError || error instanceof NotFoundError || error instanceof ObjectExistsError) {
+        if (
+          error instanceof InvalidInputError ||
+          error instanceof IllegalTransitionError ||
+          error instanceof NotFoundError ||
+          error instanceof ObjectExistsError
+        ) {
           expect(newEvents).toEqual([]);
         } else {
           // A refusal by the rules is on record, and nothing else is.
@@ -161,13 +208,21 @@ describe('fuzzing the shared-object API (S3)', () => {
 
   it('stores written text exactly as given, or refuses it and writes nothing', async () => {
     // Strings Postgres cannot hold as they are (NUL, unpaired surrogates) among ordinary ones.
-    const text = fc.oneof(fc.string({ unit: 'binary', minLength: 1 }), fc.string({ unit: fc.constantFrom('a', '\0', '\uD800', '\uDFFF', '\uD83D\uDE00'), minLength: 1 }));
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', minLength: 1 }),
+      fc.string({ unit: fc.constantFrom('a', '\0', '\uD800', '\uDFFF', '\uD83D\uDE00'), minLength: 1 }),
+    );
     await fc.assert(
       fc.asyncProperty(text, fc.boolean(), async (value, asRef) => {
         const s = await scenario();
         const before = await storeState();
         const written = await store
-          .writeObject(db.pool, 'A', { key: s.key, version: s.version, token: s.token, ...(asRef ? { contentRef: value } : { content: value }) })
+          .writeObject(db.pool, 'A', {
+            key: s.key,
+            version: s.version,
+            token: s.token,
+            ...(asRef ? { contentRef: value } : { content: value }),
+          })
           .catch((error: unknown) => error);
         if (written instanceof Error) {
           expect(written).toBeInstanceOf(InvalidInputError);

@@ -68,9 +68,13 @@ describe('handoff (O5)', () => {
     const write = await refusal(writeObject(db.pool, 'B', { key, version: 1, token: b.token, content: 'one more thing' }));
     expect(write).toBeInstanceOf(HandoffPendingError);
     expect(write).toMatchObject({ offeredTo: 'D', offeredVersion: 1, currentHolder: 'B', currentVersion: 1 });
-    expect((write as HandoffPendingError).reason).toMatch(/^offer of \S+ to D at version 1 is open since \S+Z: withdraw it or wait for D to answer$/);
+    expect((write as HandoffPendingError).reason).toMatch(
+      /^offer of \S+ to D at version 1 is open since \S+Z: withdraw it or wait for D to answer$/,
+    );
     expect(await refusal(releaseObject(db.pool, 'B', { key, token: b.token }))).toBeInstanceOf(HandoffPendingError);
-    expect(await refusal(offerObject(db.pool, 'B', { key, token: b.token, version: 1, successor: 'E' }))).toBeInstanceOf(HandoffPendingError);
+    expect(await refusal(offerObject(db.pool, 'B', { key, token: b.token, version: 1, successor: 'E' }))).toBeInstanceOf(
+      HandoffPendingError,
+    );
     const { suggestionId } = await suggestObjectChange(db.pool, 'E', { key, baseVersion: 1, content: 'plan v1 + E' });
     expect(await refusal(approveSuggestion(db.pool, 'B', { key, token: b.token, suggestionId }))).toBeInstanceOf(HandoffPendingError);
     await heartbeatObject(db.pool, 'B', { key, token: b.token });

@@ -38,7 +38,11 @@ interface Real {
   suggestionIds: number[];
 }
 
-async function callStore(r: Real, o: ModelOp, args: ReturnType<typeof step>['args']): Promise<{ outcome: Expected; suggestionId?: number }> {
+async function callStore(
+  r: Real,
+  o: ModelOp,
+  args: ReturnType<typeof step>['args'],
+): Promise<{ outcome: Expected; suggestionId?: number }> {
   const { key } = r;
   try {
     switch (o.op) {
@@ -76,7 +80,11 @@ async function callStore(r: Real, o: ModelOp, args: ReturnType<typeof step>['arg
         await store.withdrawOffer(db.pool, args.actor, { key, token: args.token });
         break;
       case 'suggest': {
-        const { suggestionId } = await store.suggestObjectChange(db.pool, args.actor, { key, baseVersion: args.version, content: args.content });
+        const { suggestionId } = await store.suggestObjectChange(db.pool, args.actor, {
+          key,
+          baseVersion: args.version,
+          content: args.content,
+        });
         return { outcome: { ok: true }, suggestionId };
       }
       case 'approve':
@@ -106,12 +114,20 @@ class OpCommand implements fc.AsyncCommand<ObjectModel, Real> {
     if (suggestionId !== undefined) r.suggestionIds.push(suggestionId);
 
     const appended = await objectEvents(db.pool, r.key, r.seq);
-    expect(appended.map((e) => e.kind), `${this} events`).toEqual(predicted.events);
+    expect(
+      appended.map((e) => e.kind),
+      `${this} events`,
+    ).toEqual(predicted.events);
     r.seq += appended.length;
 
     const real = await store.readObject(db.pool, OBSERVER, { key: r.key });
     expect(
-      { version: real.version, token: real.token, holder: real.holder, offer: real.offer && { to: real.offer.to, version: real.offer.version } },
+      {
+        version: real.version,
+        token: real.token,
+        holder: real.holder,
+        offer: real.offer && { to: real.offer.to, version: real.offer.version },
+      },
       `${this} state`,
     ).toEqual({ version: m.version, token: m.token, holder: m.holder, offer: m.offer && { to: m.offer.to, version: m.offer.version } });
     expect(real.content, `${this} content`).toBe(m.content);

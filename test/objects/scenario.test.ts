@@ -117,7 +117,10 @@ describe('shared object scenario: B holds a shared image and goes silent; D take
     expect(result.filter((r) => r.key === swept || r.key === touched)).toEqual([{ key: swept, silentHolder: 'B', token: 2 }]);
 
     // Whichever noticed first, the record is the same: B lost the role because it went silent.
-    for (const [key, detectedBy] of [[swept, 'sweep'], [touched, 'write']] as const) {
+    for (const [key, detectedBy] of [
+      [swept, 'sweep'],
+      [touched, 'write'],
+    ] as const) {
       const events = await objectEvents(db.pool, key);
       expect(events.find((e) => e.kind === 'reclaimed_after_silence')).toMatchObject({
         fence: 2,
@@ -137,7 +140,12 @@ describe('shared object scenario: B holds a shared image and goes silent; D take
     expect(await refusal(takeObject(db.pool, 'A', { key: uniqueObjectKey('missing') }))).toBeInstanceOf(NotFoundError);
     expect(await refusal(takeObject(db.pool, 'A', { key: '../etc/passwd' }))).toBeInstanceOf(InvalidInputError);
     expect(await refusal(writeObject(db.pool, 'A', { key, version: -1, token: 0, content: 'x' }))).toBeInstanceOf(InvalidInputError);
-    expect((await objectEvents(db.pool, key)).map((e) => e.kind)).toEqual(['created', 'granted', 'permission_refused', 'permission_refused']);
+    expect((await objectEvents(db.pool, key)).map((e) => e.kind)).toEqual([
+      'created',
+      'granted',
+      'permission_refused',
+      'permission_refused',
+    ]);
   });
 });
 
@@ -197,13 +205,12 @@ describe('the CLI replays the scenario', () => {
       const late = await baton('write', key, '--as', 'B', '--version', '1', '--token', '1', '--ref', 'file:///b2.png');
       expect(late.error?.message).toMatch(new RegExp(`^write of ${key} by B refused: role moved to D at ${ISO}: reclaimed after silence$`));
       const log = await baton('log', key, '--as', 'A');
-      expect(log.out.split('\n').filter(Boolean).map((line) => line.trim().split(/\s{2,}/)[2])).toEqual([
-        'created',
-        'taken',
-        'written',
-        'reclaimed_after_silence',
-        'stale_write_refused',
-      ]);
+      expect(
+        log.out
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.trim().split(/\s{2,}/)[2]),
+      ).toEqual(['created', 'taken', 'written', 'reclaimed_after_silence', 'stale_write_refused']);
       expect(log.out).toContain('role moved to D at');
     } finally {
       restoreEnv('DATABASE_URL', saved);

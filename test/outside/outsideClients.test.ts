@@ -26,7 +26,10 @@ const INSTALL = path.join(HERE, 'install.sh');
 function runVenv(program: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     // In a folder of the test's: schemathesis keeps its caches and crash files where it runs.
-    const child = spawn(path.join(VENV, 'bin', program), args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, cwd: scratch });
+    const child = spawn(path.join(VENV, 'bin', program), args, {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      cwd: scratch,
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -58,43 +61,65 @@ describe('S7: clients baton did not write', () => {
       child.once('close', (code) => resolve({ code, output }));
     });
     if (installed.code !== 0) {
-      throw new Error(`the outside-client tests need schemathesis and the Python mcp SDK, and could not install them (bash ${INSTALL} ${VENV}; PyPI must be reachable):\n${installed.output}`);
+      throw new Error(
+        `the outside-client tests need schemathesis and the Python mcp SDK, and could not install them (bash ${INSTALL} ${VENV}; PyPI must be reachable):\n${installed.output}`,
+      );
     }
     // No `submit`: pool.claim, which may wait a minute for work, is refused at once after its input is checked.
     secret = (await tokenFor(stack.db, 'outside-fuzzer', ['read', 'notes', 'objects'])).secret;
   }, 600_000);
 
-  it('schemathesis, from the OpenAPI document, finds no 5xx and no answer or refusal the document does not state', { timeout: 600_000 }, async () => {
-    const { code, output } = await runVenv('schemathesis', [
-      '--config-file', path.join(HERE, 'schemathesis.toml'),
-      'run', `${api.url}/openapi.json`,
-      '--header', `Authorization: Bearer ${secret}`,
-      '--checks', 'not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,positive_data_acceptance',
-      '--phases', 'examples,coverage,fuzzing',
-      '--max-examples', '10',
-      '--seed', '19',
-      '--workers', '2',
-      // Its generator cannot read STORABLE_TEXT_PATTERN (a range of surrogates), so it is told the
-      // same rule its own way: no NUL, and text that is UTF-8 (no unpaired surrogate).
-      '--generation-allow-x00', 'false',
-      '--generation-codec', 'utf-8',
-      '--generation-database', 'none',
-      '--no-color',
-      '--output-sanitize', 'true',
-    ]);
-    expect(output, output).toMatch(/Test cases:\s+\d+ generated/); // it ran, and said how many
-    expect(code, output).toBe(0);
-  });
+  it(
+    'schemathesis, from the OpenAPI document, finds no 5xx and no answer or refusal the document does not state',
+    { timeout: 600_000 },
+    async () => {
+      const { code, output } = await runVenv('schemathesis', [
+        '--config-file',
+        path.join(HERE, 'schemathesis.toml'),
+        'run',
+        `${api.url}/openapi.json`,
+        '--header',
+        `Authorization: Bearer ${secret}`,
+        '--checks',
+        'not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,positive_data_acceptance',
+        '--phases',
+        'examples,coverage,fuzzing',
+        '--max-examples',
+        '10',
+        '--seed',
+        '19',
+        '--workers',
+        '2',
+        // Its generator cannot read STORABLE_TEXT_PATTERN (a range of surrogates), so it is told the
+        // same rule its own way: no NUL, and text that is UTF-8 (no unpaired surrogate).
+        '--generation-allow-x00',
+        'false',
+        '--generation-codec',
+        'utf-8',
+        '--generation-database',
+        'none',
+        '--no-color',
+        '--output-sanitize',
+        'true',
+      ]);
+      expect(output, output).toMatch(/Test cases:\s+\d+ generated/); // it ran, and said how many
+      expect(code, output).toBe(0);
+    },
+  );
 
   it("the Python MCP SDK sees every operation, the server's own schemas, and refusals as problem details", async () => {
     const { code, output } = await runVenv('python', [path.join(HERE, 'mcp_probe.py'), `${api.url}/mcp`], { BATON_TOKEN: secret });
     expect(code, output).toBe(0);
     const report = JSON.parse(output.trim().split('\n').at(-1)!);
     expect(Object.keys(report.tools).sort()).toEqual((Object.keys(OPERATIONS) as OperationName[]).map(mcpToolName).sort());
-    for (const name of Object.keys(OPERATIONS) as OperationName[]) expect(report.tools[mcpToolName(name)], name).toEqual(operationJsonSchema(name));
+    for (const name of Object.keys(OPERATIONS) as OperationName[])
+      expect(report.tools[mcpToolName(name)], name).toEqual(operationJsonSchema(name));
     expect(report.whoami).toMatchObject({ isError: false, body: { identity: 'outside-fuzzer' } });
     for (const refused of ['actor', 'nul', 'both']) {
-      expect(report[refused], refused).toMatchObject({ isError: true, body: { code: 'invalid_input', status: 400, type: 'urn:baton:error:invalid_input' } });
+      expect(report[refused], refused).toMatchObject({
+        isError: true,
+        body: { code: 'invalid_input', status: 400, type: 'urn:baton:error:invalid_input' },
+      });
     }
     expect(report.actor.body.detail).toMatch(/actor/);
     expect(report.unknown).toMatchObject({ isError: true, body: { code: 'not_found' } });

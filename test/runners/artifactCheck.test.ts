@@ -17,7 +17,9 @@ let base: string;
 
 /** A commit on `parents` whose tree is `parents[0]`'s plus `entries` (name -> content) at the top. */
 async function commit(parents: string[], entries: Record<string, string>, options: { drop?: string[] } = {}): Promise<string> {
-  const listing = (await git(repo, ['ls-tree', parents[0]!])).split('\n').filter((line) => line && !options.drop?.includes(line.split('\t')[1]!));
+  const listing = (await git(repo, ['ls-tree', parents[0]!]))
+    .split('\n')
+    .filter((line) => line && !options.drop?.includes(line.split('\t')[1]!));
   for (const [name, content] of Object.entries(entries)) {
     const blob = (await runInput(['hash-object', '-w', '--stdin'], content)).trim();
     listing.push(`100644 blob ${blob}\t${name}`);
@@ -42,7 +44,11 @@ async function commitPaths(parent: string, entries: Record<string, string | { li
   await run('git', ['-C', repo, 'read-tree', parent], { env });
   for (const [file, entry] of Object.entries(entries)) {
     const blob = (await runInput(['hash-object', '-w', '--stdin'], typeof entry === 'string' ? entry : entry.link)).trim();
-    await run('git', ['-C', repo, 'update-index', '--add', '--cacheinfo', `${typeof entry === 'string' ? '100644' : '120000'},${blob},${file}`], { env });
+    await run(
+      'git',
+      ['-C', repo, 'update-index', '--add', '--cacheinfo', `${typeof entry === 'string' ? '100644' : '120000'},${blob},${file}`],
+      { env },
+    );
   }
   const tree = (await run('git', ['-C', repo, 'write-tree'], { env })).stdout.trim();
   await rm(env.GIT_INDEX_FILE, { force: true });
@@ -72,11 +78,13 @@ describe('the artifact check', () => {
     expect(await check(await commit([base], { 'work.txt': '' }, { drop: ['verify.sh'] }))).toMatch(/it changes what checks it: verify\.sh/);
   });
 
-  it("protects what the verify command runs, not what it reads: that is the work it checks", async () => {
-    const work = await commit([base], { 'result.txt': 'done\n', 'verify.sh': 'exit 0\n', 'run.js': '', 'check': '' });
+  it('protects what the verify command runs, not what it reads: that is the work it checks', async () => {
+    const work = await commit([base], { 'result.txt': 'done\n', 'verify.sh': 'exit 0\n', 'run.js': '', check: '' });
     expect(await check(work, { command: 'grep -q done result.txt && test -f README.md' })).toBeUndefined();
     for (const command of ['sh ./verify.sh', 'bash -e verify.sh', 'FOO=1 ./verify.sh --fast', 'true; . ./verify.sh', "sh 'verify.sh'"]) {
-      expect(await check(work, { command }), command).toBe('it changes what checks it: verify.sh (protected: verify.sh, **/.gitattributes)');
+      expect(await check(work, { command }), command).toBe(
+        'it changes what checks it: verify.sh (protected: verify.sh, **/.gitattributes)',
+      );
     }
     // A file the agent adds is its work, even one the command runs: the task may be to write that test.
     expect(await check(work, { command: 'node run.js && ./check' })).toBeUndefined();
@@ -89,21 +97,33 @@ describe('the artifact check', () => {
     const work = await commitPaths(started, { 'verify.sh': 'exit 0\n', 'sub/check.sh': 'exit 0\n' });
     const refused = (file: string) => `it changes what checks it: ${file} (protected: ${file}, **/.gitattributes)`;
     const at = (command: string) => checkArtifact({ repo, revision: work, baseCommit: started, pins: {}, protect: [], command });
-    for (const command of ['bash -o pipefail verify.sh', 'timeout 60 sh ./verify.sh', 'env -i FOO=1 /usr/bin/env bash verify.sh', "bash -c 'sh ./verify.sh'", 'exec ./verify.sh']) {
+    for (const command of [
+      'bash -o pipefail verify.sh',
+      'timeout 60 sh ./verify.sh',
+      'env -i FOO=1 /usr/bin/env bash verify.sh',
+      "bash -c 'sh ./verify.sh'",
+      'exec ./verify.sh',
+    ]) {
       expect(await at(command), command).toBe(refused('verify.sh'));
     }
     expect(await at('cd sub && sh check.sh')).toBe(refused('sub/check.sh'));
   });
 
   it('protects what a protected file reaches through a link, and refuses a new .gitattributes (it changes what every checkout writes)', async () => {
-    const started = await commitPaths(base, { 'tools/verify.sh': 'test -f work.txt\n', 'scripts': { link: 'tools' }, 'run.sh': { link: 'tools/verify.sh' } });
+    const started = await commitPaths(base, {
+      'tools/verify.sh': 'test -f work.txt\n',
+      scripts: { link: 'tools' },
+      'run.sh': { link: 'tools/verify.sh' },
+    });
     const editsTarget = await commitPaths(started, { 'tools/verify.sh': 'exit 0\n' });
     for (const command of ['sh ./run.sh', 'sh scripts/verify.sh']) {
       const at = await checkArtifact({ repo, revision: editsTarget, baseCommit: started, pins: {}, protect: [], command });
       expect(at, command).toMatch(/^it changes what checks it: tools\/verify\.sh \(protected: .*tools\/verify\.sh/);
     }
     const relinks = await commitPaths(started, { 'run.sh': { link: 'tools/other.sh' }, 'tools/other.sh': 'exit 0\n' });
-    expect(await checkArtifact({ repo, revision: relinks, baseCommit: started, pins: {}, protect: [], command: 'sh ./run.sh' })).toMatch(/^it changes what checks it: run\.sh/);
+    expect(await checkArtifact({ repo, revision: relinks, baseCommit: started, pins: {}, protect: [], command: 'sh ./run.sh' })).toMatch(
+      /^it changes what checks it: run\.sh/,
+    );
     const attributes = await commitPaths(started, { 'work.txt': 'done\n', '.gitattributes': 'verify.sh text eol=crlf\n' });
     expect(await checkArtifact({ repo, revision: attributes, baseCommit: started, pins: {}, protect: [], command: 'true' })).toBe(
       'it changes what checks it: .gitattributes (protected: **/.gitattributes)',
@@ -119,7 +139,9 @@ describe('the artifact check', () => {
       ['..', 'a . or .. name'],
       ['n'.repeat(256), 'a name over 255 bytes'],
     ]) {
-      expect(await check(await commit([base], { [name!]: 'planted\n' })), name).toMatch(new RegExp(`its tree holds what no checkout may: .*\\(${why!.replace('.', '\\.')}\\)`));
+      expect(await check(await commit([base], { [name!]: 'planted\n' })), name).toMatch(
+        new RegExp(`its tree holds what no checkout may: .*\\(${why!.replace('.', '\\.')}\\)`),
+      );
     }
     expect(await check(await commit([base], { ['n'.repeat(255)]: 'long but fine\n' }))).toBeUndefined();
   });
@@ -131,11 +153,15 @@ describe('the artifact check', () => {
     const merged = await commit([await commit([up, other], { 'other.txt': 'other\n' })], { 'work.txt': 'done\n' });
     expect(await check(merged, { pins, protect: ['check-*.sh'] })).toBeUndefined();
     const withoutUp = await commit([other], { 'work.txt': 'done\n' });
-    expect(await check(withoutUp, { pins })).toBe(`revision ${withoutUp} does not contain upstream up at ${up}, its pinned verified revision`);
+    expect(await check(withoutUp, { pins })).toBe(
+      `revision ${withoutUp} does not contain upstream up at ${up}, its pinned verified revision`,
+    );
     const unrelated = await git(repo, ['commit-tree', `${base}^{tree}`, '-m', 'a history of its own']);
     expect(await check(unrelated)).toBe(`revision ${unrelated} does not contain its base ${base}`);
     const edited = await commit([merged], { 'check-up.sh': 'exit 0\n' });
-    expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe('it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh, **/.gitattributes)');
+    expect(await check(edited, { pins, protect: ['check-*.sh'] })).toBe(
+      'it changes what checks it: check-up.sh (protected: check-*.sh, verify.sh, **/.gitattributes)',
+    );
   });
 });
 

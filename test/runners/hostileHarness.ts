@@ -74,7 +74,16 @@ const VICTIM_COMMAND = [
   'while :; do sleep 0.2; done',
 ].join('\n');
 
-const toolResult = (call: ToolCallInput): ToolCallResult => ({ key: call.step, tool: call.tool, step: call.step, status: 'succeeded', result: { ok: true }, attempts: 1, sentNow: 1, reconciled: false });
+const toolResult = (call: ToolCallInput): ToolCallResult => ({
+  key: call.step,
+  tool: call.tool,
+  step: call.step,
+  status: 'succeeded',
+  result: { ok: true },
+  attempts: 1,
+  sentNow: 1,
+  reconciled: false,
+});
 
 /**
  * A stand-in for the agent API a run's endpoint serves (src/api/agentApi.ts), for runs built by
@@ -105,7 +114,8 @@ function standInAgentApi(token: string, callTool: ((call: ToolCallInput) => Prom
     req.once('error', fail);
     req.once('end', () => {
       const secret = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (secret === undefined || !isToken(secret)) return fail(new UnauthenticatedError('unauthenticated', "an Authorization: Bearer <this run's token> header is required"));
+      if (secret === undefined || !isToken(secret))
+        return fail(new UnauthenticatedError('unauthenticated', "an Authorization: Bearer <this run's token> header is required"));
       if (req.method !== 'POST' || new URL(req.url ?? '/', 'http://run').pathname !== '/v1/tool.call') {
         return fail(new NotFoundError(`no route ${req.method} ${req.url}: this stand-in serves POST /v1/tool.call only`));
       }
@@ -142,7 +152,9 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   const tcp = net.createServer((socket) => socket.end());
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   // "Outside": a service on this host's own non-loopback address, as far out as a test can reach here.
-  const outsideHost = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  const outsideHost = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
   if (!outsideHost) throw new Error('this host has no non-loopback IPv4 address to stand for the outside network');
   const outside = net.createServer((socket) => socket.end());
   await new Promise<void>((resolve) => outside.listen(0, outsideHost, resolve));
@@ -151,7 +163,13 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
   const victimToolCalls: ToolCallInput[] = [];
   let victimPid: number | undefined;
   const victimAbort = new AbortController();
-  const context = (claim: Claim, lines: string[], onPid: (pid: number) => void, signal: AbortSignal, calls?: ToolCallInput[]): RunContext => ({
+  const context = (
+    claim: Claim,
+    lines: string[],
+    onPid: (pid: number) => void,
+    signal: AbortSignal,
+    calls?: ToolCallInput[],
+  ): RunContext => ({
     claim,
     repo: config.repo,
     base: 'main',
@@ -170,7 +188,15 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
       return { api: standInAgentApi(token, run.callTool), token };
     },
   });
-  const victimRun = runner.run(context(claimOf(config.graphId, 'victim', VICTIM_COMMAND), victimLines, (pid) => (victimPid = pid), victimAbort.signal, victimToolCalls));
+  const victimRun = runner.run(
+    context(
+      claimOf(config.graphId, 'victim', VICTIM_COMMAND),
+      victimLines,
+      (pid) => (victimPid = pid),
+      victimAbort.signal,
+      victimToolCalls,
+    ),
+  );
   victimRun.catch(() => undefined);
   const hostileLines: string[] = [];
   const report: HarnessReport = { attacks: {}, victimTokenSha: '', victimToolCalls };
@@ -179,7 +205,8 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
     await waitFor(
       'the victim agent',
       async () => {
-        if (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA')))) throw new Error(`not started yet: ${victimLines.join('\n')}`);
+        if (!(victimPid && victimLines.some((l) => l.startsWith('VICTIM_TOKEN_SHA'))))
+          throw new Error(`not started yet: ${victimLines.join('\n')}`);
       },
       { timeoutMs: 60_000, intervalMs: 50 },
     );
@@ -209,9 +236,13 @@ async function main(config: HarnessConfig): Promise<HarnessReport> {
         STORE_ACTOR: config.store.actor,
       }),
     };
-    const command = `${Object.entries(inputs).map(([k, v]) => `${k}='${v}'`).join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
+    const command = `${Object.entries(inputs)
+      .map(([k, v]) => `${k}='${v}'`)
+      .join('\n')}\n${await readFile(SCRIPT, 'utf8')}`;
     try {
-      const artifact = await runner.run(context(claimOf(config.graphId, 'hostile', command), hostileLines, () => undefined, new AbortController().signal));
+      const artifact = await runner.run(
+        context(claimOf(config.graphId, 'hostile', command), hostileLines, () => undefined, new AbortController().signal),
+      );
       report.hostileRevision = artifact.revision;
     } catch (error) {
       report.hostileError = (error as Error).message;

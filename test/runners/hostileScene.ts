@@ -48,7 +48,10 @@ export async function workerFolders(scratch: string, secret: string): Promise<{ 
 
 /** Runs the harness with `config` in a process of its own whose whole environment is `env`; its report and pid. */
 export async function runHarness(config: HarnessConfig, env: NodeJS.ProcessEnv): Promise<{ report: HarnessReport; pid: number }> {
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), HARNESS, JSON.stringify(config)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), HARNESS, JSON.stringify(config)], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

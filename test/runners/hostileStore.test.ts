@@ -13,7 +13,14 @@ import type { HarnessConfig, HarnessReport } from './hostileHarness.js';
 import { runHarness, useHostileScene, workerFolders } from './hostileScene.js';
 import { requireIsolationHost } from './isolationHost.js';
 
-const STORE_ATTACKS = ['store_login', 'store_forge_verification', 'store_act_as_other', 'store_disable_trigger', 'store_update_task', 'store_delete_events'] as const;
+const STORE_ATTACKS = [
+  'store_login',
+  'store_forge_verification',
+  'store_act_as_other',
+  'store_disable_trigger',
+  'store_update_task',
+  'store_delete_events',
+] as const;
 /** A shared object another agent created and holds: the hostile agent tries to act as that agent on it. */
 const VICTIM_OBJECT = 'shared-plan';
 const VICTIM_ACTOR = 'victim-agent';
@@ -139,11 +146,16 @@ describe('the hostile agent against the store of a deliberately weakened set-up 
     expect(report.hostileError, report.hostileError).toBeUndefined();
     const attacks = report.attacks;
     // The first credential it tried that logged in came from the worker's own environment.
-    expect(attacks.store_login, JSON.stringify(attacks, null, 2)).toEqual({ outcome: 'succeeded', evidence: `${adminUser} from /proc/${harnessPid}/environ` });
+    expect(attacks.store_login, JSON.stringify(attacks, null, 2)).toEqual({
+      outcome: 'succeeded',
+      evidence: `${adminUser} from /proc/${harnessPid}/environ`,
+    });
     expect(attacks.store_forge_verification).toMatchObject({ outcome: 'succeeded', evidence: expect.stringContaining('record: verified') });
     // Named as the object's holder, it gave itself write access: nothing but the name was asked for.
     expect(attacks.store_act_as_other).toEqual({ outcome: 'succeeded', evidence: 'ok=true ' });
-    expect(after.permissions).toEqual(expect.arrayContaining([expect.objectContaining({ actor: 'hostile', access: 'write', granted_by: VICTIM_ACTOR })]));
+    expect(after.permissions).toEqual(
+      expect.arrayContaining([expect.objectContaining({ actor: 'hostile', access: 'write', granted_by: VICTIM_ACTOR })]),
+    );
     // The owner's member: it may also switch off the trigger and then rewrite and empty the log.
     expect(storeOutcomes(report)).toEqual(Object.fromEntries(STORE_ATTACKS.map((name) => [name, 'succeeded'])));
     expect(attacks.store_disable_trigger!.evidence).toBe('tgenabled=D ');

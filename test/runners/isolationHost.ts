@@ -14,7 +14,9 @@ export function requireIsolationHost(needs: { root?: boolean; bubblewrap?: boole
       throw new Error('this drill needs bubblewrap: apt-get install -y bubblewrap (as .ci/run does)');
     }
     if (needs.slirp4netns && (await findSlirp4netns()) === undefined) {
-      throw new Error("this drill runs agents on the 'outside' network, which needs slirp4netns: apt-get install -y slirp4netns (as .ci/run does)");
+      throw new Error(
+        "this drill runs agents on the 'outside' network, which needs slirp4netns: apt-get install -y slirp4netns (as .ci/run does)",
+      );
     }
   });
 }

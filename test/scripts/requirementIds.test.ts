@@ -11,7 +11,21 @@ import { checkRequirementIds, citedRequirementIds } from '../../scripts/checkReq
 const UNDEFINED_ID = ['T', '99'].join('');
 const BACKWARDS_RANGE = ['T2', 'T1'].join('-');
 
-const DOC = ['# Requirements', '', '## Tasks (T1-T2)', '', '### T1 Task record', 'text', '', '### T2 State machine', '', '### S3 Validation', '', '### D1 Claim race', ''].join('\n');
+const DOC = [
+  '# Requirements',
+  '',
+  '## Tasks (T1-T2)',
+  '',
+  '### T1 Task record',
+  'text',
+  '',
+  '### T2 State machine',
+  '',
+  '### S3 Validation',
+  '',
+  '### D1 Claim race',
+  '',
+].join('\n');
 
 const roots: string[] = [];
 
@@ -40,7 +54,10 @@ describe('requirement id check (scripts/checkRequirementIds.ts)', () => {
       'src/work.ts': `// T1 and D1 are defined.\n// Fixes ${UNDEFINED_ID}.\n`,
       'README.md': `See ${UNDEFINED_ID}.\n`,
     });
-    expect(checkRequirementIds(root).map((p) => `${p.file}:${p.line} ${p.id}`)).toEqual([`README.md:1 ${UNDEFINED_ID}`, `src/work.ts:2 ${UNDEFINED_ID}`]);
+    expect(checkRequirementIds(root).map((p) => `${p.file}:${p.line} ${p.id}`)).toEqual([
+      `README.md:1 ${UNDEFINED_ID}`,
+      `src/work.ts:2 ${UNDEFINED_ID}`,
+    ]);
   });
 
   it('reports an id defined twice', () => {
@@ -52,10 +69,19 @@ describe('requirement id check (scripts/checkRequirementIds.ts)', () => {
 
   it('expands ranges, with a hyphen or an en dash, and reports a backwards one', () => {
     expect(citedRequirementIds('O1-O3 and D1–D2\nT4 - T5', 'DOT').map((c) => `${c.line}:${c.id}`)).toEqual([
-      '1:O1', '1:O3', '1:D1', '1:D2', '1:O2', '2:T4', '2:T5',
+      '1:O1',
+      '1:O3',
+      '1:D1',
+      '1:D2',
+      '1:O2',
+      '2:T4',
+      '2:T5',
     ]);
     const root = scratchRepo({ 'test/a.test.ts': '// T1-T3\n// D1-T2\n', 'docs/b.md': `${BACKWARDS_RANGE}\n` });
-    expect(checkRequirementIds(root).map((p) => `${p.file}:${p.line} ${p.id}`)).toEqual([`docs/b.md:1 ${BACKWARDS_RANGE}`, 'test/a.test.ts:1 T3']);
+    expect(checkRequirementIds(root).map((p) => `${p.file}:${p.line} ${p.id}`)).toEqual([
+      `docs/b.md:1 ${BACKWARDS_RANGE}`,
+      'test/a.test.ts:1 T3',
+    ]);
   });
 
   it('does not mistake identifiers, codes, hex or times for citations', () => {

@@ -30,7 +30,7 @@ async function processesMarked(mark: string): Promise<number[]> {
 
 describe('cancelling a graph', () => {
   it('kills its running agent (its process group and a setsid escapee), records cancelled with the reason, and cancels its dependents', async () => {
-    expect(process.geteuid?.(), 'run the tests as root (as .ci/run does): the test reads other users\' /proc/<pid>/environ').toBe(0);
+    expect(process.geteuid?.(), "run the tests as root (as .ci/run does): the test reads other users' /proc/<pid>/environ").toBe(0);
     const mark = randomUUID();
     const id = `cancel-${mark.slice(0, 8)}`;
     await stack.client.submitGraph(
@@ -41,7 +41,11 @@ describe('cancelling a graph', () => {
         tasks: [
           // Works "for hours": one sleep in its group, one in a session of its own, then waits. (The
           // shell's own /proc environ is the one it started with, so the sleeps are what carry the mark.)
-          { key: 'work', run: { command: `export ${MARK_ENV}=${mark}; sleep 600 & setsid sleep 600 & echo started; wait` }, verify: { command: 'true' } },
+          {
+            key: 'work',
+            run: { command: `export ${MARK_ENV}=${mark}; sleep 600 & setsid sleep 600 & echo started; wait` },
+            verify: { command: 'true' },
+          },
           { key: 'after', dependsOn: ['work'], run: { command: 'true' }, verify: { command: 'true' } },
         ],
       },
@@ -74,7 +78,10 @@ describe('cancelling a graph', () => {
       ['work', 'cancelled'],
     ]);
     // The claim is given back: no lease runs on, and the cancellation names who and why.
-    const { rows } = await stack.db.pool.query<{ lease_expires_at: Date | null }>('SELECT lease_expires_at FROM baton.tasks WHERE id = $1', [`${id}/work`]);
+    const { rows } = await stack.db.pool.query<{ lease_expires_at: Date | null }>(
+      'SELECT lease_expires_at FROM baton.tasks WHERE id = $1',
+      [`${id}/work`],
+    );
     expect(rows[0]!.lease_expires_at).toBeNull();
     const cancelled = (await stack.client.events(`${id}/work`)).filter((e) => e.kind === 'cancelled');
     expect(cancelled).toEqual([expect.objectContaining({ actor: 'operator-ann', reason: 'the plan changed' })]);
@@ -88,9 +95,21 @@ describe('cancelling a graph', () => {
 
   it('leaves a finished task as it is and says so; an unknown graph is an error', async () => {
     const id = `cancel-done-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, repo: workspace.repo, tasks: [{ key: 'quick', run: { command: `echo done > done.txt && ${commitAll('done')}` }, verify: { command: 'test -f done.txt' } }] }, 'test');
+    await stack.client.submitGraph(
+      {
+        id,
+        repo: workspace.repo,
+        tasks: [
+          { key: 'quick', run: { command: `echo done > done.txt && ${commitAll('done')}` }, verify: { command: 'test -f done.txt' } },
+        ],
+      },
+      'test',
+    );
     await stack.client.waitForGraph(id);
-    expect(await stack.client.cancelGraph(id, 'operator-ann', 'too late')).toEqual({ cancelled: [], left: [{ taskId: `${id}/quick`, status: 'verified' }] });
+    expect(await stack.client.cancelGraph(id, 'operator-ann', 'too late')).toEqual({
+      cancelled: [],
+      left: [{ taskId: `${id}/quick`, status: 'verified' }],
+    });
     expect((await stack.client.events(`${id}/quick`)).some((e) => e.kind === 'cancelled')).toBe(false);
     await expect(stack.client.cancelGraph(`nope-${randomUUID().slice(0, 8)}`, 'operator-ann', 'x')).rejects.toBeInstanceOf(NotFoundError);
   });

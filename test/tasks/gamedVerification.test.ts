@@ -7,7 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACT_CHECK_COMMAND, createTaskActivities, VERIFY_ATTEMPTS_COMMAND, VERIFY_ATTEMPTS_MAX, type VerifyOutcome } from '../../activities/tasks.js';
+import {
+  ARTIFACT_CHECK_COMMAND,
+  createTaskActivities,
+  VERIFY_ATTEMPTS_COMMAND,
+  VERIFY_ATTEMPTS_MAX,
+  type VerifyOutcome,
+} from '../../activities/tasks.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { createCommandVerifier } from '../../src/runners/commandVerifier.js';
@@ -48,11 +54,20 @@ const AGENTS = {
 /** Submits a graph of these tasks and waits for it; the tasks by key, with their last verification. */
 async function runGraph(stack: TaskStack, tasks: { key: string; run: string; dependsOn?: string[]; verify?: unknown }[]) {
   const id = `gamed-${randomUUID().slice(0, 8)}`;
-  await stack.client.submitGraph({ id, repo: workspace.repo, policy: POLICY, tasks: tasks.map((t) => ({ verify: CHECKED, ...t })) }, 'test');
+  await stack.client.submitGraph(
+    { id, repo: workspace.repo, policy: POLICY, tasks: tasks.map((t) => ({ verify: CHECKED, ...t })) },
+    'test',
+  );
   await stack.client.waitForGraph(id);
-  const outcome: Record<string, { status: string; revision?: string; verification?: { command: string; output_tail: string }; events: string[] }> = {};
+  const outcome: Record<
+    string,
+    { status: string; revision?: string; verification?: { command: string; output_tail: string }; events: string[] }
+  > = {};
   for (const task of await stack.client.graphTasks(id)) {
-    const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1 ORDER BY id DESC LIMIT 1', [task.id]);
+    const { rows } = await stack.db.pool.query(
+      'SELECT command, output_tail FROM baton.verifications WHERE task_id = $1 ORDER BY id DESC LIMIT 1',
+      [task.id],
+    );
     const events = (await stack.client.events(task.id)).map((e) => `${e.kind}: ${e.reason ?? ''}`);
     outcome[task.key] = { status: task.status, revision: task.artifact?.revision, verification: rows[0], events };
   }
@@ -64,7 +79,9 @@ describe('an agent that games its verification', () => {
   const stack = useTaskStack({
     worker: () => ({
       workDir: workspace.workDir,
-      agentFunctions: { done: async () => ({ revision: 'rev-1', testCommand: 'crashes', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } }) },
+      agentFunctions: {
+        done: async () => ({ revision: 'rev-1', testCommand: 'crashes', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } }),
+      },
       verifierFunctions: {
         crashes: async () => {
           verifierCalls++;
@@ -73,7 +90,12 @@ describe('an agent that games its verification', () => {
       },
     }),
   });
-  const canaries = { AWS_SECRET_ACCESS_KEY: 'canary-b4f1-aws', POSTGRES_PASSWORD: 'canary-b4f1-pg', AGENT_VISIBLE_SETTING: 'visible-7c2e', BATON_AGENT_ENV: 'AGENT_VISIBLE_SETTING' };
+  const canaries = {
+    AWS_SECRET_ACCESS_KEY: 'canary-b4f1-aws',
+    POSTGRES_PASSWORD: 'canary-b4f1-pg',
+    AGENT_VISIBLE_SETTING: 'visible-7c2e',
+    BATON_AGENT_ENV: 'AGENT_VISIBLE_SETTING',
+  };
   beforeAll(() => Object.assign(process.env, canaries));
   afterAll(() => {
     for (const name of Object.keys(canaries)) delete process.env[name];
@@ -99,7 +121,10 @@ describe('an agent that games its verification', () => {
     ] as const) {
       expect(tasks[key]!.status, key).toBe('failed');
       expect(tasks[key]!.verification, key).toMatchObject({ command: ARTIFACT_CHECK_COMMAND, output_tail: expect.stringMatching(reason) });
-      expect(tasks[key]!.events.find((e) => e.startsWith('rejected:')), key).toMatch(reason);
+      expect(
+        tasks[key]!.events.find((e) => e.startsWith('rejected:')),
+        key,
+      ).toMatch(reason);
     }
     // A rejected upstream keeps its dependents blocked: nothing was released on the dropped pin.
     expect(tasks.after!.status).toBe('blocked');
@@ -143,13 +168,21 @@ describe('an agent that games its verification', () => {
 
   it('cannot wedge its task by an artifact its verifier cannot carry out: the fifth failed attempt is a rejection, with the reason', async () => {
     const id = `crash-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, policy: POLICY, tasks: [{ key: 'crash', run: { function: 'done' }, verify: { function: 'crashes' } }] }, 'test');
+    await stack.client.submitGraph(
+      { id, policy: POLICY, tasks: [{ key: 'crash', run: { function: 'done' }, verify: { function: 'crashes' } }] },
+      'test',
+    );
     await stack.client.waitForGraph(id);
     const taskId = `${id}/crash`;
     expect((await stack.client.task(taskId)).status).toBe('failed');
     expect(verifierCalls).toBe(VERIFY_ATTEMPTS_MAX);
     const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1', [taskId]);
-    expect(rows).toEqual([{ command: VERIFY_ATTEMPTS_COMMAND, output_tail: `the verification failed ${VERIFY_ATTEMPTS_MAX} times: the verifier cannot read this artifact` }]);
+    expect(rows).toEqual([
+      {
+        command: VERIFY_ATTEMPTS_COMMAND,
+        output_tail: `the verification failed ${VERIFY_ATTEMPTS_MAX} times: the verifier cannot read this artifact`,
+      },
+    ]);
   });
 
   it('cannot wedge its task by attempts that end without a word (a hang past the timeout, a lost worker): past the last, nothing runs', async () => {
@@ -161,21 +194,35 @@ describe('an agent that games its verification', () => {
       runnerFor: () => expect.unreachable('this test verifies only'),
       verifierFor: () => ({ verify: async () => expect.unreachable(`${(ran = true)}`) }),
     });
-    const outcome = (await new MockActivityEnvironment({ attempt: VERIFY_ATTEMPTS_MAX + 1 }).run(activities.verifyTask, { taskId: task.id })) as VerifyOutcome;
+    const outcome = (await new MockActivityEnvironment({ attempt: VERIFY_ATTEMPTS_MAX + 1 }).run(activities.verifyTask, {
+      taskId: task.id,
+    })) as VerifyOutcome;
     expect(outcome.status).toBe('rejected');
     expect(ran).toBe(false);
     const { rows } = await stack.db.pool.query('SELECT command, output_tail FROM baton.verifications WHERE task_id = $1', [task.id]);
-    expect(rows).toEqual([{ command: VERIFY_ATTEMPTS_COMMAND, output_tail: `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)` }]);
+    expect(rows).toEqual([
+      {
+        command: VERIFY_ATTEMPTS_COMMAND,
+        output_tail: `${VERIFY_ATTEMPTS_MAX} attempts to verify it ended without a result (timed out, or the worker was lost)`,
+      },
+    ]);
   });
 
   it('cannot wedge its task by a verification that never ends: `baton cancel` cancels it while it is being verified', async () => {
     const id = `wedge-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, repo: workspace.repo, policy: POLICY, tasks: [{ key: 'slow', run: AGENTS.honest, verify: 'sleep 600' }] }, 'test');
+    await stack.client.submitGraph(
+      { id, repo: workspace.repo, policy: POLICY, tasks: [{ key: 'slow', run: AGENTS.honest, verify: 'sleep 600' }] },
+      'test',
+    );
     const taskId = `${id}/slow`;
-    await waitFor('the verification to start', async () => {
-      const { status } = await stack.client.task(taskId);
-      if (status !== 'verifying') throw new Error(`status ${status}`);
-    }, { timeoutMs: 90_000, intervalMs: 200 });
+    await waitFor(
+      'the verification to start',
+      async () => {
+        const { status } = await stack.client.task(taskId);
+        if (status !== 'verifying') throw new Error(`status ${status}`);
+      },
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
     const outcome = await stack.client.cancelTask(taskId, 'test', 'the verifier hangs');
     expect(outcome).toEqual({ cancelled: [taskId], left: [] });
     await stack.client.waitForGraph(id);

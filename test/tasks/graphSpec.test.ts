@@ -19,8 +19,15 @@ const problems = (input: unknown) => refusal(input).message;
 describe('graph validation (T8)', () => {
   it('fills in defaults for a valid graph', () => {
     const graph = parseGraphSpec({ id: 'sdk', tasks: [task('a'), task('b', ['a'])] });
-    expect(graph).toMatchObject({ id: 'sdk', base: 'HEAD', policy: { maxAttempts: 3, onVerificationFailure: 'rerun', heartbeatTimeoutMs: 10_000, onUpstreamChange: 'rerun' } });
-    expect(graph.tasks.map((t) => [t.key, t.dependsOn])).toEqual([['a', []], ['b', ['a']]]);
+    expect(graph).toMatchObject({
+      id: 'sdk',
+      base: 'HEAD',
+      policy: { maxAttempts: 3, onVerificationFailure: 'rerun', heartbeatTimeoutMs: 10_000, onUpstreamChange: 'rerun' },
+    });
+    expect(graph.tasks.map((t) => [t.key, t.dependsOn])).toEqual([
+      ['a', []],
+      ['b', ['a']],
+    ]);
   });
 
   it('names an unknown dependency, a duplicate key and a self-dependency, all at once', () => {
@@ -31,20 +38,31 @@ describe('graph validation (T8)', () => {
   });
 
   it('reads a null command or function as absent: a step must still name exactly one (found by fuzzing)', () => {
-    expect(problems({ tasks: [{ key: 'a', run: { function: null }, verify: { command: 'true' } }] })).toMatch(/task 'a': run must name exactly one of command, function or pool/);
-    expect(parseGraphSpec({ tasks: [{ key: 'a', run: { command: null, function: 'f' }, verify: { function: 'v' } }] }).tasks[0]!.spec.run).toEqual({ function: 'f' });
+    expect(problems({ tasks: [{ key: 'a', run: { function: null }, verify: { command: 'true' } }] })).toMatch(
+      /task 'a': run must name exactly one of command, function or pool/,
+    );
+    expect(
+      parseGraphSpec({ tasks: [{ key: 'a', run: { command: null, function: 'f' }, verify: { function: 'v' } }] }).tasks[0]!.spec.run,
+    ).toEqual({ function: 'f' });
   });
 
   it('takes a pool of remote agents to run a task, and an agent name, with the same strictness', () => {
-    const spec = parseGraphSpec({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'reviewers' }, verify: { command: 'true' } }, { key: 'b', run: { command: 'x', agent: 'reviewer' }, verify: { command: 'true' } }] });
-    expect(spec.tasks.map((t) => t.spec.run)).toEqual([{ pool: 'reviewers' }, { command: 'x', agent: 'reviewer' }]);
-    expect(refusal({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'Reviewers!', command: 'x' }, verify: { function: 'f', pool: 'p' } }] }).problems).toEqual(
-      [
-        "task 'a': run must name exactly one of command, function or pool",
-        `task 'a': run.pool must match /^[a-z0-9][a-z0-9_-]{0,62}$/`,
-        "task 'a': unknown key 'verify.pool'",
+    const spec = parseGraphSpec({
+      repo: '/r',
+      tasks: [
+        { key: 'a', run: { pool: 'reviewers' }, verify: { command: 'true' } },
+        { key: 'b', run: { command: 'x', agent: 'reviewer' }, verify: { command: 'true' } },
       ],
-    );
+    });
+    expect(spec.tasks.map((t) => t.spec.run)).toEqual([{ pool: 'reviewers' }, { command: 'x', agent: 'reviewer' }]);
+    expect(
+      refusal({ repo: '/r', tasks: [{ key: 'a', run: { pool: 'Reviewers!', command: 'x' }, verify: { function: 'f', pool: 'p' } }] })
+        .problems,
+    ).toEqual([
+      "task 'a': run must name exactly one of command, function or pool",
+      `task 'a': run.pool must match /^[a-z0-9][a-z0-9_-]{0,62}$/`,
+      "task 'a': unknown key 'verify.pool'",
+    ]);
     expect(problems({ tasks: [{ key: 'a', run: { pool: 'p', agent: 'me' }, verify: { function: 'f' } }] })).toMatch(
       /run.agent names a worker run's agent; a pooled run's agent is whoever takes it/,
     );
@@ -74,8 +92,12 @@ describe('graph validation (T8)', () => {
       `policy.onVerificationFailure must be 'rerun' or 'fail', not "shrug"`,
       'policy.maxAttempts must be an integer from 1 to 100',
     ]);
-    expect(problems({ policy: { heartbeatTimeoutMs: 2 ** 31 }, tasks: [task('a')] })).toMatch(/heartbeatTimeoutMs must be an integer from 1000 to 3600000/);
-    expect(problems({ policy: { onUpstreamChange: 'ignore' }, tasks: [task('a')] })).toMatch(/policy.onUpstreamChange must be 'rerun' or 'mark', not "ignore"$/);
+    expect(problems({ policy: { heartbeatTimeoutMs: 2 ** 31 }, tasks: [task('a')] })).toMatch(
+      /heartbeatTimeoutMs must be an integer from 1000 to 3600000/,
+    );
+    expect(problems({ policy: { onUpstreamChange: 'ignore' }, tasks: [task('a')] })).toMatch(
+      /policy.onUpstreamChange must be 'rerun' or 'mark', not "ignore"$/,
+    );
     expect(parseGraphSpec({ policy: { onUpstreamChange: 'mark' }, tasks: [task('a')] }).policy.onUpstreamChange).toBe('mark');
     expect(problems('tasks: []')).toMatch(/a graph must be a mapping/);
     expect(problems({ tasks: [] })).toMatch(/tasks must be a non-empty list/);
@@ -130,11 +152,20 @@ describe('graph validation (T8)', () => {
   it('keeps a JSON payload for the agent, and refuses one that Postgres could not store', () => {
     const graph = parseGraphSpec({ id: null, tasks: [{ ...task('a'), payload: { mode: 'always', n: [1, 2] } }] });
     expect(graph.id).toMatch(/^g-[0-9a-f]{8}$/);
-    expect(graph.tasks[0]!.spec).toEqual({ description: 'a', run: { function: 'f' }, verify: { function: 'v' }, payload: { mode: 'always', n: [1, 2] } });
+    expect(graph.tasks[0]!.spec).toEqual({
+      description: 'a',
+      run: { function: 'f' },
+      verify: { function: 'v' },
+      payload: { mode: 'always', n: [1, 2] },
+    });
     expect(problems({ tasks: [{ ...task('a'), payload: { at: new Date() } }] })).toMatch(/task 'a': payload.at is not JSON/);
     expect(problems({ tasks: [{ ...task('a'), payload: { ['a\0']: 1 } }] })).toMatch(/task 'a': payload contains a NUL character/);
     expect(problems({ tasks: [{ ...task('a'), description: 'a\0' }] })).toMatch(/task 'a': description contains a NUL character/);
-    expect(problems({ tasks: [{ ...task('a'), run: { function: '\uD800' }, payload: ['\uDC00'] }] }).split('\n').slice(1)).toEqual([
+    expect(
+      problems({ tasks: [{ ...task('a'), run: { function: '\uD800' }, payload: ['\uDC00'] }] })
+        .split('\n')
+        .slice(1),
+    ).toEqual([
       "  - task 'a': run.function contains a NUL character or an unpaired surrogate, which Postgres cannot store",
       "  - task 'a': payload contains a NUL character or an unpaired surrogate, which Postgres cannot store",
     ]);
@@ -142,6 +173,8 @@ describe('graph validation (T8)', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 10_000; i++) deep = [deep];
     expect(problems({ tasks: [{ ...task('a'), payload: deep }] })).toMatch(/task 'a': payload(\[0\])+ is nested more than 64 levels deep/);
-    expect(problems({ policy: { onVerificationFailure: 10n }, tasks: [task('a')] })).toMatch(/onVerificationFailure must be 'rerun' or 'fail', not 10n$/);
+    expect(problems({ policy: { onVerificationFailure: 10n }, tasks: [task('a')] })).toMatch(
+      /onVerificationFailure must be 'rerun' or 'fail', not 10n$/,
+    );
   });
 });

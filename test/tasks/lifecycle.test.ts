@@ -17,7 +17,11 @@ const stack = useTaskStack({
     agentFunctions: {
       commit: async (ctx) => {
         await ctx.heartbeat({ step: 'working' });
-        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+        return {
+          revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`,
+          testCommand: 'check',
+          agentResult: { exitCode: 0, outputDigest: 'x' },
+        };
       },
       gated: async (ctx) => {
         const gate = ctx.claim.claimVersion === 1 ? gates.get(ctx.claim.taskId) : undefined;
@@ -27,7 +31,11 @@ const stack = useTaskStack({
           await ctx.heartbeat({ step: 'waiting for the test' });
           await Promise.race([gate, new Promise((r) => setTimeout(r, 500))]);
         }
-        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+        return {
+          revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`,
+          testCommand: 'check',
+          agentResult: { exitCode: 0, outputDigest: 'x' },
+        };
       },
       // An artifact the store refuses: no revision.
       noRevision: async () => ({ revision: '', testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } }),
@@ -37,7 +45,11 @@ const stack = useTaskStack({
           runFailures.set(ctx.claim.taskId, (runFailures.get(ctx.claim.taskId) ?? 0) + 1);
           throw new Error('worktree vanished');
         }
-        return { revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`, testCommand: 'check', agentResult: { exitCode: 0, outputDigest: 'x' } };
+        return {
+          revision: `rev-${ctx.claim.key}-${ctx.claim.claimVersion}`,
+          testCommand: 'check',
+          agentResult: { exitCode: 0, outputDigest: 'x' },
+        };
       },
     },
     verifierFunctions: {
@@ -89,8 +101,16 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     const events = await stack.client.events(id);
     const kinds = (taskKey: string) => events.filter((e) => e.subjectId === `${id}/${taskKey}`).map((e) => e.kind);
     expect(kinds('response')).toEqual([
-      'created', 'claimed', 'submitted', 'verification_started', 'rejected', 'rerun_after_rejection',
-      'claimed', 'submitted', 'verification_started', 'verified',
+      'created',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'rejected',
+      'rerun_after_rejection',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'verified',
     ]);
     expect(kinds('tests')).toEqual(['created', 'released', 'claimed', 'submitted', 'verification_started', 'verified']);
     const released = events.find((e) => e.subjectId === `${id}/tests` && e.kind === 'released')!;
@@ -142,7 +162,11 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     await stack.client.rerunTask(`${id}/up`, 'operator', 'API v3');
     const down = await settled(id, 'down', 'verified', (t) => t.claimVersion === 2);
     expect(down).toMatchObject({ upstreamRevisions: { mid: 'rev-mid-2' }, verifiedRevision: 'rev-down-2' });
-    expect(await stack.client.task(`${id}/mid`)).toMatchObject({ status: 'verified', upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-mid-2' });
+    expect(await stack.client.task(`${id}/mid`)).toMatchObject({
+      status: 'verified',
+      upstreamRevisions: { up: 'rev-up-2' },
+      verifiedRevision: 'rev-mid-2',
+    });
     const kinds = async (key: string) => (await stack.client.events(`${id}/${key}`)).map((e) => e.kind).slice(6);
     expect(await kinds('mid')).toEqual(['marked_stale', 'rerun_after_stale', 'claimed', 'submitted', 'verification_started', 'verified']);
     // down was made stale with mid (transitively), and re-run only once mid was verified again.
@@ -172,12 +196,26 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     await settled(id, 'up', 'verified', (t) => t.verifiedRevision === 'rev-up-2');
     openGate(); // down's first run now submits, built on rev-up-1
     expect((await stack.client.waitForGraph(id)).verified).toContain(`${id}/down`);
-    expect(await stack.client.task(`${id}/down`)).toMatchObject({ claimVersion: 2, upstreamRevisions: { up: 'rev-up-2' }, verifiedRevision: 'rev-down-2' });
+    expect(await stack.client.task(`${id}/down`)).toMatchObject({
+      claimVersion: 2,
+      upstreamRevisions: { up: 'rev-up-2' },
+      verifiedRevision: 'rev-down-2',
+    });
     const events = await stack.client.events(`${id}/down`);
     expect(events.map((e) => e.kind).slice(2)).toEqual([
-      'claimed', 'submitted', 'verification_started', 'marked_stale', 'rerun_after_stale', 'claimed', 'submitted', 'verification_started', 'verified',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'marked_stale',
+      'rerun_after_stale',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'verified',
     ]);
-    expect(events.find((e) => e.kind === 'marked_stale')!.reason).toBe('revision rev-down-1 passed on superseded pins: up is verified at rev-up-2, not rev-up-1');
+    expect(events.find((e) => e.kind === 'marked_stale')!.reason).toBe(
+      'revision rev-down-1 passed on superseded pins: up is verified at rev-up-2, not rev-up-1',
+    );
   });
 
   it('gives the claim back when a run fails under the agent, and lets Temporal run it again', async () => {
@@ -185,7 +223,15 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     await stack.client.submitGraph({ id, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
     expect((await stack.client.waitForGraph(id)).verified).toEqual([`${id}/work`]);
     const events = await stack.client.events(`${id}/work`);
-    expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'submitted', 'verification_started', 'verified']);
+    expect(events.map((e) => e.kind)).toEqual([
+      'created',
+      'claimed',
+      'claim_released',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'verified',
+    ]);
     expect(events[2]).toMatchObject({ fence: 1, reason: 'run failed before submitting: worktree vanished' });
     expect(await stack.client.task(`${id}/work`)).toMatchObject({ claimVersion: 2, attempts: 2, verifiedRevision: 'rev-work-2' });
   });
@@ -193,7 +239,11 @@ describe('task lifecycle on real Temporal and Postgres', () => {
   it('fails the task once a run that keeps failing has used its attempts', async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
     await stack.client.submitGraph(
-      { id, policy: { maxAttempts: 2 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' }, payload: 'always' }] },
+      {
+        id,
+        policy: { maxAttempts: 2 },
+        tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' }, payload: 'always' }],
+      },
       'test',
     );
     expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
@@ -205,13 +255,24 @@ describe('task lifecycle on real Temporal and Postgres', () => {
   it("starts a fresh count of attempts on an operator's rerun: a task failed for its attempts runs again", async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
     // flaky fails the first run of each task: with one attempt, the task fails.
-    await stack.client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] }, 'test');
+    await stack.client.submitGraph(
+      { id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'flaky' }, verify: { function: 'pass' } }] },
+      'test',
+    );
     expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
     await stack.client.rerunTask(`${id}/work`, 'operator', 'the worktree is back');
     const work = await settled(id, 'work', 'verified');
     expect(work).toMatchObject({ claimVersion: 2, attempts: 1, verifiedRevision: 'rev-work-2' });
     expect((await stack.client.events(`${id}/work`)).map((e) => e.kind)).toEqual([
-      'created', 'claimed', 'claim_released', 'failed', 'rerun_requested', 'claimed', 'submitted', 'verification_started', 'verified',
+      'created',
+      'claimed',
+      'claim_released',
+      'failed',
+      'rerun_requested',
+      'claimed',
+      'submitted',
+      'verification_started',
+      'verified',
     ]);
   });
 
@@ -238,7 +299,10 @@ describe('task lifecycle on real Temporal and Postgres', () => {
 
   it("counts an artifact the store refuses as the agent's failure, and fails the task when attempts are used", async () => {
     const id = `g-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] }, 'test');
+    await stack.client.submitGraph(
+      { id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'noRevision' }, verify: { function: 'pass' } }] },
+      'test',
+    );
     expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
     const events = await stack.client.events(`${id}/work`);
     expect(events.map((e) => e.kind)).toEqual(['created', 'claimed', 'failed']);

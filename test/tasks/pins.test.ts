@@ -22,11 +22,13 @@ import { artifact, LEASE_MS } from '../helpers/tasks.js';
 const db = useTestDatabase();
 
 /** A random DAG of 2-5 tasks: task i may depend only on tasks before it. */
-const dagArb = fc.integer({ min: 2, max: 5 }).chain((n) =>
-  fc.tuple(...Array.from({ length: n }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j)))).map((deps) =>
-    Object.fromEntries(deps.map((d, i) => [`t${i}`, d.map((j) => `t${j}`)])),
-  ),
-);
+const dagArb = fc
+  .integer({ min: 2, max: 5 })
+  .chain((n) =>
+    fc
+      .tuple(...Array.from({ length: n }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j))))
+      .map((deps) => Object.fromEntries(deps.map((d, i) => [`t${i}`, d.map((j) => `t${j}`)]))),
+  );
 
 /**
  * `advance` takes a task's next step: claim, submit, start or pass verification, or apply the
@@ -81,8 +83,14 @@ async function step(db: Queryable, task: TaskRow, kind: Kind, revision: string, 
       break;
     case 'verifying': {
       const outcome = await verificationRecord(db, {
-        taskId, verifier: 'verifier', claimVersion: task.claimVersion, revision: task.artifact!.revision,
-        command: 'c', exitCode: kind === 'fail' ? 1 : 0, outputDigest: 'd', outputTail: '',
+        taskId,
+        verifier: 'verifier',
+        claimVersion: task.claimVersion,
+        revision: task.artifact!.revision,
+        command: 'c',
+        exitCode: kind === 'fail' ? 1 : 0,
+        outputDigest: 'd',
+        outputTail: '',
       });
       if (outcome.status !== 'verified') break;
       seen.verified.set(task.key, task.artifact!.revision);
@@ -102,7 +110,13 @@ async function step(db: Queryable, task: TaskRow, kind: Kind, revision: string, 
       await rerun('rerun_requested');
       break;
     case 'kill':
-      await claimRelease(db, { taskId, claimVersion: task.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'killed' });
+      await claimRelease(db, {
+        taskId,
+        claimVersion: task.claimVersion,
+        actor: 'baton',
+        kind: 'reclaimed_after_silence',
+        reason: 'killed',
+      });
   }
 }
 
@@ -113,13 +127,15 @@ function expectPinsCurrent(tasks: TaskRow[], seen: Observed): void {
   for (const t of tasks.filter((t) => t.status === 'verified')) {
     for (const d of t.dependsOn) {
       const u = byKey.get(d)!;
-      expect(t.upstreamRevisions[d], `${t.key} is verified on ${d}@${t.upstreamRevisions[d]}, ${d} is at ${u.verifiedRevision}`).toBe(u.verifiedRevision);
+      expect(t.upstreamRevisions[d], `${t.key} is verified on ${d}@${t.upstreamRevisions[d]}, ${d} is at ${u.verifiedRevision}`).toBe(
+        u.verifiedRevision,
+      );
       expect(u.status, `${t.key} is verified while its upstream ${d} is stale`).not.toBe('stale');
     }
   }
 }
 
-describe('T8 as a property: random DAGs, reruns of upstream tasks at new revisions, interleaved with the dependents\' runs', () => {
+describe("T8 as a property: random DAGs, reruns of upstream tasks at new revisions, interleaved with the dependents' runs", () => {
   it('never verifies a task on a pin superseded when its verification is recorded', async () => {
     await fc.assert(
       fc.asyncProperty(dagArb, fc.array(actionArb, { minLength: 10, maxLength: 40, size: 'max' }), async (deps, actions) => {
@@ -158,7 +174,14 @@ function graphRunner(graphId: string) {
     await taskSubmit(db.pool, { taskId: id(key), owner: 'agent', claimVersion }, artifact(revision));
     await verificationStart(db.pool, id(key), 'verifier');
     return verificationRecord(db.pool, {
-      taskId: id(key), verifier: 'verifier', claimVersion, revision, command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
+      taskId: id(key),
+      verifier: 'verifier',
+      claimVersion,
+      revision,
+      command: 'c',
+      exitCode: 0,
+      outputDigest: 'd',
+      outputTail: '',
     });
   };
   return {
@@ -166,7 +189,8 @@ function graphRunner(graphId: string) {
     claim,
     finish,
     run: async (key: string, revision: string) => finish(key, (await claim(key)).claimVersion, revision),
-    rerun: (key: string) => taskSetStatus(db.pool, { taskId: id(key), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API' }),
+    rerun: (key: string) =>
+      taskSetStatus(db.pool, { taskId: id(key), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API' }),
     byPolicy: (key: string) => taskRerunStale(db.pool, { taskId: id(key), actor: 'policy', reason: 'upstream moved' }),
     task: (key: string) => taskRead(db.pool, id(key)),
     events: async (key: string) => eventRead(db.pool, 'task', id(key)),
@@ -187,7 +211,10 @@ describe('T8 pins in the store', () => {
     const marked = (await g.events('down')).at(-1)!;
     expect(marked).toMatchObject({ kind: 'marked_stale', actor: 'verifier', fence: down.claimVersion });
     expect(marked.reason).toBe('revision down-1 passed on superseded pins: up is verified at up-2, not up-1');
-    expect(marked.details).toMatchObject({ revision: 'down-1', superseded: [{ upstream: 'up', pinned: 'up-1', verified: 'up-2', status: 'verified' }] });
+    expect(marked.details).toMatchObject({
+      revision: 'down-1',
+      superseded: [{ upstream: 'up', pinned: 'up-1', verified: 'up-2', status: 'verified' }],
+    });
 
     // The default policy (rerun) sends it round again on the new pin.
     expect(await g.byPolicy('down')).toBe('ready');
@@ -209,7 +236,11 @@ describe('T8 pins in the store', () => {
     expect(await g.run('a', 'a-2')).toEqual({ status: 'verified', released: [], staled: [g.id('b')] });
     expect((await g.task('b')).status).toBe('stale');
     expect(await g.task('c')).toMatchObject({ status: 'stale' });
-    expect((await g.events('c')).at(-1)).toMatchObject({ kind: 'marked_stale', reason: 'it depends on b, which is stale', details: { stale_upstream: 'b' } });
+    expect((await g.events('c')).at(-1)).toMatchObject({
+      kind: 'marked_stale',
+      reason: 'it depends on b, which is stale',
+      details: { stale_upstream: 'b' },
+    });
     expect(await g.task('d')).toMatchObject({ status: 'blocked', upstreamRevisions: {} });
     expect((await g.events('d')).at(-1)).toMatchObject({ kind: 'reblocked', reason: 'it depends on b, which is stale' }); // through c
     // e was running on b-1, a pin that has not moved, but b is stale now: e is not verified either.
@@ -226,7 +257,7 @@ describe('T8 pins in the store', () => {
     expect(await g.task('d')).toMatchObject({ status: 'ready', upstreamRevisions: { c: 'c-2' } });
   });
 
-  it("with policy mark, leaves a stale task stale until an operator reruns it; with rerun, runs it again", async () => {
+  it('with policy mark, leaves a stale task stale until an operator reruns it; with rerun, runs it again', async () => {
     for (const onUpstreamChange of ['mark', 'rerun'] as const) {
       const g = graphRunner(await insertGraph(db.pool, { up: [], down: ['up'] }, { policy: { onUpstreamChange } }));
       await g.run('up', 'up-1');
@@ -237,7 +268,13 @@ describe('T8 pins in the store', () => {
       expect(await g.byPolicy('down'), onUpstreamChange).toBe(onUpstreamChange === 'mark' ? 'stale' : 'ready');
       if (onUpstreamChange === 'mark') {
         expect(await g.events('down')).toHaveLength(eventsBefore); // nothing happened
-        await taskSetStatus(db.pool, { taskId: g.id('down'), actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'rebuild on up-2' });
+        await taskSetStatus(db.pool, {
+          taskId: g.id('down'),
+          actor: 'operator',
+          to: 'ready',
+          kind: 'rerun_requested',
+          reason: 'rebuild on up-2',
+        });
       }
       expect(await g.task('down')).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
     }

@@ -15,11 +15,13 @@ import { artifact, LEASE_MS } from '../helpers/tasks.js';
 const db = useTestDatabase();
 
 /** A random DAG: task i may depend only on tasks before it. */
-const dagArb = fc.integer({ min: 2, max: 7 }).chain((n) =>
-  fc.tuple(...Array.from({ length: n }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j)))).map((deps) =>
-    Object.fromEntries(deps.map((d, i) => [`t${i}`, d.map((j) => `t${j}`)])),
-  ),
-);
+const dagArb = fc
+  .integer({ min: 2, max: 7 })
+  .chain((n) =>
+    fc
+      .tuple(...Array.from({ length: n }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j))))
+      .map((deps) => Object.fromEntries(deps.map((d, i) => [`t${i}`, d.map((j) => `t${j}`)]))),
+  );
 const actionArb = fc.record({
   task: fc.nat(),
   kind: fc.constantFrom('claim', 'submit', 'kill', 'verifyPass', 'verifyFail', 'retry'),
@@ -31,7 +33,16 @@ async function step(db: Queryable, taskId: string, kind: string, revision: strin
   const fence = { taskId, owner: t.owner ?? 'nobody', claimVersion: t.claimVersion };
   const verify = async (exitCode: number) => {
     const { claimVersion, artifact: a } = await verificationStart(db, taskId, 'verifier');
-    await verificationRecord(db, { taskId, verifier: 'verifier', claimVersion, revision: a.revision, command: 'c', exitCode, outputDigest: 'd', outputTail: '' });
+    await verificationRecord(db, {
+      taskId,
+      verifier: 'verifier',
+      claimVersion,
+      revision: a.revision,
+      command: 'c',
+      exitCode,
+      outputDigest: 'd',
+      outputTail: '',
+    });
   };
   if (kind === 'claim' && t.status === 'ready') await taskClaim(db, taskId, `agent-${revision}`, LEASE_MS);
   else if (kind === 'submit' && t.status === 'running') await taskSubmit(db, fence, artifact(revision));
@@ -98,14 +109,21 @@ class Claim implements fc.AsyncCommand<Model, Real> {
 
 /** An owner write (heartbeat or submit) from `owner` carrying `claimVersion + lag`. */
 class OwnerWrite implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly action: 'heartbeat' | 'submit', readonly owner: string, readonly lag: number) {}
+  constructor(
+    readonly action: 'heartbeat' | 'submit',
+    readonly owner: string,
+    readonly lag: number,
+  ) {}
   check = () => true;
   async run(m: Model, r: Real) {
     const fence = { taskId: r.taskId, owner: this.owner, claimVersion: m.claimVersion - this.lag };
     const fits = m.status === 'running' && m.owner === this.owner && this.lag === 0;
     const repeat = this.action === 'submit' && m.submitted && m.status !== 'running' && m.owner === this.owner && this.lag === 0;
     const write = this.action === 'heartbeat' ? taskHeartbeat(r.db, fence, LEASE_MS) : taskSubmit(r.db, fence, artifact('x'));
-    const error = await write.then(() => undefined, (e: unknown) => e);
+    const error = await write.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     if (fits || repeat) {
       expect(error).toBeUndefined();
       if (fits && this.action === 'submit') Object.assign(m, { status: 'submitted', submitted: true });
@@ -120,7 +138,13 @@ class OwnerWrite implements fc.AsyncCommand<Model, Real> {
 class Silence implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
-    const released = await claimRelease(r.db, { taskId: r.taskId, claimVersion: m.claimVersion, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' });
+    const released = await claimRelease(r.db, {
+      taskId: r.taskId,
+      claimVersion: m.claimVersion,
+      actor: 'baton',
+      kind: 'reclaimed_after_silence',
+      reason: 'silent',
+    });
     expect(released).toBe(m.status === 'running');
     if (released) Object.assign(m, { status: 'ready', owner: null });
   }
@@ -132,14 +156,23 @@ class Verify implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     if (m.status !== 'submitted') {
-      const error = await verificationStart(r.db, r.taskId, 'verifier').then(() => undefined, (e: unknown) => e);
+      const error = await verificationStart(r.db, r.taskId, 'verifier').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(IllegalTransitionError);
       return;
     }
     await verificationStart(r.db, r.taskId, 'verifier');
     await verificationRecord(r.db, {
-      taskId: r.taskId, verifier: 'verifier', claimVersion: m.claimVersion, revision: 'x', command: 'c',
-      exitCode: this.passes ? 0 : 1, outputDigest: 'd', outputTail: '',
+      taskId: r.taskId,
+      verifier: 'verifier',
+      claimVersion: m.claimVersion,
+      revision: 'x',
+      command: 'c',
+      exitCode: this.passes ? 0 : 1,
+      outputDigest: 'd',
+      outputTail: '',
     });
     m.status = this.passes ? 'verified' : 'rejected';
   }
@@ -149,7 +182,13 @@ class Verify implements fc.AsyncCommand<Model, Real> {
 class Retry implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
-    const error = await taskSetStatus(r.db, { taskId: r.taskId, actor: 'policy', to: 'ready', kind: 'rerun_after_rejection', reason: 'retry' }).then(
+    const error = await taskSetStatus(r.db, {
+      taskId: r.taskId,
+      actor: 'policy',
+      to: 'ready',
+      kind: 'rerun_after_rejection',
+      reason: 'retry',
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -169,7 +208,9 @@ describe('one task against a model of the state machine (fast-check commands)', 
     const owners = fc.constantFrom('a', 'b', 'c');
     const commands = [
       owners.map((o) => new Claim(o)),
-      fc.tuple(fc.constantFrom('heartbeat' as const, 'submit' as const), owners, fc.constantFrom(0, 0, 1)).map(([a, o, l]) => new OwnerWrite(a, o, l)),
+      fc
+        .tuple(fc.constantFrom('heartbeat' as const, 'submit' as const), owners, fc.constantFrom(0, 0, 1))
+        .map(([a, o, l]) => new OwnerWrite(a, o, l)),
       fc.constant(new Silence()),
       fc.boolean().map((p) => new Verify(p)),
       fc.constant(new Retry()),
@@ -181,7 +222,10 @@ describe('one task against a model of the state machine (fast-check commands)', 
         const model: Model = { status: 'ready', owner: null, claimVersion: 0, refusals: 0, submitted: false };
         await fc.asyncModelRun(() => ({ model, real }), cmds);
         const task = await taskRead(db.pool, real.taskId);
-        expect({ status: task.status, claimVersion: task.claimVersion }).toEqual({ status: model.status, claimVersion: model.claimVersion });
+        expect({ status: task.status, claimVersion: task.claimVersion }).toEqual({
+          status: model.status,
+          claimVersion: model.claimVersion,
+        });
         const events = await eventRead(db.pool, 'task', real.taskId);
         expect(events.filter((e) => e.kind === 'stale_write_refused')).toHaveLength(model.refusals);
       }),

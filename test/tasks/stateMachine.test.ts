@@ -23,7 +23,9 @@ describe('the state machine, enforced by Postgres', () => {
   it('refuses a skipped state with a specific error and changes nothing', async () => {
     const { claimable, leased, expired, finished } = await makeSelectionOfTasks(db.pool);
     const before = await snapshot(db.pool, [claimable.id, leased.id, expired.id, finished.id]);
-    const error = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [claimable.id])).catch((e) => e);
+    const error = await mapDatabaseErrors(() =>
+      db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [claimable.id]),
+    ).catch((e) => e);
     expect(error).toBeInstanceOf(IllegalTransitionError);
     expect(error.message).toMatch(/ready -> verified is not an allowed transition/);
     expect(await snapshot(db.pool, [claimable.id, leased.id, expired.id, finished.id])).toEqual(before);
@@ -31,14 +33,20 @@ describe('the state machine, enforced by Postgres', () => {
 
   it('refuses to lower a claim version or to change it outside a claim', async () => {
     const leased = await insertTask(db.pool, { status: 'running' });
-    await expect(mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 0 WHERE id = $1', [leased.id]))).rejects.toThrow(/may not go back/);
-    await expect(mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 7 WHERE id = $1', [leased.id]))).rejects.toThrow(IllegalTransitionError);
+    await expect(
+      mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 0 WHERE id = $1', [leased.id])),
+    ).rejects.toThrow(/may not go back/);
+    await expect(
+      mapDatabaseErrors(() => db.pool.query('UPDATE baton.tasks SET claim_version = 7 WHERE id = $1', [leased.id])),
+    ).rejects.toThrow(IllegalTransitionError);
     expect((await taskRead(db.pool, leased.id)).claimVersion).toBe(1);
   });
 
   it('refuses to make a dependent ready before its dependencies are verified, whoever writes', async () => {
     const graphId = await insertGraph(db.pool, { up: [], down: ['up'] });
-    const error = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'ready' WHERE id = $1", [`${graphId}/down`])).catch((e) => e);
+    const error = await mapDatabaseErrors(() =>
+      db.pool.query("UPDATE baton.tasks SET status = 'ready' WHERE id = $1", [`${graphId}/down`]),
+    ).catch((e) => e);
     expect(error).toBeInstanceOf(IllegalTransitionError);
     expect(error.message).toMatch(/before its dependencies are verified: up \(ready\)/);
     expect((await taskRead(db.pool, `${graphId}/down`)).status).toBe('blocked');
@@ -46,9 +54,13 @@ describe('the state machine, enforced by Postgres', () => {
 
   it('refuses to verify a task by a status change, with no passed verification of its artifact', async () => {
     const task = await insertTask(db.pool, { status: 'submitted' });
-    await expect(taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(/goes through a claim, its owner or a verifier/);
+    await expect(taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'verifying', kind: 'k', reason: 'r' })).rejects.toThrow(
+      /goes through a claim, its owner or a verifier/,
+    );
     await db.pool.query("SELECT * FROM baton.verification_start($1, 'verifier')", [task.id]);
-    const direct = await mapDatabaseErrors(() => db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [task.id])).catch((e) => e);
+    const direct = await mapDatabaseErrors(() =>
+      db.pool.query("UPDATE baton.tasks SET status = 'verified' WHERE id = $1", [task.id]),
+    ).catch((e) => e);
     expect(direct).toBeInstanceOf(IllegalTransitionError);
     expect(direct.message).toMatch(/verified needs a passed verification of revision rev-1/);
     expect((await taskRead(db.pool, task.id)).status).toBe('verifying');
@@ -56,15 +68,22 @@ describe('the state machine, enforced by Postgres', () => {
 
   it('treats a repeated status change as done: no second event', async () => {
     const task = await insertTask(db.pool, { status: 'rejected' });
-    for (let i = 0; i < 2; i++) await taskSetStatus(db.pool, { taskId: task.id, actor: 'policy', to: 'failed', kind: 'failed', reason: 'r' });
+    for (let i = 0; i < 2; i++)
+      await taskSetStatus(db.pool, { taskId: task.id, actor: 'policy', to: 'failed', kind: 'failed', reason: 'r' });
     expect((await kinds(task.id)).filter((k) => k === 'failed')).toHaveLength(1);
-    await expect(taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'bogus' as never, kind: 'k', reason: 'r' })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(
+      taskSetStatus(db.pool, { taskId: task.id, actor: 'x', to: 'bogus' as never, kind: 'k', reason: 'r' }),
+    ).rejects.toBeInstanceOf(InvalidInputError);
   });
 
   it('keeps the event log append-only', async () => {
     const task = await insertTask(db.pool);
-    await expect(mapDatabaseErrors(() => db.pool.query("UPDATE baton.events SET actor = 'x' WHERE subject_id = $1", [task.id]))).rejects.toBeInstanceOf(AppendOnlyError);
-    await expect(mapDatabaseErrors(() => db.pool.query('DELETE FROM baton.events WHERE subject_id = $1', [task.id]))).rejects.toBeInstanceOf(AppendOnlyError);
+    await expect(
+      mapDatabaseErrors(() => db.pool.query("UPDATE baton.events SET actor = 'x' WHERE subject_id = $1", [task.id])),
+    ).rejects.toBeInstanceOf(AppendOnlyError);
+    await expect(
+      mapDatabaseErrors(() => db.pool.query('DELETE FROM baton.events WHERE subject_id = $1', [task.id])),
+    ).rejects.toBeInstanceOf(AppendOnlyError);
     expect(await kinds(task.id)).toEqual(['created']);
   });
 });
@@ -76,7 +95,10 @@ describe('claims (T3)', () => {
     for (const t of [leased, expired, finished]) expect(await taskClaim(db.pool, t.id, 'me', LEASE_MS)).toBeUndefined();
     const claim = (await taskClaim(db.pool, claimable.id, 'me', LEASE_MS))!;
     expect(claim).toMatchObject({ taskId: claimable.id, claimVersion: 1, attempts: 1 });
-    const { rows } = await db.pool.query('SELECT lease_expires_at - claimed_at AS lease, claimed_at <= now() AS past FROM baton.tasks WHERE id = $1', [claimable.id]);
+    const { rows } = await db.pool.query(
+      'SELECT lease_expires_at - claimed_at AS lease, claimed_at <= now() AS past FROM baton.tasks WHERE id = $1',
+      [claimable.id],
+    );
     expect(rows[0]).toMatchObject({ past: true });
     expect(rows[0].lease.seconds ?? rows[0].lease.minutes * 60).toBe(60);
     expect(await snapshot(db.pool, [leased.id, expired.id, finished.id])).toEqual(before);
@@ -97,32 +119,54 @@ describe('claims (T3)', () => {
 });
 
 describe('fenced writes (T4)', () => {
-  it('accepts the owner\'s heartbeat and refuses, logs and reports everyone else\'s', async () => {
+  it("accepts the owner's heartbeat and refuses, logs and reports everyone else's", async () => {
     const task = await insertTask(db.pool, { status: 'running', owner: 'owner' });
     await taskHeartbeat(db.pool, { taskId: task.id, owner: 'owner', claimVersion: 1 }, LEASE_MS, { step: 2 });
     expect((await taskRead(db.pool, task.id)).progress).toEqual({ step: 2 });
-    for (const fence of [{ owner: 'intruder', claimVersion: 1 }, { owner: 'owner', claimVersion: 2 }]) {
+    for (const fence of [
+      { owner: 'intruder', claimVersion: 1 },
+      { owner: 'owner', claimVersion: 2 },
+    ]) {
       const error = await taskHeartbeat(db.pool, { taskId: task.id, ...fence }, LEASE_MS, { step: 99 }).catch((e) => e);
       expect(error).toBeInstanceOf(StaleClaimError);
-      expect(error).toMatchObject({ taskId: task.id, owner: fence.owner, claimVersion: fence.claimVersion, current: { owner: 'owner', claimVersion: 1 } });
+      expect(error).toMatchObject({
+        taskId: task.id,
+        owner: fence.owner,
+        claimVersion: fence.claimVersion,
+        current: { owner: 'owner', claimVersion: 1 },
+      });
     }
     expect((await taskRead(db.pool, task.id)).progress).toEqual({ step: 2 });
     expect((await kinds(task.id)).filter((k) => k === 'stale_write_refused')).toHaveLength(2);
   });
 
-  it('after a reclaim refuses the old owner\'s submit and notes, and accepts the new owner\'s', async () => {
+  it("after a reclaim refuses the old owner's submit and notes, and accepts the new owner's", async () => {
     const task = await insertTask(db.pool, { status: 'running', owner: 'old' });
-    expect(await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' })).toBe(true);
+    expect(
+      await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'silent' }),
+    ).toBe(true);
     // Releasing the same claim twice changes nothing the second time.
-    expect(await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'again' })).toBe(false);
+    expect(
+      await claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor: 'baton', kind: 'reclaimed_after_silence', reason: 'again' }),
+    ).toBe(false);
     const claim = (await taskClaim(db.pool, task.id, 'new', LEASE_MS))!;
     expect(claim.claimVersion).toBe(2);
-    await expect(taskSubmit(db.pool, { taskId: task.id, owner: 'old', claimVersion: 1 }, artifact('old'))).rejects.toBeInstanceOf(StaleClaimError);
+    await expect(taskSubmit(db.pool, { taskId: task.id, owner: 'old', claimVersion: 1 }, artifact('old'))).rejects.toBeInstanceOf(
+      StaleClaimError,
+    );
     await expect(taskNoteAdd(db.pool, task.id, 'old', 'I am still on it', 1)).rejects.toBeInstanceOf(StaleClaimError);
     await taskNoteAdd(db.pool, task.id, 'reviewer', 'a free note is never ownership');
     await taskSubmit(db.pool, { taskId: task.id, owner: 'new', claimVersion: 2 }, artifact('new'));
     expect(await taskRead(db.pool, task.id)).toMatchObject({ status: 'submitted', owner: 'new', artifact: { revision: 'new' } });
-    expect(await kinds(task.id)).toEqual(['created', 'claimed', 'reclaimed_after_silence', 'claimed', 'stale_write_refused', 'stale_write_refused', 'submitted']);
+    expect(await kinds(task.id)).toEqual([
+      'created',
+      'claimed',
+      'reclaimed_after_silence',
+      'claimed',
+      'stale_write_refused',
+      'stale_write_refused',
+      'submitted',
+    ]);
   });
 });
 
@@ -136,7 +180,14 @@ describe('verification (T7) and release (T8)', () => {
   it('refuses a verification of a different revision than the artifact', async () => {
     const task = await insertTask(db.pool, { status: 'verifying' });
     const wrong = verificationRecord(db.pool, {
-      taskId: task.id, verifier: 'verifier', claimVersion: 1, revision: 'other', command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
+      taskId: task.id,
+      verifier: 'verifier',
+      claimVersion: 1,
+      revision: 'other',
+      command: 'c',
+      exitCode: 0,
+      outputDigest: 'd',
+      outputTail: '',
     });
     await expect(wrong).rejects.toBeInstanceOf(IllegalTransitionError);
     expect((await taskRead(db.pool, task.id)).status).toBe('verifying');
@@ -150,17 +201,36 @@ describe('verification (T7) and release (T8)', () => {
       await taskSubmit(db.pool, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
       await verificationStart(db.pool, taskId, 'verifier');
       return verificationRecord(db.pool, {
-        taskId, verifier: 'verifier', claimVersion: claim.claimVersion, revision, command: 'c', exitCode: 0, outputDigest: 'd', outputTail: '',
+        taskId,
+        verifier: 'verifier',
+        claimVersion: claim.claimVersion,
+        revision,
+        command: 'c',
+        exitCode: 0,
+        outputDigest: 'd',
+        outputTail: '',
       });
     };
     expect((await run('up', 'up-1')).released).toEqual([`${graphId}/down`]);
     await run('down', 'down-1');
     expect((await taskRead(db.pool, `${graphId}/down`)).upstreamRevisions).toEqual({ up: 'up-1' });
-    await taskSetStatus(db.pool, { taskId: `${graphId}/up`, actor: 'operator', to: 'ready', kind: 'rerun_requested', reason: 'new API version' });
+    await taskSetStatus(db.pool, {
+      taskId: `${graphId}/up`,
+      actor: 'operator',
+      to: 'ready',
+      kind: 'rerun_requested',
+      reason: 'new API version',
+    });
     expect((await run('up', 'up-2')).staled).toEqual([`${graphId}/down`]);
     expect(await taskRead(db.pool, `${graphId}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'up-1' } });
     // Re-running it builds on the new upstream revision; its pins say so before any work starts.
-    await taskSetStatus(db.pool, { taskId: `${graphId}/down`, actor: 'operator', to: 'ready', kind: 'rerun_after_stale', reason: 'up moved' });
+    await taskSetStatus(db.pool, {
+      taskId: `${graphId}/down`,
+      actor: 'operator',
+      to: 'ready',
+      kind: 'rerun_after_stale',
+      reason: 'up moved',
+    });
     expect(await taskRead(db.pool, `${graphId}/down`)).toMatchObject({ status: 'ready', upstreamRevisions: { up: 'up-2' } });
     expect(await kinds(`${graphId}/down`)).toContain('marked_stale');
   });

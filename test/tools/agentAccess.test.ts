@@ -28,7 +28,12 @@ let repo: string;
 const workDir = path.join(tmpdir(), `baton-tools-test-${randomUUID().slice(0, 8)}`);
 
 // Credentials the worker holds; the agent must see none of them.
-const WORKER_SECRETS = { DATABASE_URL: 'postgresql://worker:secret@db/baton', PGPASSWORD: 'secret', TEMPORAL_API_KEY: 'secret', BATON_HTTP_TOOLS: '{}' };
+const WORKER_SECRETS = {
+  DATABASE_URL: 'postgresql://worker:secret@db/baton',
+  PGPASSWORD: 'secret',
+  TEMPORAL_API_KEY: 'secret',
+  BATON_HTTP_TOOLS: '{}',
+};
 
 beforeAll(async () => {
   tool = await spawnToolServer();
@@ -79,7 +84,12 @@ async function runEndpoint(fence: Fence) {
   await runTokenIssue(worker.pool, fence, RUN_AGENT, secretSha256(token));
   const api = createAgentApi({
     db: worker.pool,
-    localRun: { taskId: fence.taskId, claimVersion: fence.claimVersion, callTool: (call) => gateway.call(fence, call), reportProgress: () => {} },
+    localRun: {
+      taskId: fence.taskId,
+      claimVersion: fence.claimVersion,
+      callTool: (call) => gateway.call(fence, call),
+      reportProgress: () => {},
+    },
   });
   const server = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
   return { url: server.url, token, env: { [AGENT_URL_ENV]: server.url, [AGENT_TOKEN_ENV]: token }, close: () => server.close() };
@@ -118,9 +128,19 @@ describe('agent access to the tool gateway', () => {
     expect(outcome.verified).toEqual([taskId]);
     const task = await client.task(taskId);
     const [row] = await toolCallRead(stack.db.pool, taskId);
-    expect(row).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', owner: stack.worker.identity, claimVersion: 1, attempts: 1 });
+    expect(row).toMatchObject({
+      key: `${taskId}:open-pr`,
+      status: 'succeeded',
+      owner: stack.worker.identity,
+      claimVersion: 1,
+      attempts: 1,
+    });
     const pr = JSON.parse(await git(repo, ['show', `${task.artifact!.revision}:pr.json`]));
-    expect(pr).toMatchObject({ key: `${taskId}:open-pr`, status: 'succeeded', result: { key: `${taskId}:open-pr`, params: { title: 'v2 API' } } });
+    expect(pr).toMatchObject({
+      key: `${taskId}:open-pr`,
+      status: 'succeeded',
+      result: { key: `${taskId}:open-pr`, params: { title: 'v2 API' } },
+    });
     const envNames = (await git(repo, ['show', `${task.artifact!.revision}:env-names.txt`])).split('\n');
     expect(envNames).toEqual(expect.arrayContaining(['BATON_URL', 'BATON_TOKEN', 'BATON_CLAIM']));
     for (const secret of Object.keys(WORKER_SECRETS)) expect(envNames).not.toContain(secret);
@@ -138,7 +158,11 @@ describe('agent access to the tool gateway', () => {
     );
     const taskId = `${graph.id}/pay`;
     expect((await client.waitForGraph(graph.id)).verified).toEqual([taskId]);
-    expect((await toolCallRead(stack.db.pool, taskId))[0]).toMatchObject({ status: 'succeeded', owner: stack.worker.identity, attempts: 1 });
+    expect((await toolCallRead(stack.db.pool, taskId))[0]).toMatchObject({
+      status: 'succeeded',
+      owner: stack.worker.identity,
+      attempts: 1,
+    });
     expect((await tool.effects()).filter((e) => e.key === `${taskId}:charge`)).toHaveLength(1);
   });
 
@@ -150,7 +174,11 @@ describe('agent access to the tool gateway', () => {
     const apiToken = await tokenFor(stack.db, 'someone', ['read', 'notes', 'objects', 'submit', 'admin']);
     try {
       const post = (token: string, body: unknown) =>
-        fetch(`${endpoint.url}/v1/tool.call`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        fetch(`${endpoint.url}/v1/tool.call`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       const guessed = await post('guess', { tool: 'payments', step: 's', params: {} });
       expect(guessed.status).toBe(401);
       expect(guessed.headers.get('content-type')).toBe('application/problem+json');
@@ -165,16 +193,23 @@ describe('agent access to the tool gateway', () => {
       expect(await notRun.json()).toMatchObject({ code: 'forbidden', refusal: 'not_a_run' });
       const named = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, taskId: 'other/task', claimVersion: 9 });
       expect(named.status).toBe(400);
-      expect(await named.json()).toMatchObject({ code: 'invalid_input', detail: expect.stringMatching(/unexpected field\(s\) taskId, claimVersion/) });
+      expect(await named.json()).toMatchObject({
+        code: 'invalid_input',
+        detail: expect.stringMatching(/unexpected field\(s\) taskId, claimVersion/),
+      });
       const owner = await post(endpoint.token, { tool: 'payments', step: 's', params: {}, owner: 'owner-b' });
       expect(owner.status).toBe(400);
-      expect(await owner.json()).toMatchObject({ detail: expect.stringMatching(/unexpected field\(s\) owner: the actor is always the token's identity/) });
+      expect(await owner.json()).toMatchObject({
+        detail: expect.stringMatching(/unexpected field\(s\) owner: the actor is always the token's identity/),
+      });
       expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([]);
       expect(await toolCallRead(stack.db.pool, other.taskId)).toEqual([]);
       // The same endpoint with its own token does make the call: the refusals above were not for want of a working endpoint.
       const own = await post(endpoint.token, { tool: 'payments', step: 's', params: {} });
       expect(own.status, await own.clone().text()).toBe(200);
-      expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([expect.objectContaining({ key: `${fence.taskId}:s`, status: 'succeeded', owner: fence.owner })]);
+      expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([
+        expect.objectContaining({ key: `${fence.taskId}:s`, status: 'succeeded', owner: fence.owner }),
+      ]);
     } finally {
       await endpoint.close();
       await otherEndpoint.close();

@@ -85,7 +85,10 @@ describe('the tool gateway against a real HTTP tool', () => {
   it("lets a new owner after a reclaim find the old owner's in-flight call and reconcile it", async () => {
     const { fence: old, key } = await scenario(['hold_after_commit']);
     // Two gateways: the old and the new owner live in different worker processes.
-    const oldGateway = createToolGateway({ db: db.pool, tools: { payments: createHttpTool({ url: `${plain.url}/effects`, timeoutMs: 3_000 }) } });
+    const oldGateway = createToolGateway({
+      db: db.pool,
+      tools: { payments: createHttpTool({ url: `${plain.url}/effects`, timeoutMs: 3_000 }) },
+    });
     // Its outcome is read at the end; caught from the start, so an early refusal is not an unhandled rejection.
     const oldOutcome = oldGateway.call(old, { tool: 'payments', step: 'charge', params: { amount: 5 } }).then(
       () => undefined,

@@ -20,7 +20,13 @@ describe('the tool-call ledger (X1)', () => {
   it('writes the row before the call (pending), keyed by task and step, with an event in the same transaction', async () => {
     const fence = await runningTask(db.pool);
     const row = await toolCallBegin(db.pool, fence, call());
-    expect(row).toMatchObject({ key: `${fence.taskId}:send-email`, status: 'pending', attempts: 0, owner: 'owner-a', claimVersion: fence.claimVersion });
+    expect(row).toMatchObject({
+      key: `${fence.taskId}:send-email`,
+      status: 'pending',
+      attempts: 0,
+      owner: 'owner-a',
+      claimVersion: fence.claimVersion,
+    });
     const again = await toolCallBegin(db.pool, fence, call());
     expect(again.createdAt).toBe(row.createdAt);
     expect(await toolEventKinds(db.pool, fence.taskId)).toEqual(['tool_call_recorded']);
@@ -47,7 +53,11 @@ describe('the tool-call ledger (X1)', () => {
     await expect(toolCallBegin(db.pool, old, call())).rejects.toThrow(StaleClaimError);
     expect(await toolCallRead(db.pool, old.taskId)).toEqual([]);
     const refusal = (await eventRead(db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
-    expect(refusal).toMatchObject({ actor: 'owner-a', fence: old.claimVersion, details: { action: 'tool_call', current_claim_version: current.claimVersion } });
+    expect(refusal).toMatchObject({
+      actor: 'owner-a',
+      fence: old.claimVersion,
+      details: { action: 'tool_call', current_claim_version: current.claimVersion },
+    });
   });
 
   it('refuses a stale owner at every later step too: send, record, reconcile', async () => {
@@ -64,7 +74,12 @@ describe('the tool-call ledger (X1)', () => {
     const reconciled = await toolCallReconcile(db.pool, current, 'send-email', { finding: 'found', result: { id: 1 } });
     expect(reconciled).toMatchObject({ status: 'reconciled_succeeded', result: { id: 1 }, owner: 'owner-b' });
     const event = (await eventRead(db.pool, 'task', old.taskId)).find((e) => e.kind === 'tool_call_reconciled')!;
-    expect(event.details).toMatchObject({ finding: 'found', previous_owner: 'owner-a', previous_claim_version: old.claimVersion, inherited: true });
+    expect(event.details).toMatchObject({
+      finding: 'found',
+      previous_owner: 'owner-a',
+      previous_claim_version: old.claimVersion,
+      inherited: true,
+    });
     expect((await toolEventKinds(db.pool, old.taskId)).filter((k) => k === 'stale_write_refused')).toHaveLength(3);
   });
 
@@ -78,7 +93,12 @@ describe('the tool-call ledger (X1)', () => {
     const row = await toolCallRecord(db.pool, fence, 'send-email', { outcome: 'succeeded', result: 'queued' });
     expect(row).toMatchObject({ status: 'succeeded', attempts: 2, result: 'queued' });
     expect(await toolEventKinds(db.pool, fence.taskId)).toEqual([
-      'tool_call_recorded', 'tool_call_started', 'tool_call_uncertain', 'tool_call_reconciled', 'tool_call_started', 'tool_call_succeeded',
+      'tool_call_recorded',
+      'tool_call_started',
+      'tool_call_uncertain',
+      'tool_call_reconciled',
+      'tool_call_started',
+      'tool_call_succeeded',
     ]);
   });
 
@@ -111,7 +131,9 @@ describe('the tool-call ledger (X1)', () => {
     const fence = await runningTask(db.pool);
     await toolCallBegin(db.pool, fence, call());
     const where = [fence.taskId];
-    await expect(db.pool.query("UPDATE baton.tool_calls SET status = 'succeeded' WHERE task_id = $1", where)).rejects.toMatchObject({ code: 'BT001' });
+    await expect(db.pool.query("UPDATE baton.tool_calls SET status = 'succeeded' WHERE task_id = $1", where)).rejects.toMatchObject({
+      code: 'BT001',
+    });
     await expect(
       db.pool.query("UPDATE baton.tool_calls SET params_hash = 'sha256:' || repeat('0', 64) WHERE task_id = $1", where),
     ).rejects.toMatchObject({ code: 'BT001' });

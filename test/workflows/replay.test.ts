@@ -39,7 +39,7 @@ describe('workflow replay (no server needed)', () => {
   });
 
   it.each([
-    ['counted-dependencies', 'recorded before the patch: the graph workflow counted each dependent\'s verified dependencies'],
+    ['counted-dependencies', "recorded before the patch: the graph workflow counted each dependent's verified dependencies"],
     ['starts-released', 'recorded after it: the graph workflow started exactly the tasks each verification released'],
   ])('replays a graph run %s (%s)', async (label) => {
     // Recorded by scripts/recordGraphHistories.ts: a diamond a -> b, a -> c, b + c -> d. The graph
@@ -62,8 +62,8 @@ describe('workflow replay (no server needed)', () => {
       workflowsPath: fileURLToPath(new URL('../fixtures/changedWorkflows.ts', import.meta.url)),
       logger: QUIET_BUNDLER_LOGGER,
     });
-    await expect(
-      Worker.runReplayHistory({ workflowBundle: changed }, await savedHistory(), 'saved-health-check'),
-    ).rejects.toBeInstanceOf(DeterminismViolationError);
+    await expect(Worker.runReplayHistory({ workflowBundle: changed }, await savedHistory(), 'saved-health-check')).rejects.toBeInstanceOf(
+      DeterminismViolationError,
+    );
   });
 });

@@ -53,6 +53,11 @@ export function claimRelease(
   release: { taskId: string; claimVersion: number; actor: string; kind: ReleaseKind; reason: string; details?: Record<string, unknown> },
 ): Promise<boolean> {
   return callStoreValue<boolean>(db, 'claim_release', [
-    release.taskId, release.claimVersion, release.actor, release.kind, release.reason, release.details ?? {},
+    release.taskId,
+    release.claimVersion,
+    release.actor,
+    release.kind,
+    release.reason,
+    release.details ?? {},
   ]);
 }

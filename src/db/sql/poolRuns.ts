@@ -20,11 +20,13 @@ interface PoolRunState {
 }
 
 export async function poolRunState(db: Queryable, fence: Fence): Promise<PoolRunState> {
-  const [row] = await callStore<{ agent: string | null; beat_at: Date | null; silent_ms: string | null; progress: Record<string, unknown> | null; revision: string | null }>(
-    db,
-    'pool_run_state',
-    [fence.taskId, fence.claimVersion],
-  );
+  const [row] = await callStore<{
+    agent: string | null;
+    beat_at: Date | null;
+    silent_ms: string | null;
+    progress: Record<string, unknown> | null;
+    revision: string | null;
+  }>(db, 'pool_run_state', [fence.taskId, fence.claimVersion]);
   return {
     agent: row?.agent ?? null,
     beatAt: row?.beat_at?.toISOString() ?? null,

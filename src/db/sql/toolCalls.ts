@@ -26,10 +26,7 @@ export type ExecuteOutcome =
   | { outcome: 'uncertain'; reason: string };
 
 /** What `lookup` found about a key. An adapter that throws is treated as `unknown`. */
-export type LookupFinding =
-  | { finding: 'found'; result: Json }
-  | { finding: 'absent' }
-  | { finding: 'unknown'; reason: string };
+export type LookupFinding = { finding: 'found'; result: Json } | { finding: 'absent' } | { finding: 'unknown'; reason: string };
 
 /** A ledger row as baton's code sees it. */
 export interface ToolCallRow {
@@ -93,11 +90,18 @@ export function toToolCallRow(r: Record<string, any>): ToolCallRow {
  * returns the ledger row; StaleClaimError when the claim is stale (already recorded as an event).
  */
 async function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: string, args: readonly unknown[]): Promise<ToolCallRow> {
-  const row = await callFenced<ToolCallOutcomeRecord>(db, fence, action, fn, [fence.taskId, fence.owner, fence.claimVersion, ...args], (r) => ({
-    status: r.task_status,
-    owner: r.task_owner,
-    claimVersion: r.task_claim_version,
-  }));
+  const row = await callFenced<ToolCallOutcomeRecord>(
+    db,
+    fence,
+    action,
+    fn,
+    [fence.taskId, fence.owner, fence.claimVersion, ...args],
+    (r) => ({
+      status: r.task_status,
+      owner: r.task_owner,
+      claimVersion: r.task_claim_version,
+    }),
+  );
   return toToolCallRow(row);
 }
 

@@ -29,7 +29,10 @@ interface VerificationOutcome {
 
 /** T7: a verifier (never the agent that produced it) takes a submitted or stale artifact to check. */
 export async function verificationStart(db: Queryable, taskId: string, verifier: string) {
-  const [row] = await callStore<{ claim_version: number; artifact: Artifact; spec: TaskSpec }>(db, 'verification_start', [taskId, verifier]);
+  const [row] = await callStore<{ claim_version: number; artifact: Artifact; spec: TaskSpec }>(db, 'verification_start', [
+    taskId,
+    verifier,
+  ]);
   return { claimVersion: row!.claim_version, artifact: row!.artifact, spec: row!.spec };
 }
 
@@ -39,7 +42,14 @@ export async function verificationStart(db: Queryable, taskId: string, verifier:
  */
 export async function verificationRecord(db: Queryable, v: VerificationRecord): Promise<VerificationOutcome> {
   const [row] = await callStore<VerificationOutcome>(db, 'verification_record', [
-    v.taskId, v.verifier, v.claimVersion, v.revision, v.command, v.exitCode, v.outputDigest, v.outputTail,
+    v.taskId,
+    v.verifier,
+    v.claimVersion,
+    v.revision,
+    v.command,
+    v.exitCode,
+    v.outputDigest,
+    v.outputTail,
   ]);
   return { status: row!.status, released: row!.released, staled: row!.staled };
 }

@@ -89,7 +89,8 @@ const workerIsRoot = () => process.geteuid?.() === 0;
 export function agentIsolationFromEnv(env: NodeJS.ProcessEnv = process.env): AgentIsolationOptions {
   const oneOf = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
     const value = readEnv(name, env);
-    if (value !== undefined && !allowed.includes(value as T)) throw new InvalidInputError(`${name}=${value}: expected one of ${allowed.join(', ')}`);
+    if (value !== undefined && !allowed.includes(value as T))
+      throw new InvalidInputError(`${name}=${value}: expected one of ${allowed.join(', ')}`);
     return value as T | undefined;
   };
   const uids = readEnv(AGENT_UIDS_ENV, env);
@@ -114,10 +115,14 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
   const root = workerIsRoot();
   const user = options.user ?? (root ? 'per-run' : 'worker');
   if (user === 'per-run' && !root) {
-    throw new AgentIsolationUnavailableError(`per-run agent users need a worker running as root (this one runs as uid ${process.geteuid?.()})`);
+    throw new AgentIsolationUnavailableError(
+      `per-run agent users need a worker running as root (this one runs as uid ${process.geteuid?.()})`,
+    );
   }
   if (options.network === 'outside' && !root) {
-    throw new AgentIsolationUnavailableError(`network 'outside' needs a worker running as root (slirp4netns must enter the sandbox's namespace); use 'none' or 'host'`);
+    throw new AgentIsolationUnavailableError(
+      `network 'outside' needs a worker running as root (slirp4netns must enter the sandbox's namespace); use 'none' or 'host'`,
+    );
   }
   const uids = options.uids ?? { first: AGENT_UID_FIRST_DEFAULT, count: AGENT_UID_COUNT_DEFAULT };
   // Probes run as an agent would: under a per-run uid (leased, so no run's clean-up meets the probe).
@@ -141,7 +146,8 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
     }
   }
   const sandbox = options.sandbox ?? (bubblewrap ? 'bubblewrap' : 'none');
-  if (sandbox === 'bubblewrap' && !bubblewrap) throw new AgentIsolationUnavailableError(`the bubblewrap sandbox does not work here: ${missing}`);
+  if (sandbox === 'bubblewrap' && !bubblewrap)
+    throw new AgentIsolationUnavailableError(`the bubblewrap sandbox does not work here: ${missing}`);
   if (options.network && options.network !== 'host' && !bubblewrap) {
     throw new AgentIsolationUnavailableError(`network '${options.network}' needs the bubblewrap sandbox${missing ? `: ${missing}` : ''}`);
   }
@@ -153,7 +159,8 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
       await asAgent((agent) => probeOutsideNetwork(bubblewrap, found, agent));
       slirp4netns = found;
     } catch (error) {
-      if (options.network === 'outside') throw new AgentIsolationUnavailableError(`network 'outside' does not work here: ${(error as Error).message}`);
+      if (options.network === 'outside')
+        throw new AgentIsolationUnavailableError(`network 'outside' does not work here: ${(error as Error).message}`);
     }
   }
   const network = options.network ?? (slirp4netns ? 'outside' : 'host');
@@ -165,7 +172,8 @@ export async function resolveAgentIsolation(options: AgentIsolationOptions = {})
     network,
     uids,
     // One root per way of running: a worker-user root is 0700, a per-run root 0711, and one folder cannot be both.
-    root: options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}${user === 'per-run' ? '' : '-worker'}`),
+    root:
+      options.root ?? path.join(tmpdir(), `baton-agents-${process.geteuid?.() ?? userInfo().uid}${user === 'per-run' ? '' : '-worker'}`),
     ...(bubblewrap ? { bubblewrap } : {}),
     ...(slirp4netns ? { slirp4netns } : {}),
     ...(setpriv ? { setpriv } : {}),
@@ -192,18 +200,21 @@ export async function agentIsolationStatus(options: AgentIsolationOptions = agen
 export async function describeAgentIsolation(isolation: AgentIsolation): Promise<AgentIsolationStatus> {
   const findings: string[] = [];
   if (isolation.isolated && !isolation.prlimit) {
-    findings.push("prlimit is not on PATH: isolated runs have no bound on processes, memory, file size or open files (Debian: apt-get install util-linux)");
+    findings.push(
+      'prlimit is not on PATH: isolated runs have no bound on processes, memory, file size or open files (Debian: apt-get install util-linux)',
+    );
   }
   if (!isolation.isolated) {
     findings.push(
       `command agents run as the worker's own OS user (${userInfo().username}) with no sandbox: an agent can read the worker's ` +
-        'environment through /proc, the baton home, other runs\' worktrees and their tool tokens. Run the worker as root ' +
+        "environment through /proc, the baton home, other runs' worktrees and their tool tokens. Run the worker as root " +
         '(per-run agent users) or install bubblewrap (Debian: apt-get install bubblewrap).',
     );
   } else if (isolation.user === 'per-run') {
     // Agents run baton's own CLI (`baton tool call`) with this Node: both must be readable by their uids.
     for (const file of [process.execPath, BATON_BIN]) {
-      if (!(await readableByOthers(file))) findings.push(`${file} is not readable by other users: isolated agents cannot run \`baton tool call\``);
+      if (!(await readableByOthers(file)))
+        findings.push(`${file} is not readable by other users: isolated agents cannot run \`baton tool call\``);
     }
   }
   const uidRange = `${isolation.uids.first}-${isolation.uids.first + isolation.uids.count - 1}`;

@@ -67,7 +67,13 @@ export async function probeBubblewrap(bwrap: string, user?: { uid: number; gid: 
 /** Starts `true` in an `outside` sandbox with slirp4netns attached, as an agent's would be. Throws with what failed. */
 export async function probeOutsideNetwork(bwrap: Bubblewrap, slirp4netns: string, user?: { uid: number; gid: number }): Promise<void> {
   const argv = [bwrap.path, ...sandboxArgs(bwrap, 'outside'), ...PROBE_VIEW, ...outsideNetworkArgs(), 'true'];
-  const child = spawnWithOutsideNetwork(slirp4netns, argv, { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'pipe'] as ['ignore', 'ignore', 'pipe'], ...user });
+  const child = spawnWithOutsideNetwork(slirp4netns, argv, {
+    cwd: '/',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'] as ['ignore', 'ignore', 'pipe'],
+    ...user,
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -90,14 +96,37 @@ const outsideNetworkArgs = () => ['--info-fd', String(SANDBOX_INFO_FD), '--block
  */
 export function bubblewrapPrefix(
   bwrap: Bubblewrap,
-  options: { network: AgentNetwork; cwd: string; mounts: SandboxMount[]; files?: SandboxFile[]; /** Size of each in-memory folder. (Default: the kernel's, half the memory) */ scratchBytes?: number },
+  options: {
+    network: AgentNetwork;
+    cwd: string;
+    mounts: SandboxMount[];
+    files?: SandboxFile[];
+    /** Size of each in-memory folder. (Default: the kernel's, half the memory) */ scratchBytes?: number;
+  },
 ): string[] {
   // In-memory folders are bounded where bubblewrap can: an agent must not fill the worker's memory
   // through its /tmp or /dev/shm.
   const size = options.scratchBytes && bwrap.sizeOption ? ['--size', String(options.scratchBytes)] : [];
-  const args = [bwrap.path, ...sandboxArgs(bwrap, options.network), '--ro-bind', '/', '/', '--dev', '/dev', ...size, '--tmpfs', '/dev/shm', '--proc', '/proc'];
-  const mounts = options.mounts.map((m) => ({ kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable', dir: path.resolve(Object.values(m)[0] as string) }));
-  const inside = (child: string, parent: string) => child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
+  const args = [
+    bwrap.path,
+    ...sandboxArgs(bwrap, options.network),
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    ...size,
+    '--tmpfs',
+    '/dev/shm',
+    '--proc',
+    '/proc',
+  ];
+  const mounts = options.mounts.map((m) => ({
+    kind: Object.keys(m)[0] as 'hide' | 'scratch' | 'expose' | 'writable',
+    dir: path.resolve(Object.values(m)[0] as string),
+  }));
+  const inside = (child: string, parent: string) =>
+    child !== parent && child.startsWith(parent === path.sep ? parent : `${parent}${path.sep}`);
   const depth = (dir: string) => dir.split(path.sep).length;
   // A folder inside an empty one is already out of sight; hiding it again would only leave its
   // mount point to be listed. Exposed and writable folders are mounted wherever they are.
@@ -140,9 +169,14 @@ function sandboxArgs(bwrap: Bubblewrap, network: AgentNetwork): string[] {
 
 function execText(file: string, args: string[], user?: { uid: number; gid: number }): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: PROBE_TIMEOUT_MS, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: '/', ...user }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${path.basename(file)} failed: ${String(stderr).trim() || error.message}`));
-      else resolve(`${stdout}${stderr}`);
-    });
+    execFile(
+      file,
+      args,
+      { timeout: PROBE_TIMEOUT_MS, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: '/', ...user },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${path.basename(file)} failed: ${String(stderr).trim() || error.message}`));
+        else resolve(`${stdout}${stderr}`);
+      },
+    );
   });
 }

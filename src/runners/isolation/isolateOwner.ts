@@ -26,7 +26,13 @@ export async function killAgentProcesses(target: AgentProcesses): Promise<void> 
   const user = target.user;
   if (!user || user.uid === 0 || user.uid === process.geteuid?.()) return;
   await new Promise<void>((resolve) => {
-    const killer = spawn('/bin/sh', ['-c', 'kill -9 -1 2>/dev/null; exit 0'], { uid: user.uid, gid: user.gid, cwd: '/', stdio: 'ignore', env: {} });
+    const killer = spawn('/bin/sh', ['-c', 'kill -9 -1 2>/dev/null; exit 0'], {
+      uid: user.uid,
+      gid: user.gid,
+      cwd: '/',
+      stdio: 'ignore',
+      env: {},
+    });
     killer.once('error', () => resolve());
     killer.once('close', () => resolve());
   });

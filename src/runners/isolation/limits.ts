@@ -48,7 +48,10 @@ export function agentLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Partia
   const text = readEnv(AGENT_LIMITS_ENV, env);
   if (text === undefined) return {};
   const limits: Partial<AgentLimits> = {};
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const match = /^([a-z]+)=(\d+)([KMGT]?)$/i.exec(part);
     const field = match && NAMES[match[1]!.toLowerCase()];
     const unit = match?.[3]?.toUpperCase() ?? '';
@@ -58,7 +61,8 @@ export function agentLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Partia
       );
     }
     const value = Number(match[2]) * UNITS[unit]!;
-    if (!Number.isSafeInteger(value) || value < 1) throw new InvalidInputError(`${AGENT_LIMITS_ENV}: ${part} must be a positive whole number`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new InvalidInputError(`${AGENT_LIMITS_ENV}: ${part} must be a positive whole number`);
     limits[field] = value;
   }
   return limits;

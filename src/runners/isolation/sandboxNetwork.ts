@@ -27,7 +27,11 @@ const NETWORK_READY_TIMEOUT_MS = 10_000;
  * child emits `error`. slirp4netns ends with the sandbox, and with the worker (it watches a socket
  * only the worker holds).
  */
-export function spawnWithOutsideNetwork(slirp4netns: string, argv: string[], options: SpawnOptions & { stdio: ['ignore', 'pipe' | 'ignore' | number, 'pipe'] }): ChildProcess {
+export function spawnWithOutsideNetwork(
+  slirp4netns: string,
+  argv: string[],
+  options: SpawnOptions & { stdio: ['ignore', 'pipe' | 'ignore' | number, 'pipe'] },
+): ChildProcess {
   const [file, ...args] = argv;
   const child = spawn(file!, args, { ...options, stdio: [...options.stdio, 'pipe', 'pipe'] } as SpawnOptions);
   const info = child.stdio[SANDBOX_INFO_FD] as NodeJS.ReadableStream;
@@ -55,7 +59,16 @@ export function spawnWithOutsideNetwork(slirp4netns: string, argv: string[], opt
     slirp = spawn(
       slirp4netns,
       // The namespace belongs to a user namespace bubblewrap made; the worker's own is the one from which it may be entered.
-      ['--configure', '--mtu=65520', '--disable-host-loopback', `--userns-path=/proc/${process.pid}/ns/user`, '--ready-fd=3', '--exit-fd=4', pid, 'tap0'],
+      [
+        '--configure',
+        '--mtu=65520',
+        '--disable-host-loopback',
+        `--userns-path=/proc/${process.pid}/ns/user`,
+        '--ready-fd=3',
+        '--exit-fd=4',
+        pid,
+        'tap0',
+      ],
       { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
     );
     let ready = false;

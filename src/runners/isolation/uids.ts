@@ -38,7 +38,9 @@ export async function leaseAgentUid(range: AgentUidRange): Promise<AgentUidLease
     const lease = await tryLeaseAgentUid(range.first + randomInt(range.count));
     if (lease) return lease;
   }
-  throw new AgentIsolationUnavailableError(`no free agent uid in ${range.first}-${range.first + range.count - 1} after ${LEASE_TRIES} tries`);
+  throw new AgentIsolationUnavailableError(
+    `no free agent uid in ${range.first}-${range.first + range.count - 1} after ${LEASE_TRIES} tries`,
+  );
 }
 
 /** Leases exactly `uid` if no run on this host holds it, else undefined. */

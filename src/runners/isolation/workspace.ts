@@ -138,7 +138,9 @@ async function prepareAgentRoot(isolation: AgentIsolation): Promise<void> {
   await mkdir(root, { recursive: true, mode: 0o700 });
   const info = await lstat(root);
   if (!info.isDirectory() || info.uid !== process.geteuid?.()) {
-    throw new AgentIsolationUnavailableError(`agent folder ${root} is ${info.isDirectory() ? `owned by uid ${info.uid}` : 'not a folder'}; choose another (BATON_AGENT_ROOT)`);
+    throw new AgentIsolationUnavailableError(
+      `agent folder ${root} is ${info.isDirectory() ? `owned by uid ${info.uid}` : 'not a folder'}; choose another (BATON_AGENT_ROOT)`,
+    );
   }
   await chmod(root, isolation.user === 'per-run' ? 0o711 : 0o700);
   if (isolation.user !== 'per-run') return;
@@ -146,7 +148,9 @@ async function prepareAgentRoot(isolation: AgentIsolation): Promise<void> {
   for (let i = 1; i < parts.length; i++) {
     const dir = parts.slice(0, i).join(path.sep) || path.sep;
     if (((await stat(dir)).mode & 0o001) === 0) {
-      throw new AgentIsolationUnavailableError(`agents cannot reach their folders under ${root}: ${dir} is not searchable by other users; choose another (BATON_AGENT_ROOT)`);
+      throw new AgentIsolationUnavailableError(
+        `agents cannot reach their folders under ${root}: ${dir} is not searchable by other users; choose another (BATON_AGENT_ROOT)`,
+      );
     }
   }
 }
@@ -157,7 +161,8 @@ async function prepareAgentRoot(isolation: AgentIsolation): Promise<void> {
  * another, is mistaken for a leftover; a live run's lease is held, so it is skipped.
  */
 async function clearDeadRuns(isolation: AgentIsolation): Promise<void> {
-  const inRange = (uid: number) => Number.isSafeInteger(uid) && uid >= isolation.uids.first && uid < isolation.uids.first + isolation.uids.count;
+  const inRange = (uid: number) =>
+    Number.isSafeInteger(uid) && uid >= isolation.uids.first && uid < isolation.uids.first + isolation.uids.count;
   for (const uid of new Set((await readdir(isolation.root)).map((entry) => Number(/^(\d+)-/.exec(entry)?.[1])).filter(inRange))) {
     const lease = await tryLeaseAgentUid(uid);
     if (!lease) continue;
@@ -220,7 +225,14 @@ async function sweepSharedTemp(uid: number): Promise<void> {
 async function sandboxMounts(isolation: AgentIsolation, dir: string, hide: string[]): Promise<SandboxMount[]> {
   const existing = async (dirs: string[]) => {
     const found: string[] = [];
-    for (const d of dirs) if (await stat(d).then((s) => s.isDirectory(), () => false)) found.push(path.resolve(d));
+    for (const d of dirs)
+      if (
+        await stat(d).then(
+          (s) => s.isDirectory(),
+          () => false,
+        )
+      )
+        found.push(path.resolve(d));
     return found;
   };
   const hidden = await existing([...SANDBOX_HIDDEN_DIRS, homedir(), batonHome(), isolation.root, ...hide]);

@@ -5,7 +5,12 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../src/dev/waitFor.js';
-import { agentIsolationStatus, isolationWarning, resolveAgentIsolation, type AgentIsolation } from '../../../src/runners/isolation/agentIsolation.js';
+import {
+  agentIsolationStatus,
+  isolationWarning,
+  resolveAgentIsolation,
+  type AgentIsolation,
+} from '../../../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../../../src/runners/commandRunner.js';
 import { createCommandVerifier } from '../../../src/runners/commandVerifier.js';
 import { git } from '../../../src/runners/git.js';
@@ -36,7 +41,13 @@ async function attack(isolation: HarnessConfig['isolation']): Promise<HarnessRep
   // Whatever the agent believes it wrote, these are the files that exist outside its checkout.
   const wrote: string[] = [];
   for (const dir of [folders.home, folders.workDir, folders.outside, path.join(repo, '.git')]) {
-    if (await stat(path.join(dir, 'hostile-was-here')).then(() => true, () => false)) wrote.push(dir);
+    if (
+      await stat(path.join(dir, 'hostile-was-here')).then(
+        () => true,
+        () => false,
+      )
+    )
+      wrote.push(dir);
   }
   await rm(path.join(repo, '.git', 'hostile-was-here'), { force: true });
   return { ...report, wrote };
@@ -63,7 +74,12 @@ describe('S4: a hostile command agent under the defaults of a root worker (per-r
   requireIsolationHost({ root: true, bubblewrap: true, slirp4netns: true });
   it("cannot read the worker, the baton home or another run, write outside its checkout or reach the worker's 127.0.0.1; it reaches the outside and its own work lands", async () => {
     const report = await attack({});
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
+    expect(outcomes(report)).toEqual({
+      ...ISOLATED_ATTACKS_BLOCKED,
+      tcp_localhost: 'blocked',
+      tcp_outside: 'succeeded',
+      own_tool_call: 'succeeded',
+    });
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
     expect(report.hostileError).toBeUndefined();
@@ -78,7 +94,12 @@ describe('S4: a hostile command agent under per-run users with no sandbox (--age
   requireIsolationHost({ root: true });
   it("is kept from the worker and other runs, but shares the worker's network, 127.0.0.1 included (documented)", async () => {
     const report = await attack({ sandbox: 'none' });
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
+    expect(outcomes(report)).toEqual({
+      ...ISOLATED_ATTACKS_BLOCKED,
+      tcp_localhost: 'succeeded',
+      tcp_outside: 'succeeded',
+      own_tool_call: 'succeeded',
+    });
     expect(report.attacks.tcp_localhost!.evidence).toBe('127.0.0.1,');
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
@@ -89,7 +110,12 @@ describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-net
   requireIsolationHost({ root: true, bubblewrap: true });
   it('is stopped everywhere, the outside included, and still reaches its agent API endpoint through its socket', async () => {
     const report = await attack({ network: 'none' });
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'blocked', tcp_outside: 'blocked', own_tool_call: 'succeeded' });
+    expect(outcomes(report)).toEqual({
+      ...ISOLATED_ATTACKS_BLOCKED,
+      tcp_localhost: 'blocked',
+      tcp_outside: 'blocked',
+      own_tool_call: 'succeeded',
+    });
     expect(report.wrote).toEqual([]);
     expect(report.victimToolCalls).toEqual([]);
     expect(await git(scene.repo, ['show', `${report.hostileRevision}:own-call.json`])).toContain('"own-step"');
@@ -97,7 +123,12 @@ describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-net
 
   it("keeps a worker's own user apart too (bubblewrap, as a non-root worker gets it; the host network)", async () => {
     const report = await attack({ user: 'worker', sandbox: 'bubblewrap', network: 'host' });
-    expect(outcomes(report)).toEqual({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 'succeeded', tcp_outside: 'succeeded', own_tool_call: 'succeeded' });
+    expect(outcomes(report)).toEqual({
+      ...ISOLATED_ATTACKS_BLOCKED,
+      tcp_localhost: 'succeeded',
+      tcp_outside: 'succeeded',
+      own_tool_call: 'succeeded',
+    });
     expect(report.wrote).toEqual([]);
   });
 });
@@ -105,7 +136,11 @@ describe('S4: a hostile command agent in the bubblewrap sandbox with --agent-net
 describe('the same hostile agent against a deliberately weakened set-up (isolation off)', () => {
   it('gets through every door, which proves the test above can fail', async () => {
     const report = await attack('off');
-    expect(outcomes(report)).toEqual(Object.fromEntries(Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, tcp_outside: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded'])));
+    expect(outcomes(report)).toEqual(
+      Object.fromEntries(
+        Object.keys({ ...ISOLATED_ATTACKS_BLOCKED, tcp_localhost: 1, tcp_outside: 1, own_tool_call: 1 }).map((k) => [k, 'succeeded']),
+      ),
+    );
     const evidence = (name: string) => report.attacks[name]!.evidence;
     expect(evidence('worker_environ')).toBe(WORKER_CANARY);
     expect(evidence('any_environ')).toBe('BATON_TEST_CANARY,BATON_TOKEN,');
@@ -121,7 +156,14 @@ describe('the same hostile agent against a deliberately weakened set-up (isolati
 
 function claimFor(command: string): Claim {
   const graphId = `iso-${randomUUID().slice(0, 8)}`;
-  return { taskId: taskIdOf(graphId, 'work'), graphId, key: 'work', claimVersion: 1, spec: { run: { command }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+  return {
+    taskId: taskIdOf(graphId, 'work'),
+    graphId,
+    key: 'work',
+    claimVersion: 1,
+    spec: { run: { command }, verify: { command: 'true' } },
+    upstreamRevisions: {},
+  } as unknown as Claim;
 }
 
 /** Pids of every process running as `uid`, from /proc. */
@@ -144,16 +186,31 @@ async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
   const claim = claimFor(LINGERING_AGENT);
   let pid: number | undefined;
   const lines: string[] = [];
-  const ctx: RunContext = { claim, repo: scene.repo, base: 'main', signal, log: (l) => lines.push(l), heartbeat: async (p) => void (pid = p.pid as number) };
+  const ctx: RunContext = {
+    claim,
+    repo: scene.repo,
+    base: 'main',
+    signal,
+    log: (l) => lines.push(l),
+    heartbeat: async (p) => void (pid = p.pid as number),
+  };
   const run = runner.run(ctx);
   run.catch(() => undefined);
-  await waitFor('the agent to start', async () => {
-    if (!pid || !lines.includes('READY')) throw new Error('not yet');
-  }, { timeoutMs: 30_000, intervalMs: 50 });
+  await waitFor(
+    'the agent to start',
+    async () => {
+      if (!pid || !lines.includes('READY')) throw new Error('not yet');
+    },
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
   const uid = Number(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
-  await waitFor('its three processes', async () => {
-    if ((await processesOf(uid)).length < 4) throw new Error('not yet');
-  }, { timeoutMs: 10_000, intervalMs: 50 });
+  await waitFor(
+    'its three processes',
+    async () => {
+      if ((await processesOf(uid)).length < 4) throw new Error('not yet');
+    },
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
   return { run, pid: pid!, uid, claim };
 }
 
@@ -170,22 +227,32 @@ describe('stopping an isolated agent', () => {
     expect(uid).not.toBe(0);
     abort.abort(new Error('cancelled by the test'));
     await expect(run).rejects.toThrow('cancelled by the test');
-    await waitFor('no process of the agent uid', async () => {
-      const left = await processesOf(uid);
-      if (left.length) throw new Error(`still running: ${left.join(', ')}`);
-    }, { timeoutMs: 10_000, intervalMs: 50 });
+    await waitFor(
+      'no process of the agent uid',
+      async () => {
+        const left = await processesOf(uid);
+        if (left.length) throw new Error(`still running: ${left.join(', ')}`);
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   });
 
   it("recovery (isolateOwner) kills a silent owner's agent running under another uid, and only for its claim", async () => {
     const { run, pid, uid, claim } = await startLingering(isolation, new AbortController().signal);
     expect(await isolateOwner(claim.taskId, 2, { pid, host: hostname() })).toMatch(/no longer runs this claim's agent/);
     expect((await processesOf(uid)).length).toBeGreaterThanOrEqual(4);
-    expect(await isolateOwner(claim.taskId, 1, { pid, host: hostname() })).toBe(`killed agent process group ${pid} on ${hostname()} and every process of its uid ${uid}`);
+    expect(await isolateOwner(claim.taskId, 1, { pid, host: hostname() })).toBe(
+      `killed agent process group ${pid} on ${hostname()} and every process of its uid ${uid}`,
+    );
     await expect(run).rejects.toBeInstanceOf(AgentFailedError);
-    await waitFor('no process of the agent uid', async () => {
-      const left = await processesOf(uid);
-      if (left.length) throw new Error(`still running: ${left.join(', ')}`);
-    }, { timeoutMs: 10_000, intervalMs: 50 });
+    await waitFor(
+      'no process of the agent uid',
+      async () => {
+        const left = await processesOf(uid);
+        if (left.length) throw new Error(`still running: ${left.join(', ')}`);
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   });
 
   it("clears what a crashed worker's agent left (its processes, its folder) before its uid serves another run", async () => {
@@ -202,7 +269,14 @@ describe('stopping an isolated agent', () => {
     const runner = createCommandRunner({ workDir, isolation: single });
     const claim = claimFor('ls ..; echo ok > ok.txt && git add ok.txt && git -c user.name=a -c user.email=a@b commit -qm ok');
     const lines: string[] = [];
-    const artifact = await runner.run({ claim, repo: scene.repo, base: 'main', signal: new AbortController().signal, log: (l) => lines.push(l), heartbeat: async () => {} });
+    const artifact = await runner.run({
+      claim,
+      repo: scene.repo,
+      base: 'main',
+      signal: new AbortController().signal,
+      log: (l) => lines.push(l),
+      heartbeat: async () => {},
+    });
     expect(await git(scene.repo, ['show', `${artifact.revision}:ok.txt`])).toBe('ok');
     expect(lines.join('\n')).not.toContain('0123456789abcdef');
     expect(await readdir(agents)).toEqual([]);
@@ -214,7 +288,14 @@ describe('stopping an isolated agent', () => {
     const revision = await git(scene.repo, ['rev-parse', 'main']);
     const command = `cat ${JSON.stringify(path.join(home, 'canary-secret'))} && exit 7; id -u; test -f README.md`;
     const verify = (v: ReturnType<typeof createCommandVerifier>) =>
-      v.verify({ taskId: 'g/t', repo: scene.repo, artifact: { revision, baseRevision: revision, testCommand: command, agentResult: { exitCode: 0, outputDigest: 'x' } }, verify: { command }, heartbeat: () => {}, signal: new AbortController().signal });
+      v.verify({
+        taskId: 'g/t',
+        repo: scene.repo,
+        artifact: { revision, baseRevision: revision, testCommand: command, agentResult: { exitCode: 0, outputDigest: 'x' } },
+        verify: { command },
+        heartbeat: () => {},
+        signal: new AbortController().signal,
+      });
     const isolated = await verify(createCommandVerifier({ workDir, isolation }));
     expect(isolated.exitCode, isolated.outputTail).toBe(0);
     expect(isolated.outputTail).toMatch(/canary-secret: Permission denied/);
@@ -239,7 +320,14 @@ describe('an isolated agent that commits nothing on merged upstream revisions', 
     const { workDir } = await workerFolders(scene.scratch, FILE_CANARY);
     const runner = createCommandRunner({ workDir, isolation: await resolveAgentIsolation({ sandbox: 'none' }) });
     const claim = { ...claimFor('echo looked around'), upstreamRevisions: upstream };
-    const run = runner.run({ claim, repo: scene.repo, base: 'main', signal: new AbortController().signal, log: () => {}, heartbeat: async () => {} });
+    const run = runner.run({
+      claim,
+      repo: scene.repo,
+      base: 'main',
+      signal: new AbortController().signal,
+      log: () => {},
+      heartbeat: async () => {},
+    });
     await expect(run).rejects.toThrow(/committed nothing/);
   });
 });
@@ -254,9 +342,19 @@ describe('the outside network when slirp4netns fails under a run', () => {
       await workspace.handOver();
       // A slirp4netns that exits at once: the command must never start, not even without a network.
       const confinement = { ...workspace.confinement, slirp4netns: '/bin/false' };
-      const run = runShell('echo ran > ran.txt', { cwd: workspace.checkout, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, signal: new AbortController().signal, confinement });
+      const run = runShell('echo ran > ran.txt', {
+        cwd: workspace.checkout,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        signal: new AbortController().signal,
+        confinement,
+      });
       await expect(run).rejects.toThrow(/outside network could not be set up: slirp4netns exited 1/);
-      expect(await stat(path.join(workspace.checkout, 'ran.txt')).then(() => true, () => false)).toBe(false);
+      expect(
+        await stat(path.join(workspace.checkout, 'ran.txt')).then(
+          () => true,
+          () => false,
+        ),
+      ).toBe(false);
     } finally {
       await workspace.close();
     }
@@ -267,7 +365,14 @@ describe('agentIsolationStatus (for baton doctor) and the start-up warning', () 
   it('reports a root worker as isolated, with nothing to find: per-run users in the sandbox, on the outside network', async () => {
     expect(process.geteuid?.(), 'run the tests as root (as .ci/run does)').toBe(0);
     const status = await agentIsolationStatus({});
-    expect(status).toMatchObject({ isolated: true, workerIsRoot: true, user: 'per-run', sandbox: 'bubblewrap', network: 'outside', findings: [] });
+    expect(status).toMatchObject({
+      isolated: true,
+      workerIsRoot: true,
+      user: 'per-run',
+      sandbox: 'bubblewrap',
+      network: 'outside',
+      findings: [],
+    });
     expect(status.summary).toMatch(/outside network only \(not the worker's 127\.0\.0\.1\)/);
     expect(isolationWarning(status)).toBeUndefined();
   });
@@ -288,7 +393,9 @@ describe('agentIsolationStatus (for baton doctor) and the start-up warning', () 
       log: (l) => lines.push(l),
     });
     await expect(starting).rejects.toThrow();
-    expect(lines).toEqual([expect.stringMatching(/WARNING: agents are NOT isolated from the worker[\s\S]*can read the worker's environment/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/WARNING: agents are NOT isolated from the worker[\s\S]*can read the worker's environment/),
+    ]);
   });
 
   it("refuses the outside network where slirp4netns cannot be had, and falls back to the host's by default", async () => {

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { CLAIM_MARKER_ENV, claimMarker, environHoldsClaim } from '../../../src/runners/isolation/claimMarker.js';
 
 /** An environment as /proc/<pid>/environ holds it. */
-const environ = (vars: Record<string, string>) => `${Object.entries(vars).map(([name, value]) => `${name}=${value}`).join('\0')}\0`;
+const environ = (vars: Record<string, string>) =>
+  `${Object.entries(vars)
+    .map(([name, value]) => `${name}=${value}`)
+    .join('\0')}\0`;
 
 describe('the claim marker an agent carries in its environment', () => {
   it('names the task and the claim version', () => {

@@ -60,11 +60,24 @@ describe('S6: the bounds of one isolated run', () => {
   });
 
   it('keeps processes, memory, file size, open files, in-memory folders and endpoint connections within its limits', async () => {
-    const isolation = await resolveAgentIsolation({ user: 'per-run', sandbox: 'bubblewrap', network: 'none', root: path.join(scratch, 'agents'), limits: LIMITS });
+    const isolation = await resolveAgentIsolation({
+      user: 'per-run',
+      sandbox: 'bubblewrap',
+      network: 'none',
+      root: path.join(scratch, 'agents'),
+      limits: LIMITS,
+    });
     expect(isolation.prlimit).toBeDefined();
     const runner = createCommandRunner({ workDir: path.join(scratch, 'work'), isolation });
     const graphId = `limits-${randomUUID().slice(0, 8)}`;
-    const claim = { taskId: taskIdOf(graphId, 'greedy'), graphId, key: 'greedy', claimVersion: 1, spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } }, upstreamRevisions: {} } as unknown as Claim;
+    const claim = {
+      taskId: taskIdOf(graphId, 'greedy'),
+      graphId,
+      key: 'greedy',
+      claimVersion: 1,
+      spec: { run: { command: GREEDY_AGENT }, verify: { command: 'true' } },
+      upstreamRevisions: {},
+    } as unknown as Claim;
     const lines: string[] = [];
     const run = runner.run({
       claim,
@@ -76,7 +89,12 @@ describe('S6: the bounds of one isolated run', () => {
       openAgentApi: async () => ({ api: quietApi, token: 'unused' }),
     });
     await expect(run).rejects.toThrow(/committed nothing/);
-    const report = Object.fromEntries(lines.map((l) => l.split(' ')).filter((w) => w.length === 2).map(([k, v]) => [k, v]));
+    const report = Object.fromEntries(
+      lines
+        .map((l) => l.split(' '))
+        .filter((w) => w.length === 2)
+        .map(([k, v]) => [k, v]),
+    );
     expect(report).toMatchObject({ OPEN_FILES: String(LIMITS.openFiles), BIG: String(LIMITS.fileBytes), MEMORY: 'refused' });
     expect(Number(report.SCRATCH)).toBeLessThanOrEqual(LIMITS.scratchBytes);
     expect(Number(report.SHM)).toBeLessThanOrEqual(LIMITS.scratchBytes);
@@ -90,11 +108,18 @@ describe('BATON_AGENT_LIMITS', () => {
   it('reads any of the limits, with units for sizes, and refuses what it cannot read by name', () => {
     expect(agentLimitsFromEnv({})).toEqual({});
     expect(agentLimitsFromEnv({ BATON_AGENT_LIMITS: 'processes=512, memory=4G,file=2g,files=1024,scratch=256M,connections=16' })).toEqual({
-      processes: 512, memoryBytes: 4 * 1024 * MIB, fileBytes: 2 * 1024 * MIB, openFiles: 1024, scratchBytes: 256 * MIB, connections: 16,
+      processes: 512,
+      memoryBytes: 4 * 1024 * MIB,
+      fileBytes: 2 * 1024 * MIB,
+      openFiles: 1024,
+      scratchBytes: 256 * MIB,
+      connections: 16,
     });
     for (const bad of ['proceses=5', 'processes=5G', 'memory=-1', 'memory=0', 'files=ten']) {
       expect(() => agentLimitsFromEnv({ BATON_AGENT_LIMITS: bad }), bad).toThrow(InvalidInputError);
     }
-    expect(() => agentLimitsFromEnv({ BATON_AGENT_LIMITS: 'proceses=5' })).toThrow(/cannot read "proceses=5"; expected name=number with names processes, memory, file, files, scratch, connections/);
+    expect(() => agentLimitsFromEnv({ BATON_AGENT_LIMITS: 'proceses=5' })).toThrow(
+      /cannot read "proceses=5"; expected name=number with names processes, memory, file, files, scratch, connections/,
+    );
   });
 });
