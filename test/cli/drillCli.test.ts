@@ -62,5 +62,5 @@ describe('baton drill against a live deployment', () => {
     } finally {
       await db.drop();
     }
-  }, 300_000);
+  }, 1_200_000); // every drill in turn, each with real worker processes
 });

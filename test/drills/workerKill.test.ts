@@ -32,7 +32,7 @@ describe('D2: SIGKILL or SIGSTOP a real worker process after it claims', () => {
           AND (reason LIKE 'owner silent: Temporal % timeout%' OR reason LIKE 'lease expired on the database clock%')`,
     );
     expect(rows[0].n).toBe(6);
-  }, 300_000);
+  }, 900_000);
 
   it('fails when silence is not detected (no heartbeat timeout within the deadline)', async () => {
     const result = await runWorkerKillDrill({
