@@ -1,17 +1,6 @@
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { fileTree as tree } from '../helpers/fileTree.js';
 import { checkUnusedExports } from '../../scripts/checkUnusedExports.js';
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const root = await mkdtemp(path.join(tmpdir(), 'baton-exports-'));
-  for (const [file, text] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(root, file)), { recursive: true });
-    await writeFile(path.join(root, file), text);
-  }
-  return root;
-}
 
 const TSCONFIG = JSON.stringify({
   compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true },
