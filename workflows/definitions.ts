@@ -34,7 +34,7 @@ export interface TaskWorkflowResult {
   attempts: number;
   /**
    * When verified: the dependents its verifications released, as record_verification named them;
-   * the graph's workflow starts exactly these. (Absent from results recorded before 0.3)
+   * the graph's workflow starts exactly these. (Absent from results recorded before it did)
    */
   released?: string[];
 }

@@ -9,8 +9,8 @@
 // Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4). A task
 // left stale (T8) is not counted verified; when it is verified later, by a workflow started for its
 // rerun, that workflow starts the dependents it releases.
-// Histories begun before 0.3 counted each dependent's verified dependencies here instead; they
-// replay that way (STARTS_RELEASED_PATCH).
+// Runs begun before STARTS_RELEASED_PATCH counted each dependent's verified dependencies here
+// instead, and replay that way.
 import { condition, continueAsNew, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import {
   graphProgressQuery,
@@ -33,7 +33,7 @@ interface Carried {
   verified: string[];
   failed: string[];
   stale?: string[];
-  /** Released but not started yet when the run continued as new (absent before 0.3: then counted). */
+  /** Released but not started yet when the run continued as new (absent from runs before the patch: then counted). */
   releasable?: string[];
 }
 
