@@ -11,7 +11,7 @@ import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import type { WorkerProcess } from '../testkit/workerProcess.js';
-import { drillResult, percentile, type DrillResult } from './types.js';
+import { DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
 
 /** Heartbeat timeout the drill runs with unless told otherwise. */
 export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
@@ -28,7 +28,7 @@ export interface WorkerKillDrillOptions {
   lanes?: number;
   /** (Default: 2s) */
   heartbeatTimeoutMs?: number;
-  /** Give up on a trial after this long; the task then counts as lost. (Default: 3 x timeout + 120s) */
+  /** Give up on a trial this long after its owner is silenced; the task then counts as lost. (Default: 3 x timeout + 120s) */
   trialDeadlineMs?: number;
   /** How trials silence their owner, in turn. (Default: every way) */
   silences?: readonly Silence[];
@@ -140,7 +140,6 @@ interface Tally {
 
 async function runTrial(trial: Trial, tally: Tally): Promise<void> {
   const { pool, client, fleet, silence } = trial;
-  const deadline = Date.now() + trial.trialDeadlineMs;
   const midRun = silence !== 'killed after its claim';
   const graph = await client.submitGraph(
     {
@@ -166,9 +165,10 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
         if (task.status !== 'running' || (midRun && Number(task.progress?.lines ?? 0) < 3)) throw new Error(`task is ${task.status}`);
         return task;
       },
-      { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
+      { timeoutMs: DRILL_SETUP_DEADLINE_MS, intervalMs: 50 },
     );
     const victim = fleet.ownerOf(claimed.owner);
+    const deadline = Date.now() + trial.trialDeadlineMs;
     const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
     if (silence === 'frozen mid-run') victim.child.kill('SIGSTOP');
     else await fleet.killAndReplace(victim);

@@ -11,11 +11,12 @@ import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, type WorkerKillDrillOptions } from './d2WorkerKill.js';
+import { DRILL_SETUP_DEADLINE_MS } from './types.js';
 
 const TOOL = 'drill-effects';
 const STEP = 'open-pr';
 /** The workers' answer deadline: longer than a trial, so only the kill ends the held call. */
-const WORKER_TOOL_TIMEOUT_MS = 120_000;
+const WORKER_TOOL_TIMEOUT_MS = 600_000;
 
 interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 'temporal' | 'workerEnv' | 'trials' | 'heartbeatTimeoutMs'> {
   server: ToolServerControl;
@@ -36,7 +37,9 @@ export async function runToolKillTrials(
 ): Promise<{ trials: number; reconciled: number; duplicates: number }> {
   const { log, server, violations } = options;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
-  const trialDeadlineMs = heartbeatTimeoutMs * 3 + 60_000;
+  // From the kill: the next owner's run after a heartbeat timeout, then a verification; as in D2, a
+  // killed worker's open polls can each hold one of those for a heartbeat timeout.
+  const recoveryDeadlineMs = heartbeatTimeoutMs * 3 + 120_000;
   const repo = await createScriptedRepo();
   const env = {
     ...options.workerEnv,
@@ -50,7 +53,6 @@ export async function runToolKillTrials(
   let duplicates = 0;
   try {
     for (let trial = 0; trial < options.trials; trial++) {
-      const deadline = Date.now() + trialDeadlineMs;
       const graphId = uniqueGraphId('d5k');
       const taskId = taskIdOf(graphId, 'pr');
       const key = toolCallKey(taskId, STEP);
@@ -73,7 +75,7 @@ export async function runToolKillTrials(
           },
           'drill',
         );
-        await server.waitForHeld(key, Math.max(0, deadline - Date.now()));
+        await server.waitForHeld(key, DRILL_SETUP_DEADLINE_MS);
         const task = await taskRead(options.pool, taskId);
         const [sent] = await toolCallRead(options.pool, taskId);
         if (sent?.status !== 'sent')
@@ -82,7 +84,7 @@ export async function runToolKillTrials(
         await fleet.killAndReplace(victim);
         log(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);
 
-        const outcome = await withDeadline(client.waitForGraph(graphId), deadline);
+        const outcome = await withDeadline(client.waitForGraph(graphId), Date.now() + recoveryDeadlineMs);
         const [row] = await toolCallRead(options.pool, taskId);
         const effects = (await server.effects()).filter((e) => e.key === key);
         duplicates += Math.max(0, effects.length - 1);

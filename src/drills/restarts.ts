@@ -18,7 +18,7 @@ import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from './d2WorkerKill.js';
-import { drillResult, percentile, type DrillResult } from './types.js';
+import { DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
 
 // T11 as rows of `baton drill`: a graph of real agents (two `baton worker` processes, command
 // agents that commit in git worktrees) is interrupted mid-run by a restart of a server baton
@@ -29,8 +29,9 @@ import { drillResult, percentile, type DrillResult } from './types.js';
 export const RESTART_TRIALS_DEFAULT = 2;
 /** How long the server stays down. (Default of `downtimeMs`) */
 const DOWNTIME_MS_DEFAULT = 3_000;
-/** How long a trial's graph may take. (Default of `trialDeadlineMs`) */
+/** How long a trial's graph may take to complete once the server is back. (Default of `trialDeadlineMs`) */
 const TRIAL_DEADLINE_MS_DEFAULT = 180_000;
+
 /** How long the scripted agent works, in steps of 50 ms: long enough to be interrupted mid-run. */
 const AGENT_STEPS = 40;
 
@@ -63,7 +64,7 @@ interface RestartDrillOptions {
   home: string;
   /** Heartbeat timeout of the drill's tasks. (Default: 2 s) */
   heartbeatTimeoutMs?: number;
-  /** Give up on a trial's graph after this long; its unverified tasks count as lost. (Default: 180 s) */
+  /** Give up on a trial's graph this long after the server is back; its unverified tasks count as lost. (Default: 180 s) */
   trialDeadlineMs?: number;
   /** How long the server stays down. (Default: 3 s) */
   downtimeMs?: number;
@@ -239,8 +240,6 @@ interface RestartTrial {
 
 async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promise<void> {
   const { pool, client } = trial.target;
-  const deadline = Date.now() + trial.deadlineMs;
-  const remaining = () => Math.max(0, deadline - Date.now());
   const graph = await client.submitGraph(
     {
       id: uniqueGraphId(trial.drill.toLowerCase()),
@@ -264,7 +263,7 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
         const midRun = tasks.some((t) => trial.point.keys.includes(t.key) && t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3);
         if (!midRun) throw new Error(tasks.map((t) => `${t.key} ${t.status}`).join(', '));
       },
-      { timeoutMs: remaining(), intervalMs: 50 },
+      { timeoutMs: DRILL_SETUP_DEADLINE_MS, intervalMs: 50 },
     );
     await trial.target.stop(trial.trial);
     await sleep(trial.downtimeMs);
@@ -277,7 +276,7 @@ async function runRestartTrial(trial: RestartTrial, tally: RestartTally): Promis
         const open = tasks.filter((t) => t.status !== 'verified');
         if (open.length) throw new Error(open.map((t) => `${t.key} ${t.status}`).join(', '));
       },
-      { timeoutMs: remaining(), intervalMs: 100 },
+      { timeoutMs: trial.deadlineMs, intervalMs: 100 },
     ).then(
       () => true,
       (error: Error) => {

@@ -9,6 +9,13 @@ export interface DrillResult {
   violations: string[];
 }
 
+/**
+ * How long a trial waits for its set-up (a claim, a run mid-way, a call at the tool) before it
+ * silences or restarts anything. Only a stuck set-up takes this long; it is not the fault under
+ * test, so the trial's own deadline starts at the fault, and a busy machine cannot fail a drill here.
+ */
+export const DRILL_SETUP_DEADLINE_MS = 600_000;
+
 /** How many violations a result keeps verbatim; the figures still count all of them. */
 const MAX_VIOLATIONS_LISTED = 10;
 
