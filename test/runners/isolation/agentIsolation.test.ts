@@ -299,7 +299,9 @@ describe('stopping an isolated agent', () => {
     const isolated = await verify(createCommandVerifier({ workDir, isolation }));
     expect(isolated.exitCode, isolated.outputTail).toBe(0);
     expect(isolated.outputTail).toMatch(/canary-secret: Permission denied/);
-    expect(Number(isolated.outputTail.trim().split('\n').at(-1))).toBeGreaterThanOrEqual(1_000);
+    // stdout and stderr are read from two pipes: on a busy machine `id -u`'s line may come before cat's error.
+    const uidLine = isolated.outputTail.split('\n').find((line) => /^\d+$/.test(line.trim()));
+    expect(Number(uidLine), isolated.outputTail).toBeGreaterThanOrEqual(1_000);
     // Weakened (the worker's own user, a worktree): the same command reads the canary.
     const weakened = await verify(createCommandVerifier({ workDir: `${workDir}-weak` }));
     expect(weakened.exitCode).toBe(7);
