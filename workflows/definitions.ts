@@ -33,7 +33,7 @@ export interface TaskWorkflowResult {
   revision?: string;
   attempts: number;
   /**
-   * When verified: the dependents its verifications released, as record_verification named them;
+   * When verified: the dependents its verifications released, as verification_record named them;
    * the graph's workflow starts exactly these. (Absent from results recorded before it did)
    */
   released?: string[];

@@ -1,5 +1,5 @@
 // The graph of tasks (T8, T9). Postgres decides readiness: when a task is verified, the same
-// transaction (baton.record_verification) makes each dependent whose dependencies are all verified
+// transaction (baton.verification_record) makes each dependent whose dependencies are all verified
 // ready, and names them. This workflow decides nothing: it starts the lifecycle of each root task,
 // then of exactly the tasks each verification released, and keeps itself within Temporal's limits:
 //  - children are started without awaiting each one, so one workflow task can issue a batch;

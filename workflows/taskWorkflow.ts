@@ -87,7 +87,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   };
   // What the last activity told us about the task; read again when it told us nothing.
   let known: TaskView | null = null;
-  // The dependents this lifecycle's verifications released (record_verification's word), for the graph's workflow.
+  // The dependents this lifecycle's verifications released (verification_record's word), for the graph's workflow.
   const released = [...(input.released ?? [])];
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {

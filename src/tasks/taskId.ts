@@ -1,4 +1,4 @@
-// A task id is `<graph id>/<task key>`, as baton.submit_graph composes it in SQL. Neither part
+// A task id is `<graph id>/<task key>`, as baton.task_id_of composes it in SQL. Neither part
 // holds a `/` (graphSpec.ts's KEY_PATTERN), so the first one splits it; a graph id has none.
 
 /** The id of the task `key` of graph `graph`: `sdk/tests`. */
