@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
 import { eventRead, taskRead } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/d2WorkerKill.js';
+import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/types.js';
 import type { TaskRow } from '../src/tasks/types.js';
 import { taskIdOf } from '../src/tasks/taskId.js';
 import { functionGraph } from '../src/testkit/graphs.js';

@@ -8,6 +8,12 @@ export const DATABASE_URL_ENV = 'DATABASE_URL';
 export const TEMPORAL_ADDRESS_ENV = 'TEMPORAL_ADDRESS';
 /** Path to a `temporal` CLI binary to use instead of searching for one. */
 export const TEMPORAL_CLI_PATH_ENV = 'TEMPORAL_CLI_PATH';
+/**
+ * Who the caller is when a command does not say: read by `submit` and `rerun` (else the OS user)
+ * and by `object` (else `--as`). A stand-in for local use and demos: in a real deployment the
+ * identity comes from the agent's own token or database role (T5).
+ */
+export const BATON_ACTOR_ENV = 'BATON_ACTOR';
 
 /** Task queue baton's worker polls unless told otherwise. */
 export const TASK_QUEUE_DEFAULT = 'baton';

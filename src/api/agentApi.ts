@@ -10,14 +10,13 @@ import { stderrLog, type Log } from '../log.js';
 import { agentAuthenticate, agentRefusalsSummarise } from './agentDoor.js';
 import { createDispatch, type LocalRun } from './dispatch.js';
 import { UnauthenticatedError } from './errors.js';
-import { createHttpHandler, MAX_BODY_BYTES_DEFAULT, type Caller } from './httpHandler.js';
-import { isOperationName, OPERATIONS, parseOperationInput, type OperationName } from './operations.js';
+import { createHttpHandler, type Caller } from './httpHandler.js';
+import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from './limits.js';
+import { isOperationName, OPERATION_NAMES, type OperationName } from './operationNames.js';
+import { parseOperationInput } from './operations.js';
 import { rateLimiter, type RateLimit } from './rateLimiter.js';
 import { createTokenGate } from './tokenGate.js';
 import { secretSha256 } from './tokenSecret.js';
-
-/** Calls per second one token may make on average, and in a burst. */
-export const RATE_LIMIT_DEFAULT: RateLimit = { perSecond: 50, burst: 200 };
 
 export interface AgentApiOptions {
   db: Queryable;
@@ -90,7 +89,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     let args: Record<string, unknown>;
     try {
       if (!isOperationName(operation)) {
-        throw new NotFoundError(`no operation ${JSON.stringify(operation)}; the operations are ${Object.keys(OPERATIONS).join(', ')}`);
+        throw new NotFoundError(`no operation ${JSON.stringify(operation)}; the operations are ${OPERATION_NAMES.join(', ')}`);
       }
       args = parseOperationInput(operation, input);
     } catch (error) {

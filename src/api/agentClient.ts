@@ -4,7 +4,7 @@
 import { readEnv } from '../config.js';
 import { httpRequest, HttpRequestError } from '../tools/httpRequest.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV } from './agentServer.js';
-import type { OperationName } from './operations.js';
+import type { OperationName } from './operationNames.js';
 
 export interface AgentEndpoint {
   url: string;

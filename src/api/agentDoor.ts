@@ -8,7 +8,7 @@ import { callStore, callStoreValue } from '../db/storeCall.js';
 import { StaleClaimError } from '../errors.js';
 import { checkedOutcome, outcomeFromJson, toObjectSnapshot, toObjectState } from '../objects/objectOutcome.js';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
-import type { OperationName } from './operations.js';
+import type { OperationName } from './operationNames.js';
 
 interface AgentCallReply {
   ok: boolean;

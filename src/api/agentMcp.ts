@@ -8,7 +8,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { NotFoundError } from '../errors.js';
 import type { Log } from '../log.js';
-import { OPERATIONS, operationJsonSchema, type OperationName } from './operations.js';
+import { OPERATION_NAMES, type OperationName } from './operationNames.js';
+import { OPERATIONS, operationJsonSchema } from './operations.js';
 import { answerProblem, newRequestId } from './problems.js';
 
 /** MCP tool names: the operation's, with `_` for `.` (some clients allow only [A-Za-z0-9_-]). */
@@ -16,13 +17,13 @@ export function mcpToolName(operation: OperationName): string {
   return operation.replaceAll('.', '_');
 }
 
-const OPERATION_OF_TOOL = new Map((Object.keys(OPERATIONS) as OperationName[]).map((name) => [mcpToolName(name), name]));
+const OPERATION_OF_TOOL = new Map(OPERATION_NAMES.map((name) => [mcpToolName(name), name]));
 
 /** The tools, made on first use: they depend on nothing but the operation table. */
 let tools: Tool[] | undefined;
 
 function mcpTools(): Tool[] {
-  return (tools ??= (Object.keys(OPERATIONS) as OperationName[]).map((name) => ({
+  return (tools ??= OPERATION_NAMES.map((name) => ({
     name: mcpToolName(name),
     description: `${OPERATIONS[name].description} (scope: ${OPERATIONS[name].scope})`,
     inputSchema: operationJsonSchema(name),

@@ -6,7 +6,7 @@ import { InvalidInputError } from '../errors.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall } from './agentDoor.js';
 import { ForbiddenError } from './errors.js';
-import type { OperationName } from './operations.js';
+import type { OperationName } from './operationNames.js';
 import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 /** How often a waiting `pool.claim` looks for work. */

@@ -9,9 +9,6 @@ import { MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } fro
 import { openApiDocument } from './openApi.js';
 import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
 
-/** Largest request body read: a shared object's largest content, JSON-escaped, with room to spare. */
-export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
-
 /** Who is calling: the bearer's secret, from where, and whether the store checked that token during this request. */
 export interface Caller {
   secret: string;

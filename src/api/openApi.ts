@@ -1,7 +1,8 @@
 // The OpenAPI 3.1 document of the agent API's HTTP side, from the operation table: each operation's
 // JSON Schema is the one MCP publishes too, and a body is required wherever a field is.
 import { mcpToolName } from './agentMcp.js';
-import { OPERATIONS, operationJsonSchema, STORABLE_JSON_DEF, type OperationName } from './operations.js';
+import type { OperationName } from './operationNames.js';
+import { OPERATIONS, operationJsonSchema, STORABLE_JSON_DEF } from './operations.js';
 import { REQUEST_ID_HEADER } from './problems.js';
 
 /** The document, made on its first request: it depends on nothing but the operation table. */

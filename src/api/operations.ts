@@ -7,16 +7,10 @@ import { z } from 'zod';
 import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableString } from '../objects/objectInput.js';
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
+import type { OperationName } from './operationNames.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
 type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
-
-/** The scopes a token can be given; `admin` includes every other. */
-export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'admin'] as const;
-export type TokenScope = (typeof TOKEN_SCOPES)[number];
-
-/** Scopes a token gets unless told otherwise. */
-export const TOKEN_SCOPES_DEFAULT: readonly TokenScope[] = ['read', 'notes', 'objects'];
 
 /** Longest a `pool.claim` waits for work. */
 const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
@@ -145,13 +139,7 @@ export const OPERATIONS = {
   'object.withdraw': op('objects', 'Withdraw your open offer.', OBJECT_INPUTS.withdraw),
   'object.suggest': op('objects', 'Propose new content based on a version; the holder decides.', OBJECT_INPUTS.suggest),
   'object.approve': op('objects', 'Apply a suggestion made on the current version (holder only).', OBJECT_INPUTS.approve),
-} as const satisfies Record<string, Operation>;
-
-export type OperationName = keyof typeof OPERATIONS;
-
-export function isOperationName(name: string): name is OperationName {
-  return Object.hasOwn(OPERATIONS, name);
-}
+} as const satisfies Record<OperationName, Operation>;
 
 /**
  * The arguments of `operation` from `input`, or InvalidInputError naming every problem. `undefined`

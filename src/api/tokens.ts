@@ -3,7 +3,7 @@
 // never stored: the store keeps its SHA-256. (`run_token_issue` is called by src/db/sql/poolRuns.ts.)
 import type { Queryable } from '../db/queryable.js';
 import { callStore, callStoreValue } from '../db/storeCall.js';
-import type { TokenScope } from './operations.js';
+import type { TokenScope } from './operationNames.js';
 import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 /** A token as listed: never its secret. Times are the database's. */

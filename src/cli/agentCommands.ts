@@ -1,15 +1,11 @@
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createAgentApi, RATE_LIMIT_DEFAULT } from '../api/agentApi.js';
-import { createMcpServer } from '../api/agentMcp.js';
 import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
-import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../api/agentServer.js';
-import { MAX_BODY_BYTES_DEFAULT } from '../api/httpHandler.js';
-import { isOperationName, OPERATIONS, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operations.js';
-import { agentTokenCreate, agentTokenList, agentTokenRevoke, type NoteGrants } from '../api/tokens.js';
+import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
+import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/limits.js';
+import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operationNames.js';
+import type { NoteGrants } from '../api/tokens.js';
 import { errorResponseOf } from '../errors.js';
 import type { Log } from '../log.js';
-import { operatorActor, withCliContext } from './context.js';
 import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.js';
 import { parseLifetime, parseScopes } from './tokenOptions.js';
 
@@ -35,7 +31,7 @@ export function requireAgentEndpoint(): AgentEndpoint {
  * tool refused, 5 outcome unknown); no answer at all exits 5 unless the call surely never arrived.
  */
 export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: string, input: unknown): Promise<unknown> {
-  if (!isOperationName(operation)) throw new Error(`no operation ${operation}; the operations are ${Object.keys(OPERATIONS).join(', ')}`);
+  if (!isOperationName(operation)) throw new Error(`no operation ${operation}; the operations are ${OPERATION_NAMES.join(', ')}`);
   try {
     return await callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS);
   } catch (error) {
@@ -83,6 +79,11 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .option('--burst <calls>', 'calls one token may make at once', parsePositiveInt, RATE_LIMIT_DEFAULT.burst)
     .option('--max-body <bytes>', 'largest request body read', parsePositiveInt, MAX_BODY_BYTES_DEFAULT)
     .action(async (opts: { host: string; port: number; rate: number; burst: number; maxBody: number }) => {
+      const [{ withCliContext }, { createAgentApi }, { startAgentServer }] = await Promise.all([
+        import('./context.js'),
+        import('../api/agentApi.js'),
+        import('../api/agentServer.js'),
+      ]);
       await withCliContext(log, { migrate: false, login: 'agent', applicationName: 'baton serve', poolSize: 10 }, async ({ pool }) => {
         const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
         const server = await startAgentServer(api, { host: opts.host, port: opts.port });
@@ -112,6 +113,10 @@ export function registerAgentCommands(program: Command, log: Log): void {
       const scopes = parseScopes(opts.scope);
       const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
       const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
+      const [{ operatorActor, withCliContext }, { agentTokenCreate }] = await Promise.all([
+        import('./context.js'),
+        import('../api/tokens.js'),
+      ]);
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
         const { secret, token: t } = await agentTokenCreate(pool, {
           identity,
@@ -132,6 +137,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .description('list tokens (never their secrets) with their note grants')
     .addOption(jsonOption('one JSON token per line'))
     .action(async (opts: { json?: boolean }) => {
+      const [{ withCliContext }, { agentTokenList }] = await Promise.all([import('./context.js'), import('../api/tokens.js')]);
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
         for (const t of await agentTokenList(pool)) {
           const state = t.revokedAt ? `revoked ${t.revokedAt} by ${t.revokedBy}` : t.expiresAt ? `expires ${t.expiresAt}` : 'active';
@@ -148,6 +154,10 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .description('revoke a token at once: every later call with it is refused (and recorded)')
     .option('--reason <text>', 'why (recorded)')
     .action(async (id: string, opts: { reason?: string }) => {
+      const [{ operatorActor, withCliContext }, { agentTokenRevoke }] = await Promise.all([
+        import('./context.js'),
+        import('../api/tokens.js'),
+      ]);
       await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
         const t = await agentTokenRevoke(pool, { id, actor: operatorActor(), reason: opts.reason });
         log(`token ${t.id} of ${t.identity} revoked at ${t.revokedAt} by ${t.revokedBy}`);
@@ -157,7 +167,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
   program
     .command('api <operation> [input]')
     .description(
-      `for agents: perform one agent API operation (${Object.keys(OPERATIONS).join(', ')}) with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV}; ` +
+      `for agents: perform one agent API operation (${OPERATION_NAMES.join(', ')}) with ${AGENT_URL_ENV} and ${AGENT_TOKEN_ENV}; ` +
         '<input> is a JSON object (default {}). Prints the result as JSON. Exit 2 bad call or refused, 3 claim or role moved',
     )
     .action(async (operation: string, input: string | undefined) => {
@@ -178,6 +188,10 @@ export function registerAgentCommands(program: Command, log: Log): void {
     )
     .action(async () => {
       const endpoint = requireAgentEndpoint();
+      const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([
+        import('@modelcontextprotocol/sdk/server/stdio.js'),
+        import('../api/agentMcp.js'),
+      ]);
       // stdout carries the protocol; failures are logged on stderr.
       const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS), { log });
       const closed = new Promise<void>((resolve) => (server.onclose = resolve));

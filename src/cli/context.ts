@@ -6,7 +6,15 @@ import { userInfo } from 'node:os';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
-import { batonHome, DATABASE_URL_ENV, DEV_DATABASE_NAME, DEV_POSTGRES_PORT_DEFAULT, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
+import {
+  BATON_ACTOR_ENV,
+  batonHome,
+  DATABASE_URL_ENV,
+  DEV_DATABASE_NAME,
+  DEV_POSTGRES_PORT_DEFAULT,
+  readEnv,
+  TEMPORAL_ADDRESS_ENV,
+} from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
 import { asLogin } from '../db/logins.js';
 import { createPool } from '../db/pool.js';
@@ -17,13 +25,6 @@ import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pi
 import { readSecretFile } from '../dev/secretFile.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
-
-/**
- * Who the caller is when a command does not say: read by `submit` and `rerun` (else the OS user)
- * and by `object` (else `--as`). A stand-in for local use and demos: in a real deployment the
- * identity comes from the agent's own token or database role (T5).
- */
-export const BATON_ACTOR_ENV = 'BATON_ACTOR';
 
 /** Connections a command on a deployment needs: one query or transaction at a time. (Default: 2) */
 const CLI_POOL_SIZE_DEFAULT = 2;

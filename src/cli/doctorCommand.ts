@@ -1,9 +1,5 @@
 import type { Command } from 'commander';
-import { createPool } from '../db/pool.js';
-import { runDoctor } from '../doctor/runDoctor.js';
 import type { Log } from '../log.js';
-import { agentIsolationFromEnv, agentIsolationStatus } from '../runners/isolation/agentIsolation.js';
-import { devAdministratorUrl, withCliContext } from './context.js';
 import { jsonOption } from './options.js';
 
 export function registerDoctorCommand(program: Command, log: Log): void {
@@ -16,6 +12,13 @@ export function registerDoctorCommand(program: Command, log: Log): void {
     )
     .addOption(jsonOption('the findings as one JSON array'))
     .action(async (opts: { json?: boolean }) => {
+      const [{ devAdministratorUrl, withCliContext }, { createPool }, { runDoctor }, { agentIsolationFromEnv, agentIsolationStatus }] =
+        await Promise.all([
+          import('./context.js'),
+          import('../db/pool.js'),
+          import('../doctor/runDoctor.js'),
+          import('../runners/isolation/agentIsolation.js'),
+        ]);
       await withCliContext(log, { migrate: false, applicationName: 'baton doctor' }, async (context) => {
         // On `baton dev`'s stack its superuser reads the authentication rules, which no component login may.
         const adminUrl = await devAdministratorUrl(context.databaseUrl);

@@ -2,18 +2,16 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
-import { runClaimRaceDrill } from '../drills/d1ClaimRace.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, runWorkerKillDrill } from '../drills/d2WorkerKill.js';
-import { runFrozenOwnerDrill } from '../drills/d3StaleSubmit.js';
-import { runRejectedCommitDrill } from '../drills/d4FailedVerification.js';
-import { D5_AMBIGUOUS_CALLS_DEFAULT, D5_KILL_TRIALS_DEFAULT, runToolReconciliationDrill } from '../drills/d5ToolReconciliation.js';
-import { RESTART_TRIALS_DEFAULT, runPostgresRestartDrill, runTemporalRestartDrill } from '../drills/restarts.js';
-import type { DrillResult } from '../drills/types.js';
-import { reachableDataFolder } from '../dev/embeddedPostgres.js';
-import { resolveTemporalCli } from '../dev/temporalCli.js';
+import {
+  D5_AMBIGUOUS_CALLS_DEFAULT,
+  D5_KILL_TRIALS_DEFAULT,
+  DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+  RESTART_TRIALS_DEFAULT,
+  type DrillResult,
+} from '../drills/types.js';
 import type { Log } from '../log.js';
-import { openStack } from './stack.js';
 import { parseNonNegativeInt, parsePositiveInt } from './options.js';
+import { installTemporalRuntime } from './temporalRuntime.js';
 
 function printResults(results: DrillResult[], log: Log): void {
   for (const r of results) {
@@ -93,6 +91,28 @@ export function registerDrillCommand(program: Command, log: Log): void {
           `set both ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV} to drill a deployment, or neither for a private embedded stack`,
         );
       }
+      const [
+        { runClaimRaceDrill },
+        { runWorkerKillDrill },
+        { runFrozenOwnerDrill },
+        { runRejectedCommitDrill },
+        { runToolReconciliationDrill },
+        { runPostgresRestartDrill, runTemporalRestartDrill },
+        { reachableDataFolder },
+        { resolveTemporalCli },
+        { openStack },
+      ] = await Promise.all([
+        import('../drills/d1ClaimRace.js'),
+        import('../drills/d2WorkerKill.js'),
+        import('../drills/d3StaleSubmit.js'),
+        import('../drills/d4FailedVerification.js'),
+        import('../drills/d5ToolReconciliation.js'),
+        import('../drills/restarts.js'),
+        import('../dev/embeddedPostgres.js'),
+        import('../dev/temporalCli.js'),
+        import('./stack.js'),
+      ]);
+      await installTemporalRuntime();
       // Without a deployment, a private stack on free ports, so a running `baton dev` is untouched.
       const privateHome = path.join(batonHome(), 'drill');
       const open = await openStack(

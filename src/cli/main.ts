@@ -1,28 +1,22 @@
+// The `baton` command. Only commander, the option parsers and the command definitions load at
+// start; each command loads what it needs when it runs, so `baton --help` and `baton api` start
+// in a blink (docs/cli.md).
 import { Command, Option } from 'commander';
-import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
-import { roleStatements } from '../db/roles.js';
-import { resolveTemporalCli } from '../dev/temporalCli.js';
-import { runHealthCheck } from '../healthCheck.js';
 import { stderrLog } from '../log.js';
-import { agentIsolationFromEnv, type AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
-import { createBatonWorker } from '../worker.js';
-import { runDemo } from '../demo/runDemo.js';
-import { openCliContext, withCliContext } from './context.js';
+import { packageVersion } from '../packageRoot.js';
+import type { AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
 import { registerAgentCommands } from './agentCommands.js';
 import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { noMigrateOption, parsePort, taskQueueOption, untilSignal } from './options.js';
-import { describeStack, withoutPassword } from './stack.js';
 import { registerTaskCommands } from './taskCommands.js';
+import { installTemporalRuntime } from './temporalRuntime.js';
 import { registerToolCommands } from './toolCommands.js';
 
 const log = stderrLog;
-
-// The SDK logs every worker state change at INFO; a CLI user wants warnings only unless asked.
-Runtime.install({ logger: new DefaultLogger((readEnv('BATON_LOG_LEVEL')?.toUpperCase() ?? 'WARN') as LogLevel) });
 
 // Flags of the commands that run a worker, for agent isolation (docs/isolation.md); each overrides its BATON_AGENT_* variable.
 const agentUserFlag = () =>
@@ -47,7 +41,8 @@ type AgentIsolationFlags = {
   agentNetwork?: AgentIsolationOptions['network'];
 };
 
-function agentIsolationOf(opts: AgentIsolationFlags): AgentIsolationOptions {
+async function agentIsolationOf(opts: AgentIsolationFlags): Promise<AgentIsolationOptions> {
+  const { agentIsolationFromEnv } = await import('../runners/isolation/agentIsolation.js');
   const options = agentIsolationFromEnv();
   return {
     ...options,
@@ -66,6 +61,7 @@ const program = new Command()
       'migrate, dev, worker, demo, check and drill apply pending migrations as they start (dev, worker and ' +
       'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
+  .version(packageVersion(), '-V, --version', 'print the version of baton')
   .showHelpAfterError();
 
 program
@@ -83,6 +79,12 @@ program
     async (
       opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
     ) => {
+      const [{ openCliContext }, { describeStack, withoutPassword }, { createBatonWorker }] = await Promise.all([
+        import('./context.js'),
+        import('./stack.js'),
+        import('../worker.js'),
+      ]);
+      await installTemporalRuntime();
       const open = await openCliContext(log, {
         start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
         migrate: opts.migrate,
@@ -95,7 +97,7 @@ program
             connection: await open.workerConnection(),
             namespace: open.temporalSettings.namespace,
             db: open.pool,
-            agentIsolation: agentIsolationOf(opts),
+            agentIsolation: await agentIsolationOf(opts),
           }).catch(async (error: unknown) => {
             await open.close();
             throw error;
@@ -131,6 +133,12 @@ program
       'a frozen worker recovered by another, a failed verification retried, dependents released only after verification',
   )
   .action(async () => {
+    const [{ withCliContext }, { describeStack }, { runDemo }] = await Promise.all([
+      import('./context.js'),
+      import('./stack.js'),
+      import('../demo/runDemo.js'),
+    ]);
+    await installTemporalRuntime();
     await withCliContext(log, { start: {}, migrate: true }, async (open) => {
       describeStack(open.stack, log);
       const outcome = await runDemo(open, log);
@@ -144,6 +152,8 @@ program
   .description('run the health-check workflow through Temporal into Postgres and read the row back')
   .addOption(noMigrateOption())
   .action(async (opts: { migrate: boolean }) => {
+    const [{ withCliContext }, { runHealthCheck }] = await Promise.all([import('./context.js'), import('../healthCheck.js')]);
+    await installTemporalRuntime();
     await withCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' }, async (open) => {
       const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
       process.stdout.write(`${JSON.stringify(row)}\n`);
@@ -159,6 +169,7 @@ program
   .option('--print-roles', 'print the statements an administrator runs once to set up the roles for this login, and change nothing')
   .action(async (opts: { printRoles?: boolean }) => {
     if (opts.printRoles) {
+      const { roleStatements } = await import('../db/roles.js');
       const url = readEnv(DATABASE_URL_ENV);
       if (!url) throw new Error(`${DATABASE_URL_ENV} is not set; --print-roles names its login and database`);
       const { username, pathname } = new URL(url);
@@ -167,6 +178,7 @@ program
       );
       return;
     }
+    const { withCliContext } = await import('./context.js');
     await withCliContext(
       log,
       { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' },
@@ -187,6 +199,12 @@ program
   .addOption(agentSandboxFlag())
   .addOption(agentNetworkFlag())
   .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean } & AgentIsolationFlags) => {
+    const [{ openCliContext }, { describeStack }, { createBatonWorker }] = await Promise.all([
+      import('./context.js'),
+      import('./stack.js'),
+      import('../worker.js'),
+    ]);
+    await installTemporalRuntime();
     const open = await openCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' });
     const worker = await createBatonWorker({
       connection: await open.workerConnection(),
@@ -195,7 +213,7 @@ program
       db: open.pool,
       workDir: opts.workDir,
       workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
-      agentIsolation: agentIsolationOf(opts),
+      agentIsolation: await agentIsolationOf(opts),
     }).catch(async (error: unknown) => {
       await open.close();
       throw error;
@@ -225,6 +243,7 @@ program
   .description('find the Temporal CLI (installing it into .baton/tools when missing) and print its path and version')
   .option('--no-install', 'only look, never install')
   .action(async (opts: { install: boolean }) => {
+    const { resolveTemporalCli } = await import('../dev/temporalCli.js');
     const cli = await resolveTemporalCli({ install: opts.install, log });
     process.stdout.write(`${cli.path}\n`);
     log(`${cli.version} (found via ${cli.route})`);

@@ -1,17 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import { DATABASE_URL_ENV } from '../config.js';
+import { BATON_ACTOR_ENV, DATABASE_URL_ENV } from '../config.js';
 import type { Queryable } from '../db/queryable.js';
 import type { Log } from '../log.js';
-import { objectLog } from '../objects/objectLog.js';
-import * as store from '../objects/objectStore.js';
 import { OBJECT_ACCESS_LEVELS, type ObjectAccess, type ObjectContent, type ObjectEvent, type ObjectState } from '../objects/types.js';
 import { agentEndpointFromEnv } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
-import type { OperationName } from '../api/operations.js';
+import type { OperationName } from '../api/operationNames.js';
 import { cliCall } from './agentCommands.js';
-import { BATON_ACTOR_ENV, declaredActor, withCliContext } from './context.js';
 import { jsonOption, parseNonNegativeInt } from './options.js';
+
+/** The object store's calls, loaded only by a command that goes through the database. */
+type ObjectStore = typeof import('../objects/objectStore.js') & typeof import('../objects/objectLog.js');
+
+async function loadObjectStore(): Promise<ObjectStore> {
+  const [store, log] = await Promise.all([import('../objects/objectStore.js'), import('../objects/objectLog.js')]);
+  return { ...store, ...log };
+}
 
 interface ActorOptions {
   as?: string;
@@ -84,7 +89,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     opts: ActorOptions,
     operation: OperationName,
     input: Record<string, unknown>,
-    viaDatabase: (db: Queryable, actor: string) => Promise<T>,
+    viaDatabase: (db: Queryable, actor: string, store: ObjectStore) => Promise<T>,
   ): Promise<T | undefined> => {
     const endpoint = agentEndpointFromEnv();
     if (endpoint) {
@@ -92,10 +97,11 @@ export function registerObjectCommands(program: Command, log: Log): void {
         throw new Error(`--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`);
       return (await cliCall(log, endpoint, operation, input)) as T | undefined;
     }
+    const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
     const actor = declaredActor(opts.as);
-    return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => viaDatabase(pool, actor));
+    return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => viaDatabase(pool, actor, store));
   };
-  const state = (s: ObjectState | undefined) => s && describeState(s).forEach((line) => log(line));
+  const state = (s: ObjectState | undefined) => s && describeState(s).forEach((line) => process.stdout.write(`${line}\n`));
 
   withContent(leaf('create <key>', 'create a shared object (you get write access and administer its grants)'))
     .option('--silence-timeout <ms>', 'how long a holder may stay silent before losing the role', parseNonNegativeInt)
@@ -108,27 +114,27 @@ export function registerObjectCommands(program: Command, log: Log): void {
         silenceTimeoutMs: opts.silenceTimeout,
         defaultAccess: opts.defaultAccess,
       };
-      state(await perform(opts, 'object.create', input, (db, actor) => store.createObject(db, actor, input)));
+      state(await perform(opts, 'object.create', input, (db, actor, store) => store.createObject(db, actor, input)));
     });
 
   leaf('grant <key> <grantee> <access>', `set an actor's access (${OBJECT_ACCESS_LEVELS.join(', ')}); only the creator may`).action(
     async (key: string, grantee: string, access: string, opts: ActorOptions) => {
       const input = { key, grantee, access: access as ObjectAccess };
-      state(await perform(opts, 'object.grant', input, (db, actor) => store.grantObjectAccess(db, actor, input)));
+      state(await perform(opts, 'object.grant', input, (db, actor, store) => store.grantObjectAccess(db, actor, input)));
     },
   );
 
   leaf('show <key>', 'show version, token, holder and any open offer')
     .addOption(jsonOption('the state as JSON on stdout'))
     .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
-      const s = await perform(opts, 'object.show', { key }, (db, actor) => store.showObject(db, actor, { key }));
+      const s = await perform(opts, 'object.show', { key }, (db, actor, store) => store.showObject(db, actor, { key }));
       if (s && opts.json) process.stdout.write(`${JSON.stringify(s)}\n`);
       else state(s);
     });
 
   leaf('read <key>', 'print the content (or its reference) on stdout and record that you read this version').action(
     async (key: string, opts: ActorOptions) => {
-      const s = await perform(opts, 'object.read', { key }, (db, actor) => store.readObject(db, actor, { key }));
+      const s = await perform(opts, 'object.read', { key }, (db, actor, store) => store.readObject(db, actor, { key }));
       if (!s) return;
       state(s);
       if (s.content !== null) process.stdout.write(s.content);
@@ -140,7 +146,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .option('--reason <text>', 'why you take it (recorded)')
     .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
       const input = { key, reason: opts.reason };
-      state(await perform(opts, 'object.take', input, (db, actor) => store.takeObject(db, actor, input)));
+      state(await perform(opts, 'object.take', input, (db, actor, store) => store.takeObject(db, actor, input)));
     });
 
   withContent(leaf('write <key>', 'compare-and-swap write naming the version you read and your token'))
@@ -148,14 +154,14 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & ContentOptions & { version: number; token: number }) => {
       const input = { key, version: opts.version, token: opts.token, ...(await contentOf(opts)) };
-      state(await perform(opts, 'object.write', input, (db, actor) => store.writeObject(db, actor, input)));
+      state(await perform(opts, 'object.write', input, (db, actor, store) => store.writeObject(db, actor, input)));
     });
 
   leaf('heartbeat <key>', 'tell the store you (the holder) are alive')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token };
-      state(await perform(opts, 'object.heartbeat', input, (db, actor) => store.heartbeatObject(db, actor, input)));
+      state(await perform(opts, 'object.heartbeat', input, (db, actor, store) => store.heartbeatObject(db, actor, input)));
     });
 
   leaf('release <key>', 'give the role up')
@@ -163,7 +169,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .option('--reason <text>', 'why (recorded)')
     .action(async (key: string, opts: ActorOptions & { token: number; reason?: string }) => {
       const input = { key, token: opts.token, reason: opts.reason };
-      state(await perform(opts, 'object.release', input, (db, actor) => store.releaseObject(db, actor, input)));
+      state(await perform(opts, 'object.release', input, (db, actor, store) => store.releaseObject(db, actor, input)));
     });
 
   leaf('offer <key> <successor>', 'offer the role to a successor at the current version; your writes are refused while it is open')
@@ -171,28 +177,28 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .requiredOption('--version <n>', 'the version you hand over', parseNonNegativeInt)
     .action(async (key: string, successor: string, opts: ActorOptions & { token: number; version: number }) => {
       const input = { key, successor, token: opts.token, version: opts.version };
-      state(await perform(opts, 'object.offer', input, (db, actor) => store.offerObject(db, actor, input)));
+      state(await perform(opts, 'object.offer', input, (db, actor, store) => store.offerObject(db, actor, input)));
     });
 
   leaf('accept <key>', 'accept the offer made to you and become the holder')
     .requiredOption('--version <n>', 'the version offered', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { version: number }) => {
       const input = { key, version: opts.version };
-      state(await perform(opts, 'object.accept', input, (db, actor) => store.acceptObject(db, actor, input)));
+      state(await perform(opts, 'object.accept', input, (db, actor, store) => store.acceptObject(db, actor, input)));
     });
 
   leaf('decline <key>', 'decline the offer made to you')
     .option('--reason <text>', 'why (recorded)')
     .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
       const input = { key, reason: opts.reason };
-      state(await perform(opts, 'object.decline', input, (db, actor) => store.declineObject(db, actor, input)));
+      state(await perform(opts, 'object.decline', input, (db, actor, store) => store.declineObject(db, actor, input)));
     });
 
   leaf('withdraw <key>', 'withdraw your open offer')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token };
-      state(await perform(opts, 'object.withdraw', input, (db, actor) => store.withdrawOffer(db, actor, input)));
+      state(await perform(opts, 'object.withdraw', input, (db, actor, store) => store.withdrawOffer(db, actor, input)));
     });
 
   withContent(leaf('suggest <key>', 'propose new content; the holder decides'))
@@ -200,7 +206,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .option('--note <text>', 'a note for the holder')
     .action(async (key: string, opts: ActorOptions & ContentOptions & { baseVersion: number; note?: string }) => {
       const input = { key, baseVersion: opts.baseVersion, note: opts.note, ...(await contentOf(opts)) };
-      const suggested = await perform(opts, 'object.suggest', input, (db, actor) => store.suggestObjectChange(db, actor, input));
+      const suggested = await perform(opts, 'object.suggest', input, (db, actor, store) => store.suggestObjectChange(db, actor, input));
       if (!suggested) return;
       log(`suggestion ${suggested.suggestionId}`);
       state(suggested.state);
@@ -210,27 +216,29 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, suggestionId: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token, suggestionId: parseNonNegativeInt(suggestionId) };
-      state(await perform(opts, 'object.approve', input, (db, actor) => store.approveSuggestion(db, actor, input)));
+      state(await perform(opts, 'object.approve', input, (db, actor, store) => store.approveSuggestion(db, actor, input)));
     });
 
   leaf('check <key>', 'refuse (non-zero exit) unless the version you last read is current; run it before an irreversible step').action(
     async (key: string, opts: ActorOptions) =>
-      state(await perform(opts, 'object.check', { key }, (db, actor) => store.checkObjectView(db, actor, { key }))),
+      state(await perform(opts, 'object.check', { key }, (db, actor, store) => store.checkObjectView(db, actor, { key }))),
   );
 
   leaf('sweep', 'administrators: record the loss of the role for every holder silent past its timeout (on the database)').action(
-    (opts: ActorOptions) =>
-      withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
+    async (opts: ActorOptions) => {
+      const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
+      await withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
         const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
         for (const s of swept) log(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}`);
         log(`${swept.length} silent holder(s) reclaimed`);
-      }),
+      });
+    },
   );
 
   leaf('log <key>', "print the object's event log, oldest first")
     .addOption(jsonOption('one JSON event per line on stdout'))
     .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
-      const events = await perform(opts, 'object.log', { key }, (db, actor) => objectLog(db, actor, { key }));
+      const events = await perform(opts, 'object.log', { key }, (db, actor, store) => store.objectLog(db, actor, { key }));
       for (const e of events ?? []) process.stdout.write(`${opts.json ? JSON.stringify(e) : describeEvent(e)}\n`);
     });
 }

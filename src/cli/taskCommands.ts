@@ -1,26 +1,26 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import YAML from 'yaml';
-import { createBatonClient, type BatonClient } from '../client.js';
+import type { BatonClient } from '../client.js';
 import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import { graphOf, isTaskId } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
-import { operatorActor, withCliContext, type CliContext } from './context.js';
+import type { CliContext } from './context.js';
 import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
 import { jsonOption, taskQueueOption } from './options.js';
-
-// drillCommand.ts imports the parser from here; it is defined once, in options.ts.
 
 /** How often `baton status` looks again while a graph runs. */
 const STATUS_POLL_INTERVAL_MS = 1_000;
 
 /** baton's client on a context; `startsWorkflows` connects to Temporal first, else it is never dialled. */
 async function batonClient(context: CliContext, options: { startsWorkflows: boolean; taskQueue?: string }): Promise<BatonClient> {
-  const temporal = await context.temporal({ connect: options.startsWorkflows });
+  const [temporal, { createBatonClient }] = await Promise.all([
+    context.temporal({ connect: options.startsWorkflows }),
+    import('../client.js'),
+  ]);
   return createBatonClient({ db: context.pool, temporal, taskQueue: options.taskQueue });
 }
 
@@ -29,6 +29,7 @@ async function readGraphFile(file: string): Promise<unknown> {
   const text = await readFile(file, 'utf8').catch((error: Error) => {
     throw new InvalidInputError(`cannot read ${file}: ${error.message}`);
   });
+  const { default: YAML } = await import('yaml');
   try {
     return YAML.parse(text);
   } catch (error) {
@@ -71,6 +72,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .option('--watch', 'show progress until the graph settles')
     .action(async (file: string, opts: { taskQueue: string; watch?: boolean }) => {
       const input = await readGraphFile(file);
+      const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         const graph = await client.submitGraph(input, operatorActor(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
@@ -88,6 +90,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .addOption(taskQueueOption('task queue of the workers that run it'))
     .option('--watch', 'show progress of its graph until it settles')
     .action(async (taskId: string, opts: { reason: string; taskQueue: string; watch?: boolean }) => {
+      const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         await client.rerunTask(taskId, operatorActor(), opts.reason);
@@ -105,6 +108,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
     .requiredOption('--reason <text>', 'why, for the event log')
     .action(async (id: string, opts: { reason: string }) => {
+      const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true });
         const outcome = isTaskId(id)
@@ -121,6 +125,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .argument('<graph>', 'graph id')
     .option('--no-follow', 'print once and exit')
     .action(async (graphId: string, opts: { follow: boolean }) => {
+      const { withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
         const allVerified = await watchGraph(client, graphId, log, { follow: opts.follow });
@@ -134,6 +139,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
     .addOption(jsonOption('the events as JSON lines'))
     .action(async (id: string, opts: { json?: boolean }) => {
+      const { withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
         if (isTaskId(id))

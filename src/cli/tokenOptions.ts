@@ -1,5 +1,5 @@
 // What `baton token create` reads from its options: scopes and a lifetime, in words an operator types.
-import { TOKEN_SCOPES, type TokenScope } from '../api/operations.js';
+import { TOKEN_SCOPES, type TokenScope } from '../api/operationNames.js';
 import { InvalidInputError } from '../errors.js';
 
 /** Parses `read,objects`; an unknown scope is an error that names the valid ones. */

@@ -1,10 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { toolCallRead } from '../db/sql/reads.js';
 import type { Log } from '../log.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { cliCall, requireAgentEndpoint } from './agentCommands.js';
-import { withCliContext } from './context.js';
 import { jsonOption } from './options.js';
 
 // Exit codes of `baton tool call`, so an agent's script can tell what to do next: 0 done (result on
@@ -48,6 +46,7 @@ export function registerToolCommands(program: Command, log: Log): void {
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
     .addOption(jsonOption('the rows as JSON lines'))
     .action(async (id: string, opts: { json?: boolean }) => {
+      const [{ withCliContext }, { toolCallRead }] = await Promise.all([import('./context.js'), import('../db/sql/reads.js')]);
       await withCliContext(log, { migrate: false, applicationName: 'baton tool' }, async ({ pool }) => {
         const rows = await toolCallRead(pool, id);
         if (opts.json) {

@@ -11,10 +11,8 @@ import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import type { WorkerProcess } from '../testkit/workerProcess.js';
-import { DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
+import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
 
-/** Heartbeat timeout the drill runs with unless told otherwise. */
-export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
 /** How long the scripted agent works: long enough to be killed mid-run. */
 const AGENT_STEPS = 60;
 

@@ -12,17 +12,13 @@ import { createHttpTool } from '../tools/httpTool.js';
 import { createToolGateway, toolCallKey, type CallTool } from '../tools/toolGateway.js';
 import { TOOL_CALL_DONE, type ToolAdapter } from '../tools/types.js';
 import { runToolKillTrials } from './d5WorkerKills.js';
-import { drillResult, type DrillResult } from './types.js';
+import { D5_AMBIGUOUS_CALLS_DEFAULT, drillResult, type DrillResult } from './types.js';
 
 /** Builds the gateway under test around the drill's tool; the drill's broken variants replace it. */
 export type GatewayFactory = (db: Queryable, tools: Record<string, ToolAdapter>) => CallTool;
 
 const batonGateway: GatewayFactory = (db, tools) => createToolGateway({ db, tools }).call;
 
-/** Ambiguous calls D5 makes unless told otherwise. */
-export const D5_AMBIGUOUS_CALLS_DEFAULT = 500;
-/** Worker processes `baton drill` kills in D5 unless told otherwise. */
-export const D5_KILL_TRIALS_DEFAULT = 2;
 /** Calls in flight at once. */
 const CONCURRENCY = 16;
 /** The drill tool's answer deadline: a hang past it reads as a timeout. */

@@ -10,8 +10,8 @@ import { withDeadline } from '../testkit/withDeadline.js';
 import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { HTTP_TOOLS_ENV } from '../tools/httpToolsConfig.js';
 import { toolCallKey } from '../tools/toolGateway.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, type WorkerKillDrillOptions } from './d2WorkerKill.js';
-import { DRILL_SETUP_DEADLINE_MS } from './types.js';
+import type { WorkerKillDrillOptions } from './d2WorkerKill.js';
+import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, DRILL_SETUP_DEADLINE_MS } from './types.js';
 
 const TOOL = 'drill-effects';
 const STEP = 'open-pr';

@@ -17,16 +17,13 @@ import { silentLog, type Log } from '../log.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from './d2WorkerKill.js';
-import { DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
+import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
 
 // T11 as rows of `baton drill`: a graph of real agents (two `baton worker` processes, command
 // agents that commit in git worktrees) is interrupted mid-run by a restart of a server baton
 // depends on. The drill starts that server itself, its state on disk, so a deployment's own is
 // never touched: R1 an embedded Postgres, R2 a Temporal dev server.
 
-/** Restarts per row unless told otherwise. */
-export const RESTART_TRIALS_DEFAULT = 2;
 /** How long the server stays down. (Default of `downtimeMs`) */
 const DOWNTIME_MS_DEFAULT = 3_000;
 /** How long a trial's graph may take to complete once the server is back. (Default of `trialDeadlineMs`) */

@@ -16,6 +16,16 @@ export interface DrillResult {
  */
 export const DRILL_SETUP_DEADLINE_MS = 600_000;
 
+// Defaults of `baton drill`'s options, here with the drills' shared types so its `--help` loads no drill.
+/** Heartbeat timeout the drill runs with unless told otherwise. */
+export const DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
+/** Ambiguous calls D5 makes unless told otherwise. */
+export const D5_AMBIGUOUS_CALLS_DEFAULT = 500;
+/** Worker processes `baton drill` kills in D5 unless told otherwise. */
+export const D5_KILL_TRIALS_DEFAULT = 2;
+/** Restarts per row (R1, R2) unless told otherwise. */
+export const RESTART_TRIALS_DEFAULT = 2;
+
 /** How many violations a result keeps verbatim; the figures still count all of them. */
 const MAX_VIOLATIONS_LISTED = 10;
 

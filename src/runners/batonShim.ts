@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The `baton` command of this installation. */
-export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+import { BATON_BIN } from '../packageRoot.js';
 
 const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 

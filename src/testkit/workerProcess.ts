@@ -1,9 +1,6 @@
 // `baton` started as a child process of this checkout, with its output kept for assertions and failure reports.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-/** The `baton` command of this checkout. */
-export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+import { BATON_BIN } from '../packageRoot.js';
 
 /** How much of a child's output `watchChild` keeps unless told otherwise: the last 20,000 characters. */
 const OUTPUT_TAIL_CHARS_DEFAULT = 20_000;

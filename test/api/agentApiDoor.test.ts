@@ -17,7 +17,7 @@ import { newTokenSecret } from '../../src/api/tokenSecret.js';
 import type { Queryable } from '../../src/db/queryable.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { BATON_BIN } from '../../src/testkit/workerProcess.js';
+import { BATON_BIN } from '../../src/packageRoot.js';
 import { cleanEnv } from '../helpers/cli.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';

@@ -5,7 +5,7 @@ import { createAgentApi, type AgentApiOptions } from '../../src/api/agentApi.js'
 import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { agentTokenCreate, type TokenInfo } from '../../src/api/tokens.js';
-import type { OperationName, TokenScope } from '../../src/api/operations.js';
+import type { OperationName, TokenScope } from '../../src/api/operationNames.js';
 import type { TestDatabase } from '../helpers/db.js';
 
 /** `baton serve` as a test runs it: the agent API on 127.0.0.1, on its own baton_agent login. */

@@ -1,13 +1,13 @@
 // One operation table: the agent API's operations and the scope each needs are listed in
 // TypeScript (src/api/operations.ts) and in SQL (`baton.agent_operation_scope`, which agent_call
-// asks before anything else). The two must name the same operations with the same scopes.
+// asks before anything else). The two must name the same operations with the same scopes. The
+// names alone are listed once more, apart from their schemas (src/api/operationNames.ts), for the CLI.
 import { describe, expect, it } from 'vitest';
-import { OPERATIONS, type OperationName } from '../../src/api/operations.js';
+import { OPERATION_NAMES } from '../../src/api/operationNames.js';
+import { OPERATIONS } from '../../src/api/operations.js';
 import { useTestDatabase } from '../helpers/db.js';
 
 const db = useTestDatabase();
-
-const OPERATION_NAMES = Object.keys(OPERATIONS) as OperationName[];
 const SCOPES = new Set<string>(Object.values(OPERATIONS).map((o) => o.scope));
 
 async function sqlScopes(operations: readonly string[]): Promise<Record<string, string | null>> {
@@ -28,6 +28,10 @@ async function literalsOfScopeFunction(): Promise<string[]> {
 }
 
 describe('the operation table, in TypeScript and in the database', () => {
+  it('lists the names the CLI knows in the order of the table', () => {
+    expect(Object.keys(OPERATIONS)).toEqual([...OPERATION_NAMES]);
+  });
+
   it('gives every TypeScript operation the same scope in SQL', async () => {
     const inSql = await sqlScopes(OPERATION_NAMES);
     expect(inSql).toEqual(Object.fromEntries(OPERATION_NAMES.map((name) => [name, OPERATIONS[name].scope])));

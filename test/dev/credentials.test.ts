@@ -15,7 +15,7 @@ import { probeAuthMethod } from '../../src/dev/postgresAuthMethod.js';
 import { scramVerifierAccepts } from '../../src/db/scramVerifier.js';
 import { generateSecret, readSecretFile, writeSecretFile } from '../../src/dev/secretFile.js';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { BATON_BIN } from '../../src/testkit/workerProcess.js';
+import { BATON_BIN } from '../../src/packageRoot.js';
 import { cleanEnv } from '../helpers/cli.js';
 import { usePostgresHomes } from '../helpers/postgresHomes.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { readEnv } from '../../config.js';
 import { InvalidInputError } from '../../errors.js';
 import { AGENT_UID_COUNT_DEFAULT, AGENT_UID_FIRST_DEFAULT, leaseAgentUid, parseUidRange, type AgentUidRange } from './uids.js';
-import { BATON_BIN } from '../batonShim.js';
+import { BATON_BIN } from '../../packageRoot.js';
 import { findBubblewrap, findSlirp4netns, probeBubblewrap, probeOutsideNetwork, type AgentNetwork, type Bubblewrap } from './bubblewrap.js';
 import { AgentIsolationUnavailableError } from './errors.js';
 import { findProgram } from '../../dev/run.js';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { chmod, copyFile, lchown, lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { batonHome } from '../../config.js';
+import { PACKAGE_ROOT, packageCodeDirs } from '../../packageRoot.js';
 import { killAgentProcesses } from './isolateOwner.js';
 import type { AgentIsolation } from './agentIsolation.js';
 import { leaseAgentUid, tryLeaseAgentUid, type AgentUidLease } from './uids.js';
@@ -13,8 +13,6 @@ import { AgentIsolationUnavailableError } from './errors.js';
 import type { Confinement } from './confinement.js';
 import { SLIRP_NAMESERVER } from './sandboxNetwork.js';
 
-/** This installation of baton; sandboxed agents see it (read-only) so `baton tool call` works. */
-const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** World-writable folders swept of a per-run user's files when its run ends (no sandbox to keep them private). */
 const SHARED_TEMP_DIRS = ['/tmp', '/var/tmp', '/dev/shm'];
 /** Shared temp folders a sandboxed agent gets empty, private and writable. */
@@ -239,7 +237,8 @@ async function sandboxMounts(isolation: AgentIsolation, dir: string, hide: strin
   const scratch = await existing(SANDBOX_SCRATCH_DIRS);
   const inside = (child: string, parent: string) => child === parent || child.startsWith(`${parent}${path.sep}`);
   // baton and Node are shown again where a hidden folder holds them (say, an install under $HOME).
-  const exposed = [PACKAGE_ROOT, path.dirname(path.dirname(process.execPath))]
+  // Sandboxed agents see this installation of baton (read-only) so `baton tool call` works.
+  const exposed = [...packageCodeDirs(), path.dirname(path.dirname(process.execPath))]
     .map((p) => path.resolve(p))
     .filter((p) => [...hidden, ...scratch].some((h) => inside(p, h)));
   // baton's own state beside its code (the default home `.baton`, CI's database URL, the tests'
