@@ -14,6 +14,7 @@ export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js'
 export { createPool } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
 export * from './errors.js';
+export { DependencyMissingError } from './dev/optionalDependency.js';
 export { parseGraphSpec, type GraphSpec, type GraphPolicy, HEARTBEAT_TIMEOUT_MS_DEFAULT, MAX_ATTEMPTS_DEFAULT } from './tasks/graphSpec.js';
 export { TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './tasks/states.js';
 export type { Artifact, Claim, TaskEvent, TaskRow, TaskSpec } from './tasks/types.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
-import { workflowsPath } from './dev/workflowBundle.js';
+import { workflowCode, workflowsPath } from './dev/workflowBundle.js';
 import type { Queryable } from './db/queryable.js';
 import { stderrLog, type Log } from './log.js';
 import {
@@ -73,7 +73,7 @@ export interface BatonWorkerOptions {
   agentIsolation?: AgentIsolationOptions;
   /** Where the worker's start-up warnings go. (Default: stderr) */
   log?: Log;
-  /** Prebuilt workflow bundle (tests bundle once); otherwise `workflowsPath` is bundled. */
+  /** Prebuilt workflow bundle (tests bundle once). (Default: the package's own prebuilt bundle, else `workflowsPath` bundled at start) */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
@@ -132,7 +132,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     identity,
     taskQueue,
     activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode()),
   });
   return {
     identity,

