@@ -1,10 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { createBatonClient, type BatonClient } from '../client.js';
-import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
+import { readGraphFile } from '../tasks/graphFile.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
 import { graphOf, isTaskId } from '../tasks/taskId.js';
@@ -22,18 +20,6 @@ const STATUS_POLL_INTERVAL_MS = 1_000;
 async function batonClient(context: CliContext, options: { startsWorkflows: boolean; taskQueue?: string }): Promise<BatonClient> {
   const temporal = await context.temporal({ connect: options.startsWorkflows });
   return createBatonClient({ db: context.pool, temporal, taskQueue: options.taskQueue });
-}
-
-/** Reads a graph from YAML or JSON; `repo` is resolved relative to the file. */
-async function readGraphFile(file: string): Promise<unknown> {
-  const text = await readFile(file, 'utf8').catch((error: Error) => {
-    throw new InvalidInputError(`cannot read ${file}: ${error.message}`);
-  });
-  try {
-    return YAML.parse(text);
-  } catch (error) {
-    throw new InvalidInputError(`${file} is not valid YAML: ${(error as Error).message}`);
-  }
 }
 
 /** Nothing more happens without a person: finished, stale under policy `mark`, or waiting behind a failed task. */
