@@ -9,7 +9,7 @@ import type { TaskSpec } from './types.js';
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
 /** Most dependencies one task may name. */
-const MAX_DEPENDENCIES_PER_TASK = 100;
+export const MAX_DEPENDENCIES_PER_TASK = 100;
 /** Largest task spec, serialised, in bytes; large inputs belong in files or the repository. */
 export const MAX_TASK_SPEC_BYTES = 64 * 1024;
 /** Default heartbeat timeout: how long an owner may be silent before recovery starts. */
@@ -24,14 +24,17 @@ export const MAX_ATTEMPTS_RANGE = [1, 100] as const;
  */
 export const MAX_ATTEMPTS_DEFAULT = 3;
 
-const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Graph ids and task keys. */
+export const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Longest text of each kind, in UTF-16 code units. */
+export const MAX_TEXT_LENGTH = { description: 2_000, command: 10_000, agent: 200, protectedPath: 4_096 } as const;
 
 /** What to do when verification rejects an artifact; the first is the default. */
-const VERIFICATION_FAILURE_POLICIES = ['rerun', 'fail'] as const;
+export const VERIFICATION_FAILURE_POLICIES = ['rerun', 'fail'] as const;
 type VerificationFailurePolicy = (typeof VERIFICATION_FAILURE_POLICIES)[number];
 
 /** What to do with a task left stale because an upstream task moved to a new revision (T8); the first is the default. */
-const UPSTREAM_CHANGE_POLICIES = ['rerun', 'mark'] as const;
+export const UPSTREAM_CHANGE_POLICIES = ['rerun', 'mark'] as const;
 type UpstreamChangePolicy = (typeof UPSTREAM_CHANGE_POLICIES)[number];
 
 export interface GraphPolicy {
@@ -92,9 +95,9 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
 /** Most paths one task's `verify.protect` may name. */
-const MAX_PROTECTED_PATHS = 100;
+export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
-const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -238,11 +241,12 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, taskPath:
   checkKeys(step, name === 'run' ? RUN_KEYS : VERIFY_KEYS, path, problems, at);
   // null counts as absent, as text() reads it: `function: null` must not pass for a named function.
   if (kinds.filter((k) => step[k] != null).length !== 1) problems.push(exactlyOne);
-  const command = text(step.command, `${at}: ${name}.command`, [...path, 'command'], problems, { max: 10_000 });
+  const command = text(step.command, `${at}: ${name}.command`, [...path, 'command'], problems, { max: MAX_TEXT_LENGTH.command });
   const fn = text(step.function, `${at}: ${name}.function`, [...path, 'function'], problems);
   const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, [...path, 'pool'], problems) : undefined;
   if (pool !== undefined && !POOL_PATTERN.test(pool)) problem('pool', `run.pool must match ${POOL_PATTERN}`);
-  const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, [...path, 'agent'], problems, { max: 200 }) : undefined;
+  const agent =
+    name === 'run' ? text(step.agent, `${at}: run.agent`, [...path, 'agent'], problems, { max: MAX_TEXT_LENGTH.agent }) : undefined;
   if (agent !== undefined && pool !== undefined)
     problem('agent', "run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token");
   const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, [...path, 'protect'], problems) : undefined;
@@ -268,7 +272,7 @@ function parseProtect(input: unknown, where: string, path: Path, problems: Probl
   if (input.length > MAX_PROTECTED_PATHS) problems.push({ path, message: `${where} names more than ${MAX_PROTECTED_PATHS} paths` });
   const paths: string[] = [];
   input.slice(0, MAX_PROTECTED_PATHS).forEach((entry, i) => {
-    const value = text(entry, `${where}[${i}]`, [...path, i], problems, { max: 4_096 });
+    const value = text(entry, `${where}[${i}]`, [...path, i], problems, { max: MAX_TEXT_LENGTH.protectedPath });
     if (value === undefined) return;
     const segments = value.replace(/\/$/, '').split('/');
     if (value.startsWith('/') || value.startsWith(':') || segments.some((s) => s === '..' || s === '')) {
@@ -306,7 +310,8 @@ function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSp
   if (repeated >= 0) problem('dependsOn names a task twice', 'dependsOn', repeated);
   if (key !== undefined && deps.includes(key)) problem('depends on itself', 'dependsOn', deps.indexOf(key));
   const spec: TaskSpec = {
-    description: text(raw.description, `${at}: description`, [...path, 'description'], problems, { max: 2_000 }) ?? key ?? '',
+    description:
+      text(raw.description, `${at}: description`, [...path, 'description'], problems, { max: MAX_TEXT_LENGTH.description }) ?? key ?? '',
     run: parseStep(raw.run, 'run', at, path, problems),
     verify: parseStep(raw.verify, 'verify', at, path, problems),
   };
