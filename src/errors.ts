@@ -112,15 +112,28 @@ export class InvalidInputError extends BatonError {
 }
 
 /**
+ * One problem of a task graph: its message, and the path of the value it concerns
+ * (`['tasks', 2, 'verify']`; empty for the graph as a whole), so a file's reader can show its line.
+ */
+export interface GraphProblem {
+  readonly path: readonly (string | number)[];
+  readonly message: string;
+}
+
+/**
  * Thrown when a task graph fails validation; `problems` names every problem found, each with where
  * it is (unknown keys, wrong types, unknown dependencies, a cycle ...). Nothing was written.
  */
 export class InvalidGraphError extends InvalidInputError {
   override readonly name = 'InvalidGraphError';
-  constructor(readonly problems: readonly string[]) {
+  /** The messages of `graphProblems`, in the same order. */
+  readonly problems: readonly string[];
+  constructor(readonly graphProblems: readonly GraphProblem[]) {
+    const problems = graphProblems.map((p) => p.message);
     super(
       problems.length === 1 ? problems[0]! : `the graph has ${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
     );
+    this.problems = problems;
   }
 
   override get details(): Record<string, unknown> {

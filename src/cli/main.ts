@@ -15,6 +15,7 @@ import { noMigrateOption, parsePort, taskQueueOption, untilSignal } from './opti
 import { registerTaskCommands } from './taskCommands.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 import { registerToolCommands } from './toolCommands.js';
+import { registerValidateCommand } from './validateCommand.js';
 
 const log = stderrLog;
 
@@ -230,6 +231,7 @@ program
     await open.close();
   });
 
+registerValidateCommand(program, log);
 registerTaskCommands(program, log);
 registerDrillCommand(program, log);
 registerObjectCommands(program, log);

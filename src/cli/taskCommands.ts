@@ -1,8 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { BatonClient } from '../client.js';
-import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { TERMINAL_STATUSES } from '../tasks/states.js';
@@ -22,19 +20,6 @@ async function batonClient(context: CliContext, options: { startsWorkflows: bool
     import('../client.js'),
   ]);
   return createBatonClient({ db: context.pool, temporal, taskQueue: options.taskQueue });
-}
-
-/** Reads a graph from YAML or JSON; `repo` is resolved relative to the file. */
-async function readGraphFile(file: string): Promise<unknown> {
-  const text = await readFile(file, 'utf8').catch((error: Error) => {
-    throw new InvalidInputError(`cannot read ${file}: ${error.message}`);
-  });
-  const { default: YAML } = await import('yaml');
-  try {
-    return YAML.parse(text);
-  } catch (error) {
-    throw new InvalidInputError(`${file} is not valid YAML: ${(error as Error).message}`);
-  }
 }
 
 /** Nothing more happens without a person: finished, stale under policy `mark`, or waiting behind a failed task. */
@@ -71,6 +56,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .addOption(taskQueueOption('task queue of the workers that run it'))
     .option('--watch', 'show progress until the graph settles')
     .action(async (file: string, opts: { taskQueue: string; watch?: boolean }) => {
+      const { readGraphFile } = await import('../tasks/graphFile.js');
       const input = await readGraphFile(file);
       const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { describeValue } from '../describeValue.js';
-import { InvalidGraphError, InvalidInputError } from '../errors.js';
+import { InvalidGraphError, InvalidInputError, type GraphProblem } from '../errors.js';
 import { toJson } from '../json.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
+import { nearestKey } from './nearestKey.js';
 import type { TaskSpec } from './types.js';
 
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
 /** Most dependencies one task may name. */
-const MAX_DEPENDENCIES_PER_TASK = 100;
+export const MAX_DEPENDENCIES_PER_TASK = 100;
 /** Largest task spec, serialised, in bytes; large inputs belong in files or the repository. */
 export const MAX_TASK_SPEC_BYTES = 64 * 1024;
 /** Default heartbeat timeout: how long an owner may be silent before recovery starts. */
@@ -23,13 +24,18 @@ export const MAX_ATTEMPTS_RANGE = [1, 100] as const;
  */
 export const MAX_ATTEMPTS_DEFAULT = 3;
 
-const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Graph ids and task keys. */
+export const KEY_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Longest text of each kind, in UTF-16 code units. */
+export const MAX_TEXT_LENGTH = { description: 2_000, command: 10_000, agent: 200, protectedPath: 4_096 } as const;
 
-/** What to do when verification rejects an artifact. */
-type VerificationFailurePolicy = 'rerun' | 'fail';
+/** What to do when verification rejects an artifact; the first is the default. */
+export const VERIFICATION_FAILURE_POLICIES = ['rerun', 'fail'] as const;
+type VerificationFailurePolicy = (typeof VERIFICATION_FAILURE_POLICIES)[number];
 
-/** What to do with a task left stale because an upstream task moved to a new revision (T8). */
-type UpstreamChangePolicy = 'rerun' | 'mark';
+/** What to do with a task left stale because an upstream task moved to a new revision (T8); the first is the default. */
+export const UPSTREAM_CHANGE_POLICIES = ['rerun', 'mark'] as const;
+type UpstreamChangePolicy = (typeof UPSTREAM_CHANGE_POLICIES)[number];
 
 export interface GraphPolicy {
   /** Runs allowed per task, counting reclaims and reruns. (Default: 3) */
@@ -62,7 +68,9 @@ export interface GraphSpec {
   tasks: GraphTaskSpec[];
 }
 
-type Problems = string[];
+type Problems = GraphProblem[];
+/** Where a value is in the graph: `['tasks', 2, 'verify']`. */
+type Path = GraphProblem['path'];
 
 /** The keys of `T` as a list; the compiler checks that it names each of them and nothing else. */
 const keysOf = <T>(keys: Record<keyof T, true>): readonly string[] => Object.keys(keys);
@@ -87,9 +95,9 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
 /** Most paths one task's `verify.protect` may name. */
-const MAX_PROTECTED_PATHS = 100;
+export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
-const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -100,62 +108,53 @@ function quoted(text: string): string {
   return `'${describeValue(text).slice(1, -1)}'`;
 }
 
-/** Edit distance (insertions, deletions, substitutions) between two strings. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
-/** The known key nearest to `key`, when it is near enough to be what was meant. */
-function nearestKey(key: string, known: readonly string[]): string | undefined {
-  const limit = Math.max(1, Math.floor(key.length / 3));
-  let best: { name: string; distance: number } | undefined;
-  for (const name of known) {
-    if (Math.abs(name.length - key.length) > limit) continue; // also spares a huge key the distance
-    const distance = editDistance(key.toLowerCase(), name.toLowerCase());
-    if (distance <= limit && (!best || distance < best.distance)) best = { name, distance };
-  }
-  return best?.name;
-}
-
-/** Names every key of `value` outside `known`, with the nearest known one; `path` prefixes nested keys (`run.`). */
-function checkKeys(value: Record<string, unknown>, known: readonly string[], problems: Problems, at?: string, path = ''): void {
+/**
+ * Names every key of `value`, the mapping at `path`, outside `known`, with the nearest known one;
+ * a key of a named mapping is named with it (`run.comand`).
+ */
+function checkKeys(value: Record<string, unknown>, known: readonly string[], path: Path, problems: Problems, at?: string): void {
+  const parent = path[path.length - 1];
+  const prefix = typeof parent === 'string' ? `${parent}.` : '';
   for (const key of Object.keys(value)) {
     if (known.includes(key)) continue;
     const near = nearestKey(key, known);
-    const problem = `unknown key ${quoted(path + key)}${near ? ` (did you mean ${quoted(path + near)}?)` : ''}`;
-    problems.push(at ? `${at}: ${problem}` : problem);
+    const problem = `unknown key ${quoted(prefix + key)}${near ? ` (did you mean ${quoted(prefix + near)}?)` : ''}`;
+    problems.push({ path: [...path, key], message: at ? `${at}: ${problem}` : problem });
   }
 }
 
-function text(value: unknown, where: string, problems: Problems, options: { required?: boolean; max?: number } = {}): string | undefined {
+type TextOptions = { required?: boolean; max?: number };
+
+function text(value: unknown, where: string, path: Path, problems: Problems, options: TextOptions = {}): string | undefined {
+  const problem = (message: string) => void problems.push({ path, message: `${where} ${message}` });
   if (value === undefined || value === null) {
-    if (options.required) problems.push(`${where} is required`);
+    if (options.required) problem('is required');
     return undefined;
   }
   if (typeof value !== 'string' || value.trim() === '') {
-    problems.push(`${where} must be a non-empty string`);
+    problem('must be a non-empty string');
     return undefined;
   }
   if (!isStorableText(value)) {
-    problems.push(`${where} ${UNSTORABLE_TEXT}`);
+    problem(UNSTORABLE_TEXT);
     return undefined;
   }
-  if (options.max && value.length > options.max) problems.push(`${where} is longer than ${options.max} characters`);
+  if (options.max && value.length > options.max) problem(`is longer than ${options.max} characters`);
   return value;
 }
 
-function boundedInt(value: unknown, where: string, fallback: number, [min, max]: readonly [number, number], problems: Problems): number {
+/** The policy's `name`: an integer from `min` to `max`, else `fallback`. */
+function policyInt(
+  p: Record<string, unknown>,
+  name: keyof GraphPolicy,
+  fallback: number,
+  [min, max]: readonly number[],
+  problems: Problems,
+): number {
+  const value = p[name];
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    problems.push(`${where} must be an integer from ${min} to ${max}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min! || value > max!) {
+    problems.push({ path: ['policy', name], message: `policy.${name} must be an integer from ${min} to ${max}` });
     return fallback;
   }
   return value;
@@ -194,56 +193,63 @@ export function findCycle(tasks: ReadonlyArray<{ key: string; dependsOn: readonl
 function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
   const p = input === undefined ? {} : input;
   if (!isRecord(p)) {
-    problems.push('policy must be a mapping');
+    problems.push({ path: ['policy'], message: 'policy must be a mapping' });
     return parsePolicy(undefined, problems);
   }
-  checkKeys(p, POLICY_KEYS, problems, undefined, 'policy.');
-  const onVerificationFailure = p.onVerificationFailure ?? 'rerun';
-  if (onVerificationFailure !== 'rerun' && onVerificationFailure !== 'fail') {
-    problems.push(`policy.onVerificationFailure must be 'rerun' or 'fail', not ${describeValue(onVerificationFailure)}`);
-  }
-  const onUpstreamChange = p.onUpstreamChange ?? 'rerun';
-  if (onUpstreamChange !== 'rerun' && onUpstreamChange !== 'mark') {
-    problems.push(`policy.onUpstreamChange must be 'rerun' or 'mark', not ${describeValue(onUpstreamChange)}`);
-  }
+  checkKeys(p, POLICY_KEYS, ['policy'], problems);
+  const onVerificationFailure = policyChoice(p, 'onVerificationFailure', VERIFICATION_FAILURE_POLICIES, problems);
+  const onUpstreamChange = policyChoice(p, 'onUpstreamChange', UPSTREAM_CHANGE_POLICIES, problems);
   return {
-    maxAttempts: boundedInt(p.maxAttempts, 'policy.maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
-    onVerificationFailure: onVerificationFailure === 'fail' ? 'fail' : 'rerun',
-    heartbeatTimeoutMs: boundedInt(
-      p.heartbeatTimeoutMs,
-      'policy.heartbeatTimeoutMs',
-      HEARTBEAT_TIMEOUT_MS_DEFAULT,
-      HEARTBEAT_TIMEOUT_MS_RANGE,
-      problems,
-    ),
-    onUpstreamChange: onUpstreamChange === 'mark' ? 'mark' : 'rerun',
+    maxAttempts: policyInt(p, 'maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
+    onVerificationFailure,
+    heartbeatTimeoutMs: policyInt(p, 'heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
+    onUpstreamChange,
   };
 }
+
+/** The policy's `name`: one of two `choices`, the first when it is absent (or null) or wrong. */
+function policyChoice<T>(p: Record<string, unknown>, name: keyof GraphPolicy, choices: readonly [T, T], problems: Problems): T {
+  const value = p[name] ?? choices[0];
+  if (choices.includes(value as T)) return value as T;
+  problems.push({
+    path: ['policy', name],
+    message: `policy.${name} must be '${choices[0]}' or '${choices[1]}', not ${describeValue(value)}`,
+  });
+  return choices[0];
+}
+
+type Step = TaskSpec['run'] & TaskSpec['verify'];
 
 /**
  * A task's `run` or `verify`: a command line, or a mapping naming exactly one of command or
  * function (or, to run, pool: remote agents of that pool do the work through the agent API). A
  * run may name its agent (`agent:`), the identity its calls to the agent API are made as.
  */
-function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems: Problems): TaskSpec['run'] & TaskSpec['verify'] {
+function parseStep(input: unknown, name: 'run' | 'verify', at: string, taskPath: Path, problems: Problems): Step {
   const step = typeof input === 'string' ? { command: input } : input;
+  const path = [...taskPath, name];
+  const problem = (key: string, message: string) => void problems.push({ path: [...path, key], message: `${at}: ${message}` });
   const kinds = name === 'run' ? ['command', 'function', 'pool'] : ['command', 'function'];
-  const exactlyOne = `${at}: ${name} must name exactly one of ${name === 'run' ? 'command, function or pool' : 'command or function'}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`;
+  const exactlyOne = {
+    path,
+    message: `${at}: ${name} must name exactly one of ${name === 'run' ? 'command, function or pool' : 'command or function'}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`,
+  };
   if (!isRecord(step)) {
     problems.push(exactlyOne);
     return {};
   }
-  checkKeys(step, name === 'run' ? RUN_KEYS : VERIFY_KEYS, problems, at, `${name}.`);
+  checkKeys(step, name === 'run' ? RUN_KEYS : VERIFY_KEYS, path, problems, at);
   // null counts as absent, as text() reads it: `function: null` must not pass for a named function.
   if (kinds.filter((k) => step[k] != null).length !== 1) problems.push(exactlyOne);
-  const command = text(step.command, `${at}: ${name}.command`, problems, { max: 10_000 });
-  const fn = text(step.function, `${at}: ${name}.function`, problems);
-  const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, problems) : undefined;
-  if (pool !== undefined && !POOL_PATTERN.test(pool)) problems.push(`${at}: run.pool must match ${POOL_PATTERN}`);
-  const agent = name === 'run' ? text(step.agent, `${at}: run.agent`, problems, { max: 200 }) : undefined;
+  const command = text(step.command, `${at}: ${name}.command`, [...path, 'command'], problems, { max: MAX_TEXT_LENGTH.command });
+  const fn = text(step.function, `${at}: ${name}.function`, [...path, 'function'], problems);
+  const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, [...path, 'pool'], problems) : undefined;
+  if (pool !== undefined && !POOL_PATTERN.test(pool)) problem('pool', `run.pool must match ${POOL_PATTERN}`);
+  const agent =
+    name === 'run' ? text(step.agent, `${at}: run.agent`, [...path, 'agent'], problems, { max: MAX_TEXT_LENGTH.agent }) : undefined;
   if (agent !== undefined && pool !== undefined)
-    problems.push(`${at}: run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token`);
-  const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, problems) : undefined;
+    problem('agent', "run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token");
+  const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, [...path, 'protect'], problems) : undefined;
   return {
     ...(command === undefined ? {} : { command }),
     ...(fn === undefined ? {} : { function: fn }),
@@ -257,22 +263,23 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, problems:
  * T12: `verify.protect`, the repository paths the agent may not change (docs/tasks.md): each
  * a path or glob (`test/**`) relative to the repository's top, as git matches pathspecs.
  */
-function parseProtect(input: unknown, where: string, problems: Problems): string[] | undefined {
+function parseProtect(input: unknown, where: string, path: Path, problems: Problems): string[] | undefined {
   if (input === undefined || input === null) return undefined;
   if (!Array.isArray(input)) {
-    problems.push(`${where} must be a list of paths`);
+    problems.push({ path, message: `${where} must be a list of paths` });
     return undefined;
   }
-  if (input.length > MAX_PROTECTED_PATHS) problems.push(`${where} names more than ${MAX_PROTECTED_PATHS} paths`);
+  if (input.length > MAX_PROTECTED_PATHS) problems.push({ path, message: `${where} names more than ${MAX_PROTECTED_PATHS} paths` });
   const paths: string[] = [];
   input.slice(0, MAX_PROTECTED_PATHS).forEach((entry, i) => {
-    const value = text(entry, `${where}[${i}]`, problems, { max: 4_096 });
+    const value = text(entry, `${where}[${i}]`, [...path, i], problems, { max: MAX_TEXT_LENGTH.protectedPath });
     if (value === undefined) return;
     const segments = value.replace(/\/$/, '').split('/');
     if (value.startsWith('/') || value.startsWith(':') || segments.some((s) => s === '..' || s === '')) {
-      problems.push(
-        `${where}[${i}] must be a path inside the repository, relative to its top, with no '..' or empty part: ${quoted(value)}`,
-      );
+      problems.push({
+        path: [...path, i],
+        message: `${where}[${i}] must be a path inside the repository, relative to its top, with no '..' or empty part: ${quoted(value)}`,
+      });
       return;
     }
     paths.push(segments.filter((s) => s !== '.').join('/') || '.');
@@ -280,35 +287,40 @@ function parseProtect(input: unknown, where: string, problems: Problems): string
   return paths;
 }
 
-function parseTask(raw: unknown, where: string, problems: Problems): GraphTaskSpec | undefined {
+function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSpec | undefined {
+  const where = `tasks[${index}]`;
+  const path = ['tasks', index];
   if (!isRecord(raw)) {
-    problems.push(`${where} must be a mapping`);
+    problems.push({ path, message: `${where} must be a mapping` });
     return undefined;
   }
-  const key = text(raw.key, `${where}.key`, problems, { required: true });
+  const key = text(raw.key, `${where}.key`, [...path, 'key'], problems, { required: true });
   const at = key === undefined ? where : `task ${quoted(key)}`;
-  checkKeys(raw, TASK_KEYS, problems, at);
-  if (key !== undefined && !KEY_PATTERN.test(key)) problems.push(`${at}: key must match ${KEY_PATTERN}`);
+  const problem = (message: string, ...under: Path) => void problems.push({ path: [...path, ...under], message: `${at}: ${message}` });
+  checkKeys(raw, TASK_KEYS, path, problems, at);
+  if (key !== undefined && !KEY_PATTERN.test(key)) problem(`key must match ${KEY_PATTERN}`, 'key');
   let dependsOn = raw.dependsOn ?? [];
   if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
-    problems.push(`${at}: dependsOn must be a list of task keys`);
+    problem('dependsOn must be a list of task keys', 'dependsOn');
     dependsOn = [];
   }
   const deps = dependsOn as string[];
-  if (deps.length > MAX_DEPENDENCIES_PER_TASK) problems.push(`${at}: more than ${MAX_DEPENDENCIES_PER_TASK} dependencies`);
-  if (new Set(deps).size !== deps.length) problems.push(`${at}: dependsOn names a task twice`);
-  if (key !== undefined && deps.includes(key)) problems.push(`${at}: depends on itself`);
+  if (deps.length > MAX_DEPENDENCIES_PER_TASK) problem(`more than ${MAX_DEPENDENCIES_PER_TASK} dependencies`, 'dependsOn');
+  const repeated = deps.findIndex((d, i) => deps.indexOf(d) !== i);
+  if (repeated >= 0) problem('dependsOn names a task twice', 'dependsOn', repeated);
+  if (key !== undefined && deps.includes(key)) problem('depends on itself', 'dependsOn', deps.indexOf(key));
   const spec: TaskSpec = {
-    description: text(raw.description, `${at}: description`, problems, { max: 2_000 }) ?? key ?? '',
-    run: parseStep(raw.run, 'run', at, problems),
-    verify: parseStep(raw.verify, 'verify', at, problems),
+    description:
+      text(raw.description, `${at}: description`, [...path, 'description'], problems, { max: MAX_TEXT_LENGTH.description }) ?? key ?? '',
+    run: parseStep(raw.run, 'run', at, path, problems),
+    verify: parseStep(raw.verify, 'verify', at, path, problems),
   };
   if (raw.payload !== undefined) {
     try {
       spec.payload = toJson(raw.payload, 'payload');
     } catch (error) {
       if (!(error instanceof InvalidInputError)) throw error;
-      problems.push(`${at}: ${error.detail}`);
+      problem(error.detail, 'payload');
     }
   }
   let storable = true;
@@ -316,35 +328,43 @@ function parseTask(raw: unknown, where: string, problems: Problems): GraphTaskSp
     storable &&= isStorableText(name) && (typeof value !== 'string' || isStorableText(value));
     return value;
   });
-  if (!storable) problems.push(`${at}: payload ${UNSTORABLE_TEXT}`);
-  if (Buffer.byteLength(serialised) > MAX_TASK_SPEC_BYTES) problems.push(`${at}: spec is larger than ${MAX_TASK_SPEC_BYTES} bytes`);
+  if (!storable) problem(`payload ${UNSTORABLE_TEXT}`, 'payload');
+  if (Buffer.byteLength(serialised) > MAX_TASK_SPEC_BYTES) problem(`spec is larger than ${MAX_TASK_SPEC_BYTES} bytes`);
   return key === undefined ? undefined : { key, spec, dependsOn: deps };
 }
 
 function parseTasks(input: unknown, problems: Problems): GraphTaskSpec[] {
   if (!Array.isArray(input) || input.length === 0) {
-    problems.push('tasks must be a non-empty list');
+    problems.push({ path: ['tasks'], message: 'tasks must be a non-empty list' });
     return [];
   }
   if (input.length > MAX_TASKS_PER_GRAPH) {
-    problems.push(`a graph may hold at most ${MAX_TASKS_PER_GRAPH} tasks, this one has ${input.length}`);
+    problems.push({ path: ['tasks'], message: `a graph may hold at most ${MAX_TASKS_PER_GRAPH} tasks, this one has ${input.length}` });
     return [];
   }
   const tasks: GraphTaskSpec[] = [];
+  const indexes: number[] = []; // each task's place in the list, for the path of a problem found across tasks
   const seen = new Set<string>();
   input.forEach((raw: unknown, index: number) => {
-    const task = parseTask(raw, `tasks[${index}]`, problems);
+    const task = parseTask(raw, index, problems);
     if (!task) return;
-    if (seen.has(task.key)) problems.push(`task ${quoted(task.key)}: duplicate key`);
+    if (seen.has(task.key)) problems.push({ path: ['tasks', index, 'key'], message: `task ${quoted(task.key)}: duplicate key` });
     seen.add(task.key);
     tasks.push(task);
+    indexes.push(index);
   });
-  for (const t of tasks) {
-    for (const dep of t.dependsOn) if (!seen.has(dep)) problems.push(`task ${quoted(t.key)}: unknown dependency ${quoted(dep)}`);
-  }
-  // Self-dependencies are already named above; any other cycle is reported alongside every other problem.
+  const dependency = (i: number, dep: string): Path => ['tasks', indexes[i]!, 'dependsOn', tasks[i]!.dependsOn.indexOf(dep)];
+  tasks.forEach((t, i) => {
+    for (const dep of t.dependsOn)
+      if (!seen.has(dep)) problems.push({ path: dependency(i, dep), message: `task ${quoted(t.key)}: unknown dependency ${quoted(dep)}` });
+  });
+  // Self-dependencies are already named above; any other cycle is reported alongside every other problem,
+  // at its first dependency (of tasks sharing a key, the last, as findCycle reads them).
   const cycle = findCycle(tasks.map((t) => ({ key: t.key, dependsOn: t.dependsOn.filter((d) => d !== t.key) })));
-  if (cycle) problems.push(`dependency cycle: ${cycle.join(' -> ')}`);
+  if (cycle) {
+    const start = tasks.map((t) => t.key).lastIndexOf(cycle[0]!);
+    problems.push({ path: dependency(start, cycle[1]!), message: `dependency cycle: ${cycle.join(' -> ')}` });
+  }
   return tasks;
 }
 
@@ -354,19 +374,20 @@ function parseTasks(input: unknown, problems: Problems): GraphTaskSpec[] {
  * caller that gets one.
  */
 export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: string) => string } = {}): GraphSpec {
-  if (!isRecord(input)) throw new InvalidGraphError(['a graph must be a mapping with a `tasks` list']);
+  if (!isRecord(input)) throw new InvalidGraphError([{ path: [], message: 'a graph must be a mapping with a `tasks` list' }]);
   const problems: Problems = [];
-  checkKeys(input, GRAPH_KEYS, problems);
+  checkKeys(input, GRAPH_KEYS, [], problems);
   // An empty `id:` in YAML is null: generated, as when it is left out.
-  const id = input.id === undefined || input.id === null ? `g-${randomUUID().slice(0, 8)}` : text(input.id, 'id', problems);
-  if (id && !KEY_PATTERN.test(id)) problems.push(`id ${quoted(id)} must match ${KEY_PATTERN} (lower case, digits, - and _)`);
-  const repo = text(input.repo, 'repo', problems);
-  const base = text(input.base, 'base', problems) ?? 'HEAD';
+  const id = input.id === undefined || input.id === null ? `g-${randomUUID().slice(0, 8)}` : text(input.id, 'id', ['id'], problems);
+  if (id && !KEY_PATTERN.test(id))
+    problems.push({ path: ['id'], message: `id ${quoted(id)} must match ${KEY_PATTERN} (lower case, digits, - and _)` });
+  const repo = text(input.repo, 'repo', ['repo'], problems);
+  const base = text(input.base, 'base', ['base'], problems) ?? 'HEAD';
   const policy = parsePolicy(input.policy, problems);
   const tasks = parseTasks(input.tasks, problems);
   const runsCommands = tasks.some((t) => t.spec.run.command !== undefined || t.spec.verify.command !== undefined);
   if (runsCommands && (input.repo === undefined || input.repo === null)) {
-    problems.push('repo is required when a task runs a command (the command runner works in a git worktree of it)');
+    problems.push({ path: [], message: 'repo is required when a task runs a command (the command runner works in a git worktree of it)' });
   }
   if (problems.length) throw new InvalidGraphError(problems);
   return { id: id!, repo: repo && options.resolveRepo ? options.resolveRepo(repo) : repo, base, policy, tasks };

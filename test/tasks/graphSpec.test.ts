@@ -149,6 +149,42 @@ describe('graph validation (T8)', () => {
     expect(problems({ tasks: [{ key: 'a', run: 'make' }] })).toMatch(/verify must name exactly one.*\n.*repo is required/);
   });
 
+  it('gives every problem the path of the value it concerns, for a file reader to show its line', () => {
+    const error = refusal({
+      polcy: {},
+      policy: { maxAttempts: 0, onUpstreamChange: 'ignore' },
+      tasks: [
+        task('a', ['c', 'ghost']),
+        { key: 'b', dependsOn: ['a', 'b'], run: { function: 'f', comand: 'x' }, verify: { function: 'v', protect: ['../x'] } },
+        task('c', ['b', 'a']),
+        task('a', ['c']),
+        5,
+        { run: { function: 'f' } },
+      ],
+    });
+    expect(error.graphProblems.map((p) => p.path)).toEqual([
+      ['polcy'],
+      ['policy', 'onUpstreamChange'],
+      ['policy', 'maxAttempts'],
+      ['tasks', 1, 'dependsOn', 1],
+      ['tasks', 1, 'run', 'comand'],
+      ['tasks', 1, 'verify', 'protect', 0],
+      ['tasks', 3, 'key'],
+      ['tasks', 4],
+      ['tasks', 5, 'key'],
+      ['tasks', 5, 'verify'],
+      ['tasks', 0, 'dependsOn', 1],
+      // Of two tasks with one key the cycle runs through the last: it starts at tasks[3] (a), its dependency on c.
+      ['tasks', 3, 'dependsOn', 0],
+    ]);
+    expect(error.graphProblems.map((p) => p.message)).toEqual(error.problems);
+    expect(error.problems.at(-1)).toBe('dependency cycle: a -> c -> b -> a');
+    expect(refusal({ tasks: [{ key: 'a', run: 'make', verify: { function: 'v' } }] }).graphProblems).toEqual([
+      { path: [], message: 'repo is required when a task runs a command (the command runner works in a git worktree of it)' },
+    ]);
+    expect(refusal([]).graphProblems).toEqual([{ path: [], message: 'a graph must be a mapping with a `tasks` list' }]);
+  });
+
   it('keeps a JSON payload for the agent, and refuses one that Postgres could not store', () => {
     const graph = parseGraphSpec({ id: null, tasks: [{ ...task('a'), payload: { mode: 'always', n: [1, 2] } }] });
     expect(graph.id).toMatch(/^g-[0-9a-f]{8}$/);

@@ -1,0 +1,188 @@
+// The JSON Schema of a graph file (docs/graph.schema.json, written by scripts/writeGraphSchema.ts),
+// for editors: completion, descriptions and the mistakes a schema can see. It is built from the
+// parser's own keys and limits, and a test checks that every graph the parser accepts fits it.
+// What a schema cannot say (unknown dependencies, cycles, duplicate keys, a repo for commands,
+// sizes in bytes, text Postgres cannot store) only `baton validate` and `baton submit` check.
+import {
+  HEARTBEAT_TIMEOUT_MS_DEFAULT,
+  HEARTBEAT_TIMEOUT_MS_RANGE,
+  KEY_PATTERN,
+  MAX_ATTEMPTS_DEFAULT,
+  MAX_ATTEMPTS_RANGE,
+  MAX_DEPENDENCIES_PER_TASK,
+  MAX_PROTECTED_PATHS,
+  MAX_TASKS_PER_GRAPH,
+  MAX_TEXT_LENGTH,
+  POOL_PATTERN,
+  UPSTREAM_CHANGE_POLICIES,
+  VERIFICATION_FAILURE_POLICIES,
+  type GraphPolicy,
+  type GraphSpec,
+} from './graphSpec.js';
+import type { TaskSpec } from './types.js';
+
+/** Where the schema is checked in, relative to the repository's top; a test keeps it current. */
+export const GRAPH_SCHEMA_PATH = 'docs/graph.schema.json';
+
+type Schema = Record<string, unknown>;
+
+/** A string with something other than blanks in it; `nullable`: null too, which the parser reads as absent. */
+function text(description: string, options: { maxLength?: number; nullable?: boolean } = {}): Schema {
+  return {
+    type: options.nullable ? ['string', 'null'] : 'string',
+    pattern: '\\S',
+    ...(options.maxLength === undefined ? {} : { maxLength: options.maxLength }),
+    description,
+  };
+}
+
+/** One of `choices`; null reads as the first, the default. */
+const choice = (choices: readonly string[], description: string): Schema => ({
+  enum: [...choices, null],
+  default: choices[0],
+  description,
+});
+
+/** Of the `kinds` of a step, exactly one is given (not null). */
+const exactlyOne = (kinds: string[]): Schema => ({
+  oneOf: kinds.map((kind) => ({ required: [kind], properties: { [kind]: { type: 'string' } } })),
+});
+
+const COMMAND = 'A shell command line; the graph then needs a `repo`.';
+const FUNCTION = 'A function registered with the worker, by name.';
+
+/** The JSON Schema (draft 2020-12) of a graph file, YAML or JSON. */
+export function graphJsonSchema(): Schema {
+  const key = { type: 'string', pattern: KEY_PATTERN.source };
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: 'baton task graph',
+    description:
+      'A graph of tasks for baton: `baton validate <file>` checks it offline, `baton submit <file>` writes and starts it. ' +
+      'Unknown keys are refused by name.',
+    type: 'object',
+    additionalProperties: false,
+    required: ['tasks'],
+    properties: {
+      id: { ...key, type: ['string', 'null'], description: "The graph's id: lower case, digits, - and _. (Default: generated)" },
+      repo: text(
+        'Git repository the command runner and verifier work in, absolute or relative to this file; required when a task runs a command. ' +
+          'Every worker that runs or verifies its tasks must reach it.',
+        { nullable: true },
+      ),
+      base: { ...text('Revision the first tasks start from.', { nullable: true }), default: 'HEAD' },
+      policy: {
+        type: 'object',
+        additionalProperties: false,
+        description: "How the graph's tasks are retried, verified and recovered.",
+        properties: {
+          maxAttempts: {
+            type: 'integer',
+            minimum: MAX_ATTEMPTS_RANGE[0],
+            maximum: MAX_ATTEMPTS_RANGE[1],
+            default: MAX_ATTEMPTS_DEFAULT,
+            description:
+              'Runs of one task on one set of inputs, counting reruns after rejection and reclaims after silence; ' +
+              "an operator's rerun or one for an upstream change starts a fresh count.",
+          },
+          onVerificationFailure: choice(
+            VERIFICATION_FAILURE_POLICIES,
+            'After a rejected verification: run the agent again (`rerun`) or fail the task.',
+          ),
+          heartbeatTimeoutMs: {
+            type: 'integer',
+            minimum: HEARTBEAT_TIMEOUT_MS_RANGE[0],
+            maximum: HEARTBEAT_TIMEOUT_MS_RANGE[1],
+            default: HEARTBEAT_TIMEOUT_MS_DEFAULT,
+            description: 'Owner silence that starts recovery, in ms.',
+          },
+          onUpstreamChange: choice(
+            UPSTREAM_CHANGE_POLICIES,
+            'When an upstream task is verified at a new revision, its dependents built on the old one are stale: run them again on ' +
+              'the new revisions and verify them without a person (`rerun`), or leave them stale until `baton rerun` (`mark`).',
+          ),
+        } satisfies Record<keyof GraphPolicy, Schema>,
+      },
+      tasks: { type: 'array', minItems: 1, maxItems: MAX_TASKS_PER_GRAPH, items: { $ref: '#/$defs/task' }, description: 'The tasks.' },
+    } satisfies Record<keyof GraphSpec, Schema>,
+    $defs: {
+      task: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['key', 'run', 'verify'],
+        properties: {
+          key: { ...key, description: "The task's key, unique in the graph: lower case, digits, - and _. Its id is <graph>/<key>." },
+          dependsOn: {
+            type: ['array', 'null'],
+            items: key,
+            uniqueItems: true,
+            maxItems: MAX_DEPENDENCIES_PER_TASK,
+            description: 'Keys of the tasks this one builds on: it starts once they are all verified, on their verified revisions.',
+          },
+          description: text('One line for people. (Default: the key)', { maxLength: MAX_TEXT_LENGTH.description, nullable: true }),
+          run: { $ref: '#/$defs/run' },
+          verify: { $ref: '#/$defs/verify' },
+          payload: {
+            description:
+              'Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership.',
+          },
+        } satisfies Record<Exclude<keyof GraphSpec['tasks'][number], 'spec'> | keyof TaskSpec, Schema>,
+      },
+      run: {
+        description:
+          'What to run: a command line, or a mapping naming exactly one of command, function or pool (remote agents of that pool ' +
+          'take the task through the agent API). A command or function run may name its agent, the identity its calls to the agent API are made as.',
+        oneOf: [
+          text(COMMAND, { maxLength: MAX_TEXT_LENGTH.command }),
+          {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              command: text(COMMAND, { maxLength: MAX_TEXT_LENGTH.command, nullable: true }),
+              function: text(FUNCTION, { nullable: true }),
+              pool: {
+                type: ['string', 'null'],
+                pattern: POOL_PATTERN.source,
+                description: 'A pool of remote agents; one of them takes the task through the agent API.',
+              },
+              agent: text("The identity the run's agent acts as in the agent API; not for a pooled run. (Default: the task id)", {
+                maxLength: MAX_TEXT_LENGTH.agent,
+                nullable: true,
+              }),
+            } satisfies Record<keyof TaskSpec['run'], Schema>,
+            ...exactlyOne(['command', 'function', 'pool']),
+            not: { required: ['pool', 'agent'], properties: { pool: { type: 'string' }, agent: { type: 'string' } } },
+          },
+        ],
+      },
+      verify: {
+        description:
+          'How to verify the artifact, in a clean checkout of its commit: a command line, or a mapping naming exactly one of command or ' +
+          'function, and the paths the agent may not change (protect). An artifact is released only after verification.',
+        oneOf: [
+          text(COMMAND, { maxLength: MAX_TEXT_LENGTH.command }),
+          {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              command: text(COMMAND, { maxLength: MAX_TEXT_LENGTH.command, nullable: true }),
+              function: text(FUNCTION, { nullable: true }),
+              protect: {
+                type: ['array', 'null'],
+                maxItems: MAX_PROTECTED_PATHS,
+                items: text(
+                  "A path or glob (`test/**`) relative to the repository's top, as git matches pathspecs; no '..' or empty part.",
+                  {
+                    maxLength: MAX_TEXT_LENGTH.protectedPath,
+                  },
+                ),
+                description: 'Paths the agent may not change, besides every .gitattributes and the files the verify command runs.',
+              },
+            } satisfies Record<keyof TaskSpec['verify'], Schema>,
+            ...exactlyOne(['command', 'function']),
+          },
+        ],
+      },
+    },
+  };
+}
