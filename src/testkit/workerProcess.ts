@@ -12,9 +12,16 @@ export interface WorkerProcess {
   output(): string;
 }
 
+/** Which `baton` runs, and where. (Default: this checkout's, in this process's folder) */
+export interface BatonCommand {
+  /** Path of the `baton` command to run with this Node, such as an installed package's. */
+  bin?: string;
+  cwd?: string;
+}
+
 /** Starts `baton <args>` as a child process of this one, its stdout and stderr piped. */
-export function spawnBaton(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [BATON_BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnBaton(args: string[], env: NodeJS.ProcessEnv, command: BatonCommand = {}): ChildProcess {
+  return spawn(process.execPath, [command.bin ?? BATON_BIN, ...args], { env, cwd: command.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** Keeps what a child writes (stdout and stderr; the last `tailChars`, default 20,000), and when it exited. */

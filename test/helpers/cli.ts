@@ -1,9 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { spawnBaton, watchChild } from '../../src/testkit/workerProcess.js';
+import { spawnBaton, watchChild, type BatonCommand } from '../../src/testkit/workerProcess.js';
 
-/** How long `waitForOutput` waits: as long as a test may run. */
-const OUTPUT_TIMEOUT_MS = 120_000;
+/** How long `waitForOutput` waits: as long as a test may run (a hang guard; a busy machine may be slow). */
+const OUTPUT_TIMEOUT_MS = 600_000;
 
 export interface CliProcess {
   child: ChildProcess;
@@ -16,8 +16,8 @@ export interface CliProcess {
 }
 
 /** Starts `baton <args>` as a real child process. */
-export function startCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawnBaton(args, env);
+export function startCli(args: string[], env: NodeJS.ProcessEnv, command?: BatonCommand): CliProcess {
+  const child = spawnBaton(args, env, command);
   const { output } = watchChild(child, { tailChars: Infinity });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const gone = () => child.exitCode !== null || child.signalCode !== null;
@@ -46,8 +46,12 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
 }
 
 /** Runs `baton <args>` to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string; stdout: string }> {
-  const child = spawnBaton(args, env);
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  command?: BatonCommand,
+): Promise<{ code: number | null; output: string; stdout: string }> {
+  const child = spawnBaton(args, env, command);
   let stdout = '';
   let output = '';
   child.stdout!.on('data', (c: Buffer) => {
