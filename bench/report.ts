@@ -5,6 +5,7 @@ import type { runLifecycleBench } from './lifecycle.js';
 import type { runRecoveryBench } from './recovery.js';
 import type { runScaleBench } from './scale.js';
 import type { runScalingBench } from './scaling.js';
+import type { runStartupBench } from './startup.js';
 import type { Spread } from './stats.js';
 
 type Result<F extends (...args: never[]) => Promise<unknown>> = Awaited<ReturnType<F>> & { durationS: number };
@@ -27,6 +28,7 @@ export interface BenchResults {
     lifecycle: Result<typeof runLifecycleBench>;
     recovery: Result<typeof runRecoveryBench>;
     scale: Result<typeof runScaleBench>;
+    startup: Result<typeof runStartupBench>;
   }>;
   errors: Partial<Record<string, string>>;
 }
@@ -39,6 +41,7 @@ export const TARGETS = {
   lifecycleThroughput: { min: 0.7 },
   recovery: { max: 1.3 },
   scalePeakMiB: { max: 1024 },
+  startupRatio: { max: 3 },
 };
 
 const f = (v: number | undefined, digits = 3) => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(digits));
@@ -56,7 +59,7 @@ type Row = [string, string, string, Spread | undefined, string, number?];
 
 /** The markdown report: the headline table (every ratio with its spread), then each benchmark's detail. */
 export function renderMarkdown(results: BenchResults): string {
-  const { claim, complete, scaling, lifecycle, recovery, scale } = results.benchmarks;
+  const { claim, complete, scaling, lifecycle, recovery, scale, startup } = results.benchmarks;
   const env = results.environment;
   const out: string[] = [];
   out.push(`# baton benchmark results${results.meta.mode === 'quick' ? ' (QUICK smoke run: too few pairs to rely on)' : ''}`);
@@ -132,6 +135,15 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(
         `| scale | ${s.tasks} tasks: graph workflow | completes | ${s.baton.graphWorkflow.outcome.replaceAll('|', '/')} | — | — | 1 | ${s.baton.graphWorkflow.outcome === 'completed' ? 'met' : '**missed**'} |`,
       );
+    }
+  }
+  if (startup) {
+    for (const [name, s] of [
+      ['baton --help', startup.help],
+      ['baton api whoami', startup.whoami],
+    ] as const) {
+      row('startup', `${name} / node -e 0, wall time (compiled package)`, TARGETS.startupRatio, s.ratio);
+      row('startup', `${name}, ms (target ≤ 300 on a quiet machine)`, undefined, s.candidateMs, 0);
     }
   }
   out.push('');

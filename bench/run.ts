@@ -21,11 +21,12 @@ import { renderMarkdown, renderScalingChart, type BenchResults } from './report.
 import { runScaleBench } from './scale.js';
 import { runScalingBench } from './scaling.js';
 import { openBenchStack } from './stack.js';
+import { runStartupBench } from './startup.js';
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const README_TABLE = /(<!-- latest-table:start[^>]*-->)[\s\S]*?(<!-- latest-table:end -->)/;
-export const BENCHMARK_IDS = ['claim', 'complete', 'scaling', 'lifecycle', 'recovery', 'scale'] as const;
+export const BENCHMARK_IDS = ['claim', 'complete', 'scaling', 'lifecycle', 'recovery', 'scale', 'startup'] as const;
 type BenchmarkId = (typeof BENCHMARK_IDS)[number];
 
 /** The full run's sizes; `--quick` shrinks each so the whole suite smoke-runs in a few minutes. */
@@ -159,6 +160,7 @@ async function main(): Promise<void> {
     await step('scale', () =>
       runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),
     );
+    await step('startup', () => runStartupBench(stack.pool, { pairs }, log));
 
     const results: BenchResults = {
       meta: {
