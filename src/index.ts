@@ -39,3 +39,35 @@ export { parseHttpTools, HTTP_TOOLS_ENV } from './tools/httpToolsConfig.js';
 export { createToolGateway, toolCallKey, type CallTool, type ToolGateway, type ToolGatewayOptions } from './tools/toolGateway.js';
 export { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from './tools/errors.js';
 export type { ExecuteOutcome, Json, LookupFinding, ToolAdapter, ToolCallInput, ToolCallResult, ToolCallStatus } from './tools/types.js';
+export {
+  acceptObject,
+  approveSuggestion,
+  checkObjectView,
+  createObject,
+  declineObject,
+  grantObjectAccess,
+  heartbeatObject,
+  offerObject,
+  readObject,
+  releaseObject,
+  showObject,
+  suggestObjectChange,
+  sweepSilentHolders,
+  takeObject,
+  withdrawOffer,
+  writeObject,
+  type SuggestInput,
+  type WriteObjectInput,
+} from './objects/objectStore.js';
+export { objectLog } from './objects/objectLog.js';
+export {
+  OBJECT_ACCESS_LEVELS,
+  type ObjectAccess,
+  type ObjectContent,
+  type ObjectEvent,
+  type ObjectSnapshot,
+  type ObjectState,
+} from './objects/types.js';
+export { agentEndpointFromEnv, AgentApiError, callAgentApi, type AgentEndpoint } from './api/agentClient.js';
+export { OPERATION_NAMES, TOKEN_SCOPES, type OperationName, type TokenScope } from './api/operationNames.js';
+export { createObjectActivities } from '../activities/objects.js';
