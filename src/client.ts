@@ -3,11 +3,11 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { taskSetStatus, graphSubmit } from './db/sql/graphs.js';
-import { eventRead, graphRead, graphReadTasks, taskRead } from './db/sql/reads.js';
+import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
-import type { TaskEvent, TaskRow } from './tasks/types.js';
+import type { GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
 import { isTaskId, taskIdOf } from './tasks/taskId.js';
 import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { graphWorkflow } from '../workflows/graphWorkflow.js';
@@ -138,6 +138,11 @@ export function createBatonClient(options: BatonClientOptions) {
       return temporal.workflow.getHandle<typeof graphWorkflow>(graphWorkflowId(graphId)).result();
     },
 
+    /**
+     * Graphs newest first, each with its task count, how many tasks are in each status and its state
+     * (GRAPH_STATES); `filter` narrows them by state and age and caps how many (default 50).
+     */
+    graphs: (filter: GraphListFilter = {}): Promise<GraphSummary[]> => graphList(db, filter),
     /** The graph as submitted (its policy with defaults filled in); NotFoundError when it does not exist. */
     graph: (graphId: string): Promise<GraphSpec> => graphRead(db, graphId),
     graphTasks: (graphId: string): Promise<TaskRow[]> => graphReadTasks(db, graphId),

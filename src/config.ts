@@ -15,6 +15,8 @@ export const TEMPORAL_CLI_PATH_ENV = 'TEMPORAL_CLI_PATH';
  */
 export const BATON_ACTOR_ENV = 'BATON_ACTOR';
 
+/** How many graphs `baton graphs` (and the client's `graphs`) lists, newest first, unless told otherwise. */
+export const GRAPH_LIST_LIMIT_DEFAULT = 50;
 /** Task queue baton's worker polls unless told otherwise. */
 export const TASK_QUEUE_DEFAULT = 'baton';
 /** Port of the embedded Postgres started by `baton dev`. */

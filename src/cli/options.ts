@@ -33,6 +33,23 @@ export function parsePort(value: string): number {
   return port;
 }
 
+/** Milliseconds in each unit a duration may be written in: `90m`, `12h`, `30d`. */
+const DURATION_UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d{1,6})([mhd])$/;
+
+/** A duration written as minutes, hours or days (`90m`, `12h`, `30d`) in milliseconds, else NaN. */
+export function durationMs(value: string): number {
+  const match = DURATION.exec(value.trim());
+  return match ? Number(match[1]) * DURATION_UNIT_MS[match[2] as keyof typeof DURATION_UNIT_MS] : Number.NaN;
+}
+
+/** Parses a duration such as `90m`, `12h` or `30d` into milliseconds: how far back `--since` looks. */
+export function parseDuration(value: string): number {
+  const ms = durationMs(value);
+  if (Number.isNaN(ms)) throw new InvalidArgumentError(`not a number of minutes, hours or days such as 90m, 12h or 30d: ${value}`);
+  return ms;
+}
+
 /** `--json`: machine-readable output on stdout; `what` says what is printed, e.g. 'the events as JSON lines'. */
 export function jsonOption(what: string): Option {
   return new Option('--json', `print ${what}`);

@@ -1,14 +1,15 @@
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { GRAPH_LIST_LIMIT_DEFAULT } from '../config.js';
 import type { BatonClient } from '../client.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
-import { TERMINAL_STATUSES } from '../tasks/states.js';
+import { GRAPH_STATES, TERMINAL_STATUSES, type GraphState } from '../tasks/states.js';
 import { graphOf, isTaskId } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
 import type { CliContext } from './context.js';
-import { formatEvents, formatTasks, summarise } from '../tasks/format.js';
-import { jsonOption, taskQueueOption } from './options.js';
+import { formatEvents, formatGraphs, formatTasks, summarise } from '../tasks/format.js';
+import { jsonOption, parseDuration, parsePositiveInt, taskQueueOption } from './options.js';
 
 /** How often `baton status` looks again while a graph runs. */
 const STATUS_POLL_INTERVAL_MS = 1_000;
@@ -116,6 +117,24 @@ export function registerTaskCommands(program: Command, log: Log): void {
         const client = await batonClient(context, { startsWorkflows: false });
         const allVerified = await watchGraph(client, graphId, log, { follow: opts.follow });
         if (opts.follow && !allVerified) process.exitCode = 1;
+      });
+    });
+
+  program
+    .command('graphs')
+    .description('list graphs newest first, with their state and how many of their tasks are in each status')
+    .addOption(new Option('--status <state>', 'only graphs in this state').choices(GRAPH_STATES))
+    .option('--since <duration>', 'only graphs submitted within this long, such as 90m, 12h or 7d', parseDuration)
+    .option('--limit <n>', 'at most this many graphs', parsePositiveInt, GRAPH_LIST_LIMIT_DEFAULT)
+    .addOption(jsonOption('one JSON object per graph, one per line'))
+    .action(async (opts: { status?: GraphState; since?: number; limit: number; json?: boolean }) => {
+      const { withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: false });
+        const graphs = await client.graphs({ state: opts.status, submittedWithinMs: opts.since, limit: opts.limit });
+        if (opts.json) for (const g of graphs) process.stdout.write(`${JSON.stringify(g)}\n`);
+        else if (graphs.length) process.stdout.write(`${formatGraphs(graphs)}\n`);
+        else log('no graphs');
       });
     });
 

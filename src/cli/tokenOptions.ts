@@ -1,6 +1,7 @@
 // What `baton token create` reads from its options: scopes and a lifetime, in words an operator types.
 import { TOKEN_SCOPES, type TokenScope } from '../api/operationNames.js';
 import { InvalidInputError } from '../errors.js';
+import { durationMs } from './options.js';
 
 /** Parses `read,objects`; an unknown scope is an error that names the valid ones. */
 export function parseScopes(text: string): TokenScope[] {
@@ -17,7 +18,8 @@ export function parseScopes(text: string): TokenScope[] {
 
 /** Parses a lifetime such as `90m`, `12h`, `30d` into milliseconds. */
 export function parseLifetime(text: string): number {
-  const match = /^(\d{1,6})([mhd])$/.exec(text.trim());
-  if (!match) throw new InvalidInputError(`expiry ${JSON.stringify(text)}: a number of minutes, hours or days, such as 90m, 12h or 30d`);
-  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
+  const ms = durationMs(text);
+  if (Number.isNaN(ms))
+    throw new InvalidInputError(`expiry ${JSON.stringify(text)}: a number of minutes, hours or days, such as 90m, 12h or 30d`);
+  return ms;
 }

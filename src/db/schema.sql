@@ -927,6 +927,55 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer)
+ RETURNS TABLE(id text, submitted_by text, submitted_at timestamp with time zone, tasks integer, counts jsonb, state text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF p_state IS NOT NULL AND p_state NOT IN ('verified', 'running', 'failed', 'cancelled', 'stale', 'blocked') THEN
+    RAISE EXCEPTION 'graph state %: the states are verified, running, failed, cancelled, stale and blocked', p_state
+      USING ERRCODE = 'BT003';
+  END IF;
+  IF p_limit IS NULL OR p_limit < 1 THEN
+    RAISE EXCEPTION 'limit %: how many graphs to list, at least 1', coalesce(p_limit::text, 'NULL') USING ERRCODE = 'BT003';
+  END IF;
+  RETURN QUERY
+  WITH listed AS (
+    SELECT g.id, g.submitted_by, g.submitted_at FROM baton.graphs g
+     WHERE p_submitted_within IS NULL OR g.submitted_at >= now() - p_submitted_within
+     ORDER BY g.submitted_at DESC, g.id DESC
+     -- Without a state to match, only the newest p_limit graphs need their tasks counted.
+     LIMIT CASE WHEN p_state IS NULL THEN p_limit END
+  ), counted AS (
+    SELECT t.graph_id, t.status, count(*)::integer AS n
+      FROM baton.tasks t JOIN listed l ON l.id = t.graph_id
+     GROUP BY t.graph_id, t.status
+  ), summed AS (
+    SELECT l.id, l.submitted_by, l.submitted_at, coalesce(sum(c.n), 0)::integer AS tasks,
+           jsonb_object_agg(s.status, coalesce(c.n, 0)) AS counts,
+           coalesce(array_agg(s.status) FILTER (WHERE c.n > 0), '{}') AS present
+      FROM listed l CROSS JOIN baton.task_statuses s
+      LEFT JOIN counted c ON c.graph_id = l.id AND c.status = s.status
+     GROUP BY l.id, l.submitted_by, l.submitted_at
+  ), stated AS (
+    SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts,
+           CASE WHEN m.present <@ ARRAY['verified'] THEN 'verified'
+                WHEN m.present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
+                WHEN 'failed' = ANY (m.present) THEN 'failed'
+                WHEN 'cancelled' = ANY (m.present) THEN 'cancelled'
+                WHEN 'stale' = ANY (m.present) THEN 'stale'
+                ELSE 'blocked' END AS state
+      FROM summed m
+  )
+  SELECT x.id, x.submitted_by, x.submitted_at, x.tasks, x.counts, x.state FROM stated x
+   WHERE p_state IS NULL OR x.state = p_state
+   ORDER BY x.submitted_at DESC, x.id DESC
+   LIMIT p_limit;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.graph_read(p_graph_id text)
  RETURNS TABLE(spec jsonb, submitted_by text, submitted_at timestamp with time zone, repo text, base text)
  LANGUAGE plpgsql
@@ -2658,6 +2707,8 @@ function baton.event_append(text,text,text,text,bigint,bigint,text,jsonb): {bato
 function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.event_refuse_change(): {baton_owner=X/baton_owner}
+
+function baton.graph_list(text,interval,integer): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

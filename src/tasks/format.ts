@@ -1,4 +1,5 @@
-import type { TaskEvent, TaskRow } from './types.js';
+import type { GraphSummary, TaskEvent, TaskRow } from './types.js';
+import { TASK_STATUSES } from './states.js';
 import { keyOf } from './taskId.js';
 
 const short = (revision: string | null | undefined) => (revision ? revision.slice(0, 10) : '');
@@ -37,6 +38,23 @@ export function summarise(tasks: TaskRow[]): string {
   const counts = new Map<string, number>();
   for (const t of tasks) counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
   return [...counts].map(([status, n]) => `${n} ${status}`).join(', ');
+}
+
+/** One line per graph: state, task count, when and by whom it was submitted (UTC), and its tasks' statuses. */
+export function formatGraphs(graphs: GraphSummary[]): string {
+  return table([
+    ['GRAPH', 'STATE', 'TASKS', 'SUBMITTED', 'BY', 'STATUSES'],
+    ...graphs.map((g) => [
+      g.id,
+      g.state,
+      String(g.tasks),
+      g.submittedAt.replace(/\.\d+Z$/, 'Z'),
+      g.submittedBy,
+      TASK_STATUSES.filter((s) => g.counts[s] > 0)
+        .map((s) => `${g.counts[s]} ${s}`)
+        .join(', '),
+    ]),
+  ]);
 }
 
 /** The ownership timeline, one event per line, readable without knowing the schema. */

@@ -63,3 +63,13 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
 
 /** Statuses a task never leaves on its own. */
 export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['verified', 'failed', 'cancelled']);
+
+/**
+ * A graph's state, derived from its tasks' statuses by `baton.graph_list` (reads.sql): the first of
+ * these that holds. verified: every task is; running: some task is ready, running, submitted,
+ * verifying or rejected, so work goes on without anyone; failed, cancelled, stale: some task is
+ * (nothing more happens until someone reruns or cancels); blocked: only blocked tasks are left.
+ */
+export const GRAPH_STATES = ['verified', 'running', 'failed', 'cancelled', 'stale', 'blocked'] as const;
+
+export type GraphState = (typeof GRAPH_STATES)[number];

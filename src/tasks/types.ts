@@ -1,5 +1,5 @@
 import type { Json } from '../json.js';
-import type { TaskStatus } from './states.js';
+import type { GraphState, TaskStatus } from './states.js';
 
 /** What an agent is asked to do and how its work is checked. */
 export interface TaskSpec {
@@ -64,6 +64,19 @@ export interface TaskRow {
   verifiedRevision: string | null;
   upstreamRevisions: Record<string, string>;
   dependsOn: string[];
+}
+
+/** A graph as `baton graphs` lists it: who submitted it and when, and how far its tasks have got. */
+export interface GraphSummary {
+  id: string;
+  submittedBy: string;
+  /** ISO 8601, UTC. */
+  submittedAt: string;
+  /** How many tasks it has. */
+  tasks: number;
+  /** How many of its tasks are in each status, every status named (zeros included). */
+  counts: Record<TaskStatus, number>;
+  state: GraphState;
 }
 
 export interface TaskEvent {

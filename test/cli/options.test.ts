@@ -1,11 +1,11 @@
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { parseNonNegativeInt, parsePort, parsePositiveInt } from '../../src/cli/options.js';
+import { parseDuration, parseNonNegativeInt, parsePort, parsePositiveInt } from '../../src/cli/options.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 
 const NOT_WHOLE = ['', ' ', 'abc', '1.5', '-1', '+1', '1e3', '0x10', '9007199254740993'];
 
-describe('the CLI integer parsers', () => {
+describe('the CLI option parsers', () => {
   it('parsePositiveInt takes whole numbers from 1, written in digits', () => {
     expect(['1', '50', ' 500 ', '9007199254740991'].map(parsePositiveInt)).toEqual([1, 50, 500, 9007199254740991]);
     for (const value of ['0', ...NOT_WHOLE]) {
@@ -21,6 +21,13 @@ describe('the CLI integer parsers', () => {
     for (const value of ['65536', '-1', 'http']) expect(() => parsePort(value), value).toThrow('not a TCP port');
   });
 
+  it('parseDuration takes minutes, hours or days and gives milliseconds', () => {
+    expect(['90m', ' 12h ', '7d', '0m'].map(parseDuration)).toEqual([5_400_000, 43_200_000, 604_800_000, 0]);
+    for (const value of ['', '7', 'd', '1.5h', '-1d', '2w', '10 m', '1234567d']) {
+      expect(() => parseDuration(value), JSON.stringify(value)).toThrow(InvalidArgumentError);
+    }
+  });
+
   it('a bad value is refused by commander naming the option, before anything connects', async () => {
     const env = cleanEnv({ DATABASE_URL: 'postgresql://nobody:nothing@127.0.0.1:1/none' });
     const cases: Array<[string[], string]> = [
@@ -28,6 +35,14 @@ describe('the CLI integer parsers', () => {
       [
         ['drill', '--tool-kill-trials', '-1'],
         "error: option '--tool-kill-trials <n>' argument '-1' is invalid. not a non-negative integer: -1",
+      ],
+      [
+        ['graphs', '--since', '2x'],
+        "error: option '--since <duration>' argument '2x' is invalid. not a number of minutes, hours or days such as 90m, 12h or 30d: 2x",
+      ],
+      [
+        ['graphs', '--status', 'done'],
+        "error: option '--status <state>' argument 'done' is invalid. Allowed choices are verified, running",
       ],
       [
         ['object', 'write', 'k', '--as', 'a', '--version', '1.5', '--token', '1', '--content', 'x'],

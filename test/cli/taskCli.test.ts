@@ -86,6 +86,33 @@ describe('baton submit, status and events', () => {
     expect(events.stdout).toMatch(/released .*pinned write@[0-9a-f]{10}/);
   });
 
+  it('lists graphs with their state and counts, as a table and as JSON lines, on stdout', async () => {
+    const table = await runCli(['graphs', '--since', '1h'], env);
+    expect(table.code, table.output).toBe(0);
+    const [header, ...rows] = table.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^GRAPH\s+STATE\s+TASKS\s+SUBMITTED\s+BY\s+STATUSES$/);
+    // Timestamps carry their zone.
+    expect(rows).toContainEqual(
+      expect.stringMatching(/^cli-graph\s+verified\s+3\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+cli-test\s+3 verified$/),
+    );
+
+    const json = await runCli(['graphs', '--json', '--status', 'verified', '--limit', '5'], env);
+    expect(json.code, json.output).toBe(0);
+    const graphs = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const listed = graphs.find((g) => g.id === 'cli-graph');
+    expect(listed).toMatchObject({ state: 'verified', tasks: 3, submittedBy: 'cli-test', counts: { verified: 3, failed: 0 } });
+    expect(Date.parse(listed!.submittedAt as string)).not.toBeNaN();
+    expect(listed!.submittedAt).toMatch(/Z$/);
+    expect(graphs.every((g) => g.state === 'verified')).toBe(true);
+
+    const none = await runCli(['graphs', '--status', 'failed', '--json'], env);
+    expect(none.code, none.output).toBe(0);
+    expect(none.stdout).toBe('');
+  });
+
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {
     const before = await graphCount();
     const file = await graphFile('bad.yaml', {

@@ -1,6 +1,8 @@
 // Bindings of src/db/functions/reads.sql: what components read (SPEC S1), each through a function.
+import { GRAPH_LIST_LIMIT_DEFAULT } from '../../config.js';
 import type { GraphSpec } from '../../tasks/graphSpec.js';
-import type { TaskEvent, TaskRow } from '../../tasks/types.js';
+import { TASK_STATUSES, type GraphState, type TaskStatus } from '../../tasks/states.js';
+import type { GraphSummary, TaskEvent, TaskRow } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 import { callStore } from '../storeCall.js';
 import { toToolCallRow, type ToolCallRow } from './toolCalls.js';
@@ -46,6 +48,39 @@ export async function graphRead(db: Queryable, graphId: string): Promise<GraphSp
 export async function graphReadSource(db: Queryable, graphId: string): Promise<{ repo?: string; base: string }> {
   const [row] = await callStore<{ repo: string | null; base: string }>(db, 'graph_read_source', [graphId]);
   return { ...(row!.repo === null ? {} : { repo: row!.repo }), base: row!.base };
+}
+
+/** Which graphs `graphList` returns. */
+export interface GraphListFilter {
+  /** Only graphs in this state. (Default: any) */
+  state?: GraphState;
+  /** Only graphs submitted this long ago or later, by the database clock. (Default: any age) */
+  submittedWithinMs?: number;
+  /** At most this many, newest first. (Default: GRAPH_LIST_LIMIT_DEFAULT, 50) */
+  limit?: number;
+}
+
+type GraphListRecord = {
+  id: string;
+  submitted_by: string;
+  submitted_at: Date;
+  tasks: number;
+  counts: Record<string, number>;
+  state: GraphState;
+};
+
+/** Graphs newest first, each with its task count, how many tasks are in each status, and its state. */
+export async function graphList(db: Queryable, filter: GraphListFilter = {}): Promise<GraphSummary[]> {
+  const within = filter.submittedWithinMs === undefined ? null : `${filter.submittedWithinMs} milliseconds`;
+  const rows = await callStore<GraphListRecord>(db, 'graph_list', [filter.state ?? null, within, filter.limit ?? GRAPH_LIST_LIMIT_DEFAULT]);
+  return rows.map((r) => ({
+    id: r.id,
+    submittedBy: r.submitted_by,
+    submittedAt: r.submitted_at.toISOString(),
+    tasks: r.tasks,
+    counts: Object.fromEntries(TASK_STATUSES.map((s) => [s, r.counts[s] ?? 0])) as Record<TaskStatus, number>,
+    state: r.state,
+  }));
 }
 
 type SubjectKind = 'task' | 'object' | 'graph';
