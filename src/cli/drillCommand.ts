@@ -13,13 +13,14 @@ import type { Log } from '../log.js';
 import { parseNonNegativeInt, parsePositiveInt } from './options.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 
-function printResults(results: DrillResult[], log: Log): void {
+/** One line per drill on stdout, each followed by its violations, indented. */
+function printResults(results: DrillResult[]): void {
   for (const r of results) {
     const figures = Object.entries(r.figures)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
     process.stdout.write(`${r.drill}  ${r.passed ? 'PASS' : 'FAIL'}  ${r.title.padEnd(44)}  ${figures}\n`);
-    for (const v of r.violations) log(`    ${v}`);
+    for (const v of r.violations) process.stdout.write(`    ${v}\n`);
   }
 }
 
@@ -189,7 +190,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
           );
         }
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-        else printResults(results, log);
+        else printResults(results);
         if (results.some((r) => !r.passed)) process.exitCode = 1;
       } finally {
         await open.close();

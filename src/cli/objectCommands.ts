@@ -208,7 +208,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
       const input = { key, baseVersion: opts.baseVersion, note: opts.note, ...(await contentOf(opts)) };
       const suggested = await perform(opts, 'object.suggest', input, (db, actor, store) => store.suggestObjectChange(db, actor, input));
       if (!suggested) return;
-      log(`suggestion ${suggested.suggestionId}`);
+      process.stdout.write(`suggestion ${suggested.suggestionId}\n`);
       state(suggested.state);
     });
 
@@ -229,7 +229,9 @@ export function registerObjectCommands(program: Command, log: Log): void {
       const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
       await withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
         const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
-        for (const s of swept) log(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}`);
+        for (const s of swept) {
+          process.stdout.write(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}\n`);
+        }
         log(`${swept.length} silent holder(s) reclaimed`);
       });
     },

@@ -32,16 +32,22 @@ const isSettled = (tasks: TaskRow[], policy: GraphPolicy) =>
       ((t.status === 'blocked' || t.status === 'stale') && tasks.some((u) => u.status === 'failed')),
   );
 
-/** Prints the graph's tasks whenever they change, until every task is settled; true when all verified. */
-async function watchGraph(client: BatonClient, graphId: string, log: Log, options: { follow: boolean }): Promise<boolean> {
+/** Writes a line on stdout, where a command's data goes (messages go to the log, stderr). */
+const printLine: Log = (line) => process.stdout.write(`${line}\n`);
+
+/**
+ * Prints the graph's tasks to `out` whenever they change, until every task is settled; true when
+ * all are verified.
+ */
+async function watchGraph(client: BatonClient, graphId: string, out: Log, options: { follow: boolean }): Promise<boolean> {
   const { policy } = await client.graph(graphId);
   let last = '';
   for (;;) {
     const tasks = await client.graphTasks(graphId);
     const view = formatTasks(tasks);
     if (view !== last) {
-      log(`\n[${new Date().toISOString().slice(11, 19)}] graph ${graphId}: ${summarise(tasks)}`);
-      log(view);
+      out(`\n[${new Date().toISOString().slice(11, 19)}] graph ${graphId}: ${summarise(tasks)}`);
+      out(view);
       last = view;
     }
     if (!options.follow || isSettled(tasks, policy)) return tasks.every((t) => t.status === 'verified');
@@ -63,8 +69,9 @@ export function registerTaskCommands(program: Command, log: Log): void {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         const graph = await client.submitGraph(input, operatorActor(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
-        process.stdout.write(`${graph.id}\n`);
+        printLine(graph.id);
         log(`Submitted graph ${graph.id} with ${graph.tasks.length} task(s). Follow it with: npx baton status ${graph.id}`);
+        // The progress goes to stderr: stdout carries the graph's id alone, for a script to read.
         if (opts.watch && !(await watchGraph(client, graph.id, log, { follow: true }))) process.exitCode = 1;
       });
     });
@@ -101,8 +108,8 @@ export function registerTaskCommands(program: Command, log: Log): void {
         const outcome = isTaskId(id)
           ? await client.cancelTask(id, operatorActor(), opts.reason)
           : await client.cancelGraph(id, operatorActor(), opts.reason);
-        log(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
-        for (const t of outcome.left) log(`Left ${t.taskId} as it is (${t.status}).`);
+        printLine(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
+        for (const t of outcome.left) printLine(`Left ${t.taskId} as it is (${t.status}).`);
       });
     });
 
@@ -111,11 +118,16 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .description('show the tasks of a graph, live until every task is verified, failed or blocked behind a failure')
     .argument('<graph>', 'graph id')
     .option('--no-follow', 'print once and exit')
-    .action(async (graphId: string, opts: { follow: boolean }) => {
+    .addOption(jsonOption('the tasks once, one JSON object per line (implies --no-follow)'))
+    .action(async (graphId: string, opts: { follow: boolean; json?: boolean }) => {
       const { withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
-        const allVerified = await watchGraph(client, graphId, log, { follow: opts.follow });
+        if (opts.json) {
+          for (const t of await client.graphTasks(graphId)) printLine(JSON.stringify(t));
+          return;
+        }
+        const allVerified = await watchGraph(client, graphId, printLine, { follow: opts.follow });
         if (opts.follow && !allVerified) process.exitCode = 1;
       });
     });
@@ -132,8 +144,8 @@ export function registerTaskCommands(program: Command, log: Log): void {
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: false });
         const graphs = await client.graphs({ state: opts.status, submittedWithinMs: opts.since, limit: opts.limit });
-        if (opts.json) for (const g of graphs) process.stdout.write(`${JSON.stringify(g)}\n`);
-        else if (graphs.length) process.stdout.write(`${formatGraphs(graphs)}\n`);
+        if (opts.json) for (const g of graphs) printLine(JSON.stringify(g));
+        else if (graphs.length) printLine(formatGraphs(graphs));
         else log('no graphs');
       });
     });
@@ -151,8 +163,8 @@ export function registerTaskCommands(program: Command, log: Log): void {
           await client.task(id); // NotFoundError names a mistyped task
         else await client.graphTasks(id);
         const events = await client.events(id);
-        if (opts.json) for (const e of events) process.stdout.write(`${JSON.stringify(e)}\n`);
-        else process.stdout.write(`${formatEvents(events, { showSubject: !isTaskId(id) })}\n`);
+        if (opts.json) for (const e of events) printLine(JSON.stringify(e));
+        else printLine(formatEvents(events, { showSubject: !isTaskId(id) }));
       });
     });
 }

@@ -71,9 +71,23 @@ describe('baton submit, status and events', () => {
     expect(submit.stdout.trim()).toBe('cli-graph');
     expect(submit.output).toMatch(/3 verified/);
 
+    // The table is data: stdout, with nothing on stderr.
     const status = await runCli(['status', 'cli-graph', '--no-follow'], env);
     expect(status.code, status.output).toBe(0);
-    expect(status.output).toMatch(/check\s+verified\s+\S+\s+v1\s+1\s+[0-9a-f]{10}\s+write/);
+    expect(status.stdout).toMatch(/graph cli-graph: 3 verified\n/);
+    expect(status.stdout).toMatch(/check\s+verified\s+\S+\s+v1\s+1\s+[0-9a-f]{10}\s+write/);
+    expect(status.stderr).toBe('');
+    const json = await runCli(['status', 'cli-graph', '--json'], env);
+    expect(json.code, json.output).toBe(0);
+    const tasks = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { key: string; status: string; dependsOn: string[] });
+    expect(tasks.map((t) => [t.key, t.status, t.dependsOn])).toEqual([
+      ['check', 'verified', ['write']],
+      ['env', 'verified', []],
+      ['write', 'verified', []],
+    ]);
 
     const events = await runCli(['events', 'cli-graph/check'], env);
     expect(events.code, events.output).toBe(0);
@@ -111,6 +125,17 @@ describe('baton submit, status and events', () => {
     const none = await runCli(['graphs', '--status', 'failed', '--json'], env);
     expect(none.code, none.output).toBe(0);
     expect(none.stdout).toBe('');
+  });
+
+  it('cancel prints what it cancelled and what it left on stdout', async () => {
+    const cancel = await runCli(['cancel', 'cli-graph', '--reason', 'done already'], env);
+    expect(cancel.code, cancel.output).toBe(0);
+    expect(cancel.stdout.trimEnd().split('\n')).toEqual([
+      'Cancelled 0 task(s).',
+      'Left cli-graph/check as it is (verified).',
+      'Left cli-graph/env as it is (verified).',
+      'Left cli-graph/write as it is (verified).',
+    ]);
   });
 
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {

@@ -45,22 +45,26 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv, command?: Baton
   };
 }
 
-/** Runs `baton <args>` to completion. */
+/** Runs `baton <args>` to completion: its exit code, stdout and stderr, and both as they interleaved (`output`). */
 export async function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
   command?: BatonCommand,
-): Promise<{ code: number | null; output: string; stdout: string }> {
+): Promise<{ code: number | null; output: string; stdout: string; stderr: string }> {
   const child = spawnBaton(args, env, command);
   let stdout = '';
+  let stderr = '';
   let output = '';
   child.stdout!.on('data', (c: Buffer) => {
     stdout += c.toString();
     output += c.toString();
   });
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString();
+    output += c.toString();
+  });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, output, stdout };
+  return { code, output, stdout, stderr };
 }
 
 /** The environment of this process without baton's deployment variables, plus `extra`. */
