@@ -1,14 +1,17 @@
 // Errors a caller handles differently, one class each, on one base: `BatonError` carries a stable
 // `code` and whether a retry can help. What reacts to an error derives it from those two: the
 // activity failure (activities/failures.ts: type = class name, non-retryable unless `retryable`),
-// the HTTP status and the exit code of `baton tool call` (ERROR_RESPONSES below, one row per code).
+// the HTTP status and the exit code of a failed `baton` command (ERROR_RESPONSES below, one row per code).
 // Conditions raised inside SQL carry a custom SQLSTATE (BTnnn), mapped to these classes in
 // `fromDatabaseError` and nowhere else.
 
-/** How an error is answered outside the process: over HTTP, and by `baton tool call`'s exit code. */
+/** How an error is answered outside the process: over HTTP, and by the exit code of the `baton` command it ended. */
 export interface ErrorResponse {
   httpStatus: number;
-  /** 2 the call is wrong; 3 the claim or role moved, stop; 4 the tool refused; 5 outcome unknown. */
+  /**
+   * 1 a fault of baton or its deployment; 2 the call is wrong; 3 the claim or role moved, stop;
+   * 4 the tool refused; 5 outcome unknown.
+   */
   exitCode: number;
 }
 

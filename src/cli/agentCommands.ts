@@ -4,7 +4,7 @@ import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/limits.js';
 import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operationNames.js';
 import type { NoteGrants } from '../api/tokens.js';
-import { errorResponseOf } from '../errors.js';
+import { errorResponseOf, InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.js';
 import { parseLifetime, parseScopes } from './tokenOptions.js';
@@ -31,7 +31,8 @@ export function requireAgentEndpoint(): AgentEndpoint {
  * tool refused, 5 outcome unknown); no answer at all exits 5 unless the call surely never arrived.
  */
 export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: string, input: unknown): Promise<unknown> {
-  if (!isOperationName(operation)) throw new Error(`no operation ${operation}; the operations are ${OPERATION_NAMES.join(', ')}`);
+  if (!isOperationName(operation))
+    throw new InvalidInputError(`no operation ${operation}; the operations are ${OPERATION_NAMES.join(', ')}`);
   try {
     return await callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS);
   } catch (error) {
@@ -175,7 +176,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
       try {
         parsed = input === undefined ? {} : JSON.parse(input);
       } catch (error) {
-        throw new Error(`the input is not JSON: ${(error as Error).message}`);
+        throw new InvalidInputError(`the input is not JSON: ${(error as Error).message}`);
       }
       const result = await cliCall(log, requireAgentEndpoint(), operation, parsed);
       if (process.exitCode === undefined) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -16,6 +16,7 @@ import {
   TEMPORAL_ADDRESS_ENV,
 } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
+import { InvalidInputError } from '../errors.js';
 import { asLogin } from '../db/logins.js';
 import { createPool } from '../db/pool.js';
 import { RolesMissingError } from '../db/roles.js';
@@ -37,7 +38,7 @@ export function operatorActor(): string {
 /** The identity a shared-object command acts as: `--as`, else `BATON_ACTOR`; never guessed. */
 export function declaredActor(as: string | undefined): string {
   const actor = as ?? readEnv(BATON_ACTOR_ENV);
-  if (!actor) throw new Error(`say who you are: --as <actor> or ${BATON_ACTOR_ENV} (in production, the agent's token decides)`);
+  if (!actor) throw new InvalidInputError(`say who you are: --as <actor> or ${BATON_ACTOR_ENV} (in production, the agent's token decides)`);
   return actor;
 }
 

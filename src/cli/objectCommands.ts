@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { BATON_ACTOR_ENV, DATABASE_URL_ENV } from '../config.js';
 import type { Queryable } from '../db/queryable.js';
+import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { OBJECT_ACCESS_LEVELS, type ObjectAccess, type ObjectContent, type ObjectEvent, type ObjectState } from '../objects/types.js';
 import { agentEndpointFromEnv } from '../api/agentClient.js';
@@ -30,7 +31,7 @@ interface ContentOptions {
 
 async function contentOf(opts: ContentOptions): Promise<ObjectContent> {
   const given = [opts.content, opts.file, opts.ref].filter((v) => v !== undefined).length;
-  if (given !== 1) throw new Error('give exactly one of --content, --file and --ref');
+  if (given !== 1) throw new InvalidInputError('give exactly one of --content, --file and --ref');
   if (opts.ref !== undefined) return { contentRef: opts.ref };
   return { content: opts.content ?? (await readFile(opts.file!, 'utf8')) };
 }
@@ -94,7 +95,9 @@ export function registerObjectCommands(program: Command, log: Log): void {
     const endpoint = agentEndpointFromEnv();
     if (endpoint) {
       if (opts.as !== undefined)
-        throw new Error(`--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`);
+        throw new InvalidInputError(
+          `--as is for administrators on the database; with ${AGENT_TOKEN_ENV} set, the token decides who you are`,
+        );
       return (await cliCall(log, endpoint, operation, input)) as T | undefined;
     }
     const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);

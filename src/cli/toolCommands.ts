@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { cliCall, requireAgentEndpoint } from './agentCommands.js';
@@ -11,12 +12,12 @@ import { jsonOption } from './options.js';
 // it under another step), 1 anything else.
 
 async function paramsOf(opts: { params?: string; paramsFile?: string }): Promise<unknown> {
-  if (opts.params !== undefined && opts.paramsFile !== undefined) throw new Error('give --params or --params-file, not both');
+  if (opts.params !== undefined && opts.paramsFile !== undefined) throw new InvalidInputError('give --params or --params-file, not both');
   const text = opts.paramsFile !== undefined ? await readFile(opts.paramsFile, 'utf8') : (opts.params ?? 'null');
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`params are not JSON: ${(error as Error).message}`);
+    throw new InvalidInputError(`params are not JSON: ${(error as Error).message}`);
   }
 }
 

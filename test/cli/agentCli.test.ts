@@ -35,7 +35,7 @@ describe('baton token, baton serve and the agent CLI', () => {
     expect(created.output).toMatch(/token tok_[0-9a-f]{16} for cli-agent, scopes objects, read, expires 20\d\d-/);
     const tokenId = /token (tok_[0-9a-f]{16})/.exec(created.output)![1]!;
     const bad = await runCli(['token', 'create', 'x', '--scope', 'read,wrte'], operator);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.output).toMatch(/scope wrte: scopes are read, notes, objects, submit, admin/);
 
     const port = await freePort();

@@ -69,7 +69,7 @@ describe('commands that do not migrate', () => {
       expect(migrate.output).toMatch(/Applied \d+ migration\(s\); 0 were already applied\./);
 
       const status = await runCli(['status', 'nope', '--no-follow'], env);
-      expect(status.code).toBe(1);
+      expect(status.code).toBe(2);
       expect(status.output).toMatch(/graph nope does not exist/);
 
       const { rows } = await db.pool.query<{ id: number; name: string }>(

@@ -149,8 +149,8 @@ describe('baton submit, status and events', () => {
       ],
     });
     const result = await runCli(['submit', file], env);
-    expect(result.code).toBe(1);
-    expect(result.output).toContain(
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
       [
         'baton: invalid input: the graph has 6 problems:',
         "  - unknown key 'polcy' (did you mean 'policy'?)",
@@ -158,7 +158,7 @@ describe('baton submit, status and events', () => {
         "  - task 'c': unknown key 'run.comand' (did you mean 'run.command'?)",
         "  - task 'c': run must name exactly one of command, function or pool",
         "  - task 'b': unknown dependency 'ghost'",
-        '  - dependency cycle: a -> b -> a',
+        '  - dependency cycle: a -> b -> a\n',
       ].join('\n'),
     );
     const duplicate = await runCli(
@@ -168,13 +168,52 @@ describe('baton submit, status and events', () => {
       ],
       env,
     );
-    expect(duplicate.output).toMatch(/graph cli-graph already exists/);
+    expect(duplicate.code).toBe(2);
+    expect(duplicate.stderr).toMatch(/^baton: invalid input: .*graph cli-graph already exists\n$/);
     expect(await graphCount()).toBe(before);
   });
+});
 
-  it('says which task does not exist', async () => {
-    const result = await runCli(['events', 'cli-graph/nope'], env);
+describe('refusals', () => {
+  it('are one line on stderr with the exit code of their error, and the stack only with --verbose', async () => {
+    // NotFoundError and InvalidInputError exit 2 (ERROR_RESPONSES): the call is wrong.
+    const refusals: Array<[string[], NodeJS.ProcessEnv, string]> = [
+      [['events', 'cli-graph/nope'], env, 'task cli-graph/nope does not exist'],
+      [['events', 'nosuchgraph'], env, 'graph nosuchgraph does not exist'],
+      [['status', 'nosuchgraph', '--json'], env, 'graph nosuchgraph does not exist'],
+      [['rerun', 'cli-graph/nope', '--reason', 'test'], env, 'task cli-graph/nope does not exist'],
+      [['object', 'show', 'k'], { ...env, BATON_ACTOR: '' }, 'invalid input: say who you are: --as <actor> or BATON_ACTOR'],
+    ];
+    for (const [args, refusalEnv, message] of refusals) {
+      const result = await runCli(args, refusalEnv);
+      expect(result.code, result.output).toBe(2);
+      expect(result.stdout, args.join(' ')).toBe('');
+      // Exactly one line, beginning with the message.
+      expect(result.stderr, args.join(' ')).toMatch(/^baton: [^\n]+\n$/);
+      expect(result.stderr, args.join(' ')).toContain(`baton: ${message}`);
+    }
+
+    const verbose = await runCli(['--verbose', 'events', 'nosuchgraph'], env);
+    expect(verbose.code).toBe(2);
+    const [line, ...stack] = verbose.stderr.trimEnd().split('\n');
+    expect(line).toBe('baton: graph nosuchgraph does not exist');
+    expect(stack[0]).toBe('NotFoundError: graph nosuchgraph does not exist');
+    expect(stack).toContainEqual(expect.stringMatching(/^ {4}at .*src\/db\/storeCall\.ts/));
+    // After the command too, as a global option.
+    expect((await runCli(['events', 'nosuchgraph', '--verbose'], env)).stderr).toMatch(/^NotFoundError: .*\n {4}at /m);
+  });
+
+  it('of what baton did not expect are one line and a hint to use --verbose, exit 1', async () => {
+    const unreachable = { ...env, DATABASE_URL: 'postgresql://nobody:nothing@127.0.0.1:1/none' };
+    const result = await runCli(['events', 'nosuchgraph'], unreachable);
     expect(result.code).toBe(1);
-    expect(result.output).toMatch(/task cli-graph\/nope does not exist/);
+    expect(result.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^baton: cannot reach Postgres at DATABASE_URL: connect ECONNREFUSED/),
+      'baton: run again with --verbose to see the stack trace',
+    ]);
+    const verbose = await runCli(['events', 'nosuchgraph', '--verbose'], unreachable);
+    expect(verbose.code).toBe(1);
+    expect(verbose.stderr).toMatch(/^Error: cannot reach Postgres[^\n]*\n {4}at /m);
+    expect(verbose.stderr).not.toContain('run again with --verbose');
   });
 });

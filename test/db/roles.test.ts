@@ -161,7 +161,7 @@ describe('least-privilege roles (S1)', () => {
         ['login', taken, '--role', 'reader'],
         cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }),
       );
-      expect(refused.code).toBe(1);
+      expect(refused.code).toBe(2);
       expect(refused.output).toMatch(why);
     }
     const made = await runCli(['login', name, '--role', 'reader'], cleanEnv({ DATABASE_URL: db.url, BATON_LOGIN_PASSWORD: password }));
