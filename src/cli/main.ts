@@ -1,6 +1,6 @@
 // The `baton` command. Only commander, the option parsers and the command definitions load at
 // start; each command loads what it needs when it runs, so `baton --help` and `baton api` start
-// in a blink (docs/cli.md).
+// in a blink.
 import { inspect } from 'node:util';
 import { Command, Option } from 'commander';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
@@ -65,6 +65,9 @@ const program = new Command()
       'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
   .version(packageVersion(), '-V, --version', 'print the version of baton')
+  // baton's own options come before the command (`baton --verbose status g1`), so a command's
+  // options of the same name (`object write --version <n>`) stay the command's.
+  .enablePositionalOptions()
   .option('--verbose', 'when a command fails, print the error with its stack trace')
   .showHelpAfterError();
 
