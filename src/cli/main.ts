@@ -200,7 +200,10 @@ program
   .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
   .addOption(taskQueueOption('task queue to poll (workflows, runs and verifications)'))
   .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
-  .option('--workflow-bundle <file>', 'prebuilt workflow bundle (default: bundle the workflows at start)')
+  .option(
+    '--workflow-bundle <file>',
+    "prebuilt workflow bundle (default: the installed package's own, else the workflows bundled at start)",
+  )
   .addOption(noMigrateOption())
   .addOption(agentUserFlag())
   .addOption(agentSandboxFlag())
