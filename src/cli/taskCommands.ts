@@ -46,7 +46,7 @@ async function watchGraph(client: BatonClient, graphId: string, out: Log, option
     const tasks = await client.graphTasks(graphId);
     const view = formatTasks(tasks);
     if (view !== last) {
-      out(`\n[${new Date().toISOString().slice(11, 19)}] graph ${graphId}: ${summarise(tasks)}`);
+      out(`\n[${new Date().toISOString().slice(11, 19)}Z] graph ${graphId}: ${summarise(tasks)}`);
       out(view);
       last = view;
     }

@@ -61,7 +61,7 @@ export function formatGraphs(graphs: GraphSummary[]): string {
 export function formatEvents(events: TaskEvent[], options: { showSubject: boolean }): string {
   if (events.length === 0) return '(no events)';
   return table([
-    ['TIME', ...(options.showSubject ? ['TASK'] : []), 'EVENT', 'ACTOR', 'CLAIM', 'DETAILS'],
+    ['TIME (UTC)', ...(options.showSubject ? ['TASK'] : []), 'EVENT', 'ACTOR', 'CLAIM', 'DETAILS'],
     ...events.map((e) => [
       e.at.replace('T', ' ').replace('Z', ''),
       ...(options.showSubject ? [keyOf(e.subjectId) || e.subjectId] : []),
