@@ -33,8 +33,36 @@ export interface TemporalDevServer {
   stop(): Promise<void>;
 }
 
-/** Starts `temporal server start-dev` and waits until its frontend answers. */
+/**
+ * Starts of one server a port taken under it may cost: the dev server picks its HTTP API and
+ * metrics ports itself, and on a busy machine another process can take one between its pick and
+ * its bind (and a port given to it may still be held by a process on its way out).
+ */
+const PORT_TAKEN_ATTEMPTS = 3;
+const PORT_TAKEN = /bind: address already in use/;
+
+/**
+ * Starts `temporal server start-dev` and waits until its frontend answers; starts it again when it
+ * stops at once because a port was taken (at most PORT_TAKEN_ATTEMPTS starts).
+ */
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (attempt >= PORT_TAKEN_ATTEMPTS || !message.startsWith(EXITED_EARLY) || !PORT_TAKEN.test(message)) throw error;
+      const taken = /listen tcp ([\d.:]+): bind: address already in use/.exec(message)?.[1] ?? 'a port';
+      (options.log ?? silentLog)(
+        `The Temporal dev server stopped at start: ${taken} was taken. Starting it again (start ${attempt + 1} of ${PORT_TAKEN_ATTEMPTS}) ...`,
+      );
+    }
+  }
+}
+
+const EXITED_EARLY = 'temporal server start-dev exited early';
+
+async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const log = options.log ?? silentLog;
   const namespace = options.namespace ?? 'default';
   const port = options.port ?? (await freePort());
@@ -55,7 +83,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   let exited: Error | undefined;
   const exitedPromise = new Promise<void>((resolve) => {
     child.once('exit', (code, signal) => {
-      exited = new Error(`temporal server start-dev exited early (code ${code}, signal ${signal}):\n${output.trim()}`);
+      exited = new Error(`${EXITED_EARLY} (code ${code}, signal ${signal}):\n${output.trim()}`);
       resolve();
     });
   });
