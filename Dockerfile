@@ -1,18 +1,37 @@
-# baton worker image; docker-compose.yml runs it as `baton-worker`.
-FROM node:20.20-bookworm-slim
+# baton worker image; docker-compose.yml runs it as `baton-worker`. It is built the way a team
+# installs baton: the packed package, installed beside the Temporal SDK (baton's peer dependency).
+FROM node:20.20-bookworm-slim AS pack
 
-WORKDIR /app
-
+WORKDIR /src
 COPY package.json package-lock.json ./
-# tsx (runs the TypeScript sources) is a regular dependency, so dev dependencies can be left out.
-RUN npm ci --omit=dev && npm cache clean --force
+RUN npm ci --no-audit --no-fund
 
-# One COPY per directory: a multi-source COPY would merge their contents into /app.
+# One COPY per directory: a multi-source COPY would merge their contents into one folder.
 COPY bin ./bin
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
-COPY tsconfig.json ./
+COPY scripts ./scripts
+COPY docs ./docs
+COPY tsconfig.json tsconfig.build.json README.md LICENSE CHANGELOG.md ./
+# npm pack builds dist/ first (compiled code, SQL, prebuilt workflow bundle).
+RUN npm pack --pack-destination /tmp && mv /tmp/batonhq-baton-*.tgz /tmp/baton.tgz
+
+FROM node:20.20-bookworm-slim
+
+# The Temporal SDK version baton is developed and tested against (package.json's devDependencies).
+ARG TEMPORAL_SDK_VERSION=1.24.0
+
+WORKDIR /app
+COPY --from=pack /tmp/baton.tgz /tmp/baton.tgz
+# No optional dependencies: an image talks to the Postgres it is given, never an embedded one.
+RUN echo '{"name":"baton-worker","private":true}' > package.json \
+  && npm install --omit=optional --no-audit --no-fund /tmp/baton.tgz \
+     @temporalio/activity@${TEMPORAL_SDK_VERSION} @temporalio/client@${TEMPORAL_SDK_VERSION} \
+     @temporalio/common@${TEMPORAL_SDK_VERSION} @temporalio/envconfig@${TEMPORAL_SDK_VERSION} \
+     @temporalio/worker@${TEMPORAL_SDK_VERSION} @temporalio/workflow@${TEMPORAL_SDK_VERSION} \
+  && npm cache clean --force && rm /tmp/baton.tgz \
+  && ln -s node_modules/@batonhq/baton/bin bin
 
 # baton creates its state folder on start even when DATABASE_URL/TEMPORAL_ADDRESS are set;
 # /app is root-owned, so point it somewhere the node user can write.

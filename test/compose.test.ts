@@ -181,6 +181,21 @@ describe('docker-compose.yml: the production topology', () => {
     expect(from, 'Dockerfile FROM image').toMatch(/^(docker\.io\/)?(library\/)?node:20(?:[.-]|$)/);
   });
 
+  it('installs the packed package beside the Temporal SDK version baton is tested against', () => {
+    const dockerfile = readFileSync(dockerfileUrl, 'utf8');
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      devDependencies: Record<string, string>;
+      peerDependencies: Record<string, string>;
+    };
+    expect(dockerfile).toMatch(/RUN npm pack /);
+    expect(/ARG TEMPORAL_SDK_VERSION=(\S+)/.exec(dockerfile)?.[1]).toBe(manifest.devDependencies['@temporalio/worker']);
+    // Every required peer (the SDK's packages) is installed at that version; none is left to chance.
+    for (const name of Object.keys(manifest.peerDependencies).filter((n) => n !== '@temporalio/testing'))
+      expect(dockerfile, name).toContain(`${name}@\${TEMPORAL_SDK_VERSION}`);
+    // The compose services run `node bin/baton.js ...` in /app: the image links the package's bin there.
+    expect(dockerfile).toMatch(/ln -s node_modules\/@batonhq\/baton\/bin bin/);
+  });
+
   it('only depends on services it defines', () => {
     const defined = Object.keys(services);
     for (const name of defined) {
