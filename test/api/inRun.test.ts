@@ -30,7 +30,7 @@ describe('the agent API inside a run', () => {
       'set -e',
       'baton api context > context.json',
       `baton api note.add '{"text":"taking the plan"}' > note.json`,
-      `baton object take ${key} --reason "editing" 2> take.txt`,
+      `baton object take ${key} --reason "editing" > take.txt`,
       // Naming someone else: as a field, and with --as; both refused.
       `if baton api note.add '{"text":"x","actor":"lead"}' 2> forged-field.txt; then echo accepted >> forged-field.txt; fi`,
       `if baton object take ${key} --as lead 2> forged-as.txt; then echo accepted >> forged-as.txt; fi`,
