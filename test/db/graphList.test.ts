@@ -2,36 +2,16 @@
 // them (GRAPH_STATES), narrowed by state and age; a read the client and reader roles may call.
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
-import { taskClaim } from '../../src/db/sql/claims.js';
 import { taskSetStatus } from '../../src/db/sql/graphs.js';
-import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
 import { graphList } from '../../src/db/sql/reads.js';
-import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { InsufficientPrivilegeError, InvalidInputError } from '../../src/errors.js';
 import { GRAPH_STATES, TASK_STATUSES, type GraphState, type TaskStatus } from '../../src/tasks/states.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
-import { artifact, LEASE_MS } from '../helpers/tasks.js';
+import { verifyTask } from '../helpers/tasks.js';
 
 const db = useTestDatabase();
-
-/** Claims, submits and passes a task at `revision`, through the store's own functions. */
-async function verify(taskId: string, revision: string): Promise<void> {
-  const claim = (await taskClaim(db.pool, taskId, 'agent', LEASE_MS))!;
-  await taskSubmit(db.pool, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
-  await verificationStart(db.pool, taskId, 'verifier');
-  await verificationRecord(db.pool, {
-    taskId,
-    verifier: 'verifier',
-    claimVersion: claim.claimVersion,
-    revision,
-    command: 'check',
-    exitCode: 0,
-    outputDigest: 'sha256:x',
-    outputTail: '',
-  });
-}
 
 const setStatus = (taskId: string, to: TaskStatus, kind: string) =>
   taskSetStatus(db.pool, { taskId, actor: 'operator', to, kind, reason: 'test' });
@@ -50,8 +30,8 @@ async function listed(ids: string[], filter: Parameters<typeof graphList>[1] = {
 describe('baton.graph_list', () => {
   it('counts every status of each graph and derives its state, the first of GRAPH_STATES that holds', async () => {
     const verified = await insertGraph(db.pool, { a: [], b: ['a'] });
-    await verify(taskIdOf(verified, 'a'), 'rev-1');
-    await verify(taskIdOf(verified, 'b'), 'rev-1');
+    await verifyTask(db.pool, taskIdOf(verified, 'a'), 'rev-1');
+    await verifyTask(db.pool, taskIdOf(verified, 'b'), 'rev-1');
 
     const running = await insertGraph(db.pool, { a: [], b: ['a'] });
     // A failed task elsewhere in the graph: work still goes on, so it is running, not failed.
@@ -68,10 +48,10 @@ describe('baton.graph_list', () => {
 
     // Under policy `mark`, a dependent verified on a superseded revision waits for a rerun.
     const stale = await insertGraph(db.pool, { up: [], down: ['up'] }, { policy: { onUpstreamChange: 'mark' } });
-    await verify(taskIdOf(stale, 'up'), 'rev-1');
-    await verify(taskIdOf(stale, 'down'), 'rev-1');
+    await verifyTask(db.pool, taskIdOf(stale, 'up'), 'rev-1');
+    await verifyTask(db.pool, taskIdOf(stale, 'down'), 'rev-1');
     await setStatus(taskIdOf(stale, 'up'), 'ready', 'rerun_requested');
-    await verify(taskIdOf(stale, 'up'), 'rev-2');
+    await verifyTask(db.pool, taskIdOf(stale, 'up'), 'rev-2');
 
     // Test-only: no store move leaves only blocked tasks behind for long; the owner puts one there.
     const blocked = await insertGraph(db.pool, { a: [] });

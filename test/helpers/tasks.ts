@@ -44,6 +44,23 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
   return taskRead(db, taskId);
 }
 
+/** Claims, submits and passes the ready task `taskId` at `revision`, through the store's own functions. */
+export async function verifyTask(db: Queryable, taskId: string, revision: string): Promise<void> {
+  const claim = (await taskClaim(db, taskId, 'agent', LEASE_MS))!;
+  await taskSubmit(db, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
+  await verificationStart(db, taskId, 'verifier');
+  await verificationRecord(db, {
+    taskId,
+    verifier: 'verifier',
+    claimVersion: claim.claimVersion,
+    revision,
+    command: 'check',
+    exitCode: 0,
+    outputDigest: 'sha256:x',
+    outputTail: '',
+  });
+}
+
 /** One task in each situation a claim must tell apart. */
 export async function makeSelectionOfTasks(db: Queryable) {
   const claimable = await insertTask(db, { status: 'ready' });
