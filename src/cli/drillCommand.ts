@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import {
   D5_AMBIGUOUS_CALLS_DEFAULT,
@@ -23,6 +23,10 @@ function printResults(results: DrillResult[]): void {
     for (const v of r.violations) process.stdout.write(`    ${v}\n`);
   }
 }
+
+/** The drills in the order `baton drill` runs them. */
+const DRILLS = ['D1', 'D2', 'D3', 'D4', 'D5', 'R1', 'R2'] as const;
+type DrillName = (typeof DRILLS)[number];
 
 interface DrillOptions {
   json?: boolean;
@@ -47,6 +51,9 @@ export function registerDrillCommand(program: Command, log: Log): void {
         "a Postgres and a Temporal dev server the drill starts for the purpose (the other half being the deployment's) " +
         'are restarted mid-graph; drill graphs are named d1-*, ..., r2-* (in a deployment they stay: its record is append-only); ' +
         'exits non-zero if any drill fails',
+    )
+    .addArgument(
+      new Argument('[drills...]', 'the drills to run, in this order whatever order they are named in (default: all)').choices(DRILLS),
     )
     .option('--json', 'print the results as JSON')
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
@@ -84,7 +91,9 @@ export function registerDrillCommand(program: Command, log: Log): void {
       parseNonNegativeInt,
       D5_KILL_TRIALS_DEFAULT,
     )
-    .action(async (opts: DrillOptions) => {
+    .action(async (named: DrillName[], opts: DrillOptions) => {
+      const selected = new Set<DrillName>(named.length ? named : DRILLS);
+      if (opts.restartTrials === 0) for (const restart of ['R1', 'R2'] as const) selected.delete(restart);
       const external = Boolean(readEnv(DATABASE_URL_ENV)) && Boolean(readEnv(TEMPORAL_ADDRESS_ENV));
       if (!external && (readEnv(DATABASE_URL_ENV) || readEnv(TEMPORAL_ADDRESS_ENV))) {
         // Half a deployment would leave drill tasks in a real database with no workflow to finish them.
@@ -133,7 +142,8 @@ export function registerDrillCommand(program: Command, log: Log): void {
         const restartsIn = (restartHome ??= await reachableDataFolder(batonHome(), 'drill-restarts-'));
         const temporal = await open.temporal();
         const results: DrillResult[] = [];
-        const step = async (name: string, run: () => Promise<DrillResult>) => {
+        const step = async (name: DrillName, run: () => Promise<DrillResult>) => {
+          if (!selected.has(name)) return;
           log(`Running ${name} ...`);
           results.push(await run());
         };
@@ -181,14 +191,16 @@ export function registerDrillCommand(program: Command, log: Log): void {
             log,
           }),
         );
-        if (opts.restartTrials > 0) {
-          const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
-          await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartsIn, 'r1'), temporal }));
-          const temporalCliPath = open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path;
-          await step('R2', () =>
-            runTemporalRestartDrill({ ...restarts, home: path.join(restartsIn, 'r2'), pool: open.pool, temporalCliPath }),
-          );
-        }
+        const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
+        await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartsIn, 'r1'), temporal }));
+        await step('R2', async () =>
+          runTemporalRestartDrill({
+            ...restarts,
+            home: path.join(restartsIn, 'r2'),
+            pool: open.pool,
+            temporalCliPath: open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path,
+          }),
+        );
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else printResults(results);
         if (results.some((r) => !r.passed)) process.exitCode = 1;

@@ -6,20 +6,20 @@ import { blindRetryGateway } from './brokenGateway.js';
 const stack = useTaskStack();
 
 describe('D5: repeat an external call after an uncertain outcome', () => {
-  // 500 calls in this process, each meeting one fault (reset, timeout, 5xx before or after the
-  // tool committed, owner lost mid-call and the task reclaimed), then three real worker processes
+  // 200 calls in this process, each meeting one fault (reset, timeout, 5xx before or after the
+  // tool committed, owner lost mid-call and the task reclaimed), then two real worker processes
   // SIGKILLed while the tool holds the answer to their call.
   it('reconciles every ambiguous call to a known outcome with zero duplicate effects', async () => {
     const result = await runToolReconciliationDrill({
       pool: stack.db.pool,
-      ambiguousCalls: 500,
-      kills: 3,
+      ambiguousCalls: 200,
+      kills: 2,
       temporal: stack.temporal.client,
       workerEnv: stack.workerEnv,
     });
     console.log(`D5 figures: ${JSON.stringify(result.figures)}`);
     expect(result.violations).toEqual([]);
-    expect(result.figures).toMatchObject({ ambiguous: 503, reconciled: 503, duplicateEffects: 0, workerKills: 3 });
+    expect(result.figures).toMatchObject({ ambiguous: 202, reconciled: 202, duplicateEffects: 0, workerKills: 2 });
     const { rows } = await stack.db.pool.query(
       "SELECT count(*)::int AS n FROM baton.tool_calls WHERE status NOT IN ('succeeded', 'reconciled_succeeded')",
     );
