@@ -4,7 +4,6 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/globalSetup.ts'],
-    setupFiles: ['test/setup.ts'],
     // Real servers on 2 cores take seconds, not ms, and a busy machine several times longer: tests
     // wait on states, so a timeout only stops a hang (speed is measured by `npm run bench`).
     testTimeout: 600_000,

@@ -3,7 +3,9 @@ import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
 import { healthCheckRead } from '../src/db/sql/reads.js';
 import { useTaskStack } from './helpers/taskStack.js';
-import { uniqueWorkflowId } from './helpers/temporal.js';
+import { installQuietTemporalRuntime, uniqueWorkflowId } from './helpers/temporal.js';
+
+installQuietTemporalRuntime();
 
 const stack = useTaskStack();
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
 import { createBatonWorker, type BatonWorker, type BatonWorkerOptions } from '../../src/worker.js';
@@ -16,8 +16,22 @@ export interface TestTemporal {
   close(): Promise<void>;
 }
 
+let runtimeInstalled = false;
+
+/**
+ * Installs this test file's Temporal runtime, logging warnings and failures only (worker state
+ * changes are logged at INFO). Call it before the file's first worker, connection or replay: only
+ * the files that run Temporal in-process load the worker SDK.
+ */
+export function installQuietTemporalRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  runtimeInstalled = true;
+}
+
 /** Connects to the run's Temporal server with a task queue private to the calling test file. */
 export async function connectTestTemporal(): Promise<TestTemporal> {
+  installQuietTemporalRuntime();
   const address = inject('temporalAddress');
   const namespace = inject('temporalNamespace');
   const connection = await Connection.connect({ address });

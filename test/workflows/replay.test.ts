@@ -5,6 +5,9 @@ import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { QUIET_BUNDLER_LOGGER } from '../../src/dev/workflowBundle.js';
+import { installQuietTemporalRuntime } from '../helpers/temporal.js';
+
+installQuietTemporalRuntime();
 
 // Saved by scripts/record-history.ts from a real run on the Temporal dev server.
 const fixture = new URL('../fixtures/healthCheckWorkflow.history.json', import.meta.url);

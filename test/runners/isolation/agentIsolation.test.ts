@@ -23,6 +23,7 @@ import { createBatonWorker } from '../../../src/worker.js';
 import type { Claim } from '../../../src/tasks/types.js';
 import { taskIdOf } from '../../../src/tasks/taskId.js';
 import type { HarnessConfig, HarnessReport } from '../hostileHarness.js';
+import { installQuietTemporalRuntime } from '../../helpers/temporal.js';
 import { runHarness, useHostileScene, workerFolders } from '../hostileScene.js';
 import { requireIsolationHost } from '../isolationHost.js';
 
@@ -386,6 +387,7 @@ describe('agentIsolationStatus (for baton doctor) and the start-up warning', () 
     expect(isolationWarning(status)).toMatch(/WARNING: agents are NOT isolated from the worker/);
     // The worker says so as it starts (here it then fails for want of a Temporal connection).
     const lines: string[] = [];
+    installQuietTemporalRuntime();
     const starting = createBatonWorker({
       connection: undefined as never,
       namespace: 'default',
