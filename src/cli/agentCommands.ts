@@ -85,16 +85,20 @@ export function registerAgentCommands(program: Command, log: Log): void {
         import('../api/agentApi.js'),
         import('../api/agentServer.js'),
       ]);
-      await withCliContext(log, { migrate: false, login: 'agent', applicationName: 'baton serve', poolSize: 10 }, async ({ pool }) => {
-        const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
-        const server = await startAgentServer(api, { host: opts.host, port: opts.port });
-        log(
-          `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`,
-        );
-        await untilSignal();
-        await server.close();
-        await api.close();
-      });
+      await withCliContext(
+        log,
+        { migrate: false, login: 'agent', requireRole: 'baton_agent', applicationName: 'baton serve', poolSize: 10 },
+        async ({ pool }) => {
+          const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
+          const server = await startAgentServer(api, { host: opts.host, port: opts.port });
+          log(
+            `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`,
+          );
+          await untilSignal();
+          await server.close();
+          await api.close();
+        },
+      );
     });
 
   const token = program.command('token').description('tokens of the agent API: each carries the identity every call made with it acts as');

@@ -19,7 +19,7 @@ import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
 import { InvalidInputError } from '../errors.js';
 import { asLogin } from '../db/logins.js';
 import { createPool } from '../db/pool.js';
-import { RolesMissingError } from '../db/roles.js';
+import { requireGroupMember, RolesMissingError, type GroupRole } from '../db/roles.js';
 import { DEV_LOGINS, devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
 import { devPostgresDataDir, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
 import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
@@ -71,6 +71,8 @@ export interface CliContextOptions {
    * given; 'admin' keeps the login that migrated (the drill's harness). (Default: 'client')
    */
   login?: DevComponent | 'admin';
+  /** Refuse, at start, a login that is not in this group role (nor the owner's, nor a superuser). */
+  requireRole?: GroupRole;
 }
 
 export interface CliContext {
@@ -131,6 +133,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
         pool = createPool(databaseUrl, poolOptions);
       }
     }
+    if (options.requireRole) await requireGroupMember(pool, options.requireRole);
   } catch (error) {
     await pool.end();
     await stack?.stop();

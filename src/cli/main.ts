@@ -96,6 +96,7 @@ program
         start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
         migrate: opts.migrate,
         login: 'worker',
+        requireRole: opts.worker ? 'baton_worker' : undefined,
       });
       describeStack(open.stack, log);
       // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
@@ -161,7 +162,7 @@ program
   .action(async (opts: { migrate: boolean }) => {
     const [{ withCliContext }, { runHealthCheck }] = await Promise.all([import('./context.js'), import('../healthCheck.js')]);
     await installTemporalRuntime();
-    await withCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' }, async (open) => {
+    await withCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker' }, async (open) => {
       const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
       process.stdout.write(`${JSON.stringify(row)}\n`);
     });
@@ -190,7 +191,8 @@ program
       log,
       { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' },
       async ({ migration }) => {
-        log(`Applied ${migration!.applied.length} migration(s); ${migration!.alreadyApplied} were already applied.`);
+        // Undefined for a login that may not migrate, once it found the schema current (and said so).
+        if (migration) log(`Applied ${migration.applied.length} migration(s); ${migration.alreadyApplied} were already applied.`);
       },
     );
   });
@@ -215,7 +217,7 @@ program
       import('../worker.js'),
     ]);
     await installTemporalRuntime();
-    const open = await openCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker' });
+    const open = await openCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker' });
     const worker = await createBatonWorker({
       connection: await open.workerConnection(),
       namespace: open.temporalSettings.namespace,

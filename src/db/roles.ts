@@ -4,7 +4,7 @@
 // privilege on any table. Every granted function is SECURITY DEFINER with a pinned search_path,
 // so it runs as the owner and enforces the rules itself. docs/security.md has the table.
 import pg from 'pg';
-import { BatonError } from '../errors.js';
+import { BatonError, InsufficientPrivilegeError } from '../errors.js';
 import type { Queryable } from './queryable.js';
 
 /** Owns the schema, its tables and its functions; never a login. */
@@ -107,6 +107,27 @@ export async function ensureRoles(db: Queryable): Promise<void> {
     ...(state.ownerMayCreate ? [] : [`${OWNER_ROLE} may not create in database ${state.database}`]),
   ];
   if (problems.length) throw new RolesMissingError(problems, roleStatements(state.login, state.database));
+}
+
+/**
+ * Refuses a login that cannot do `group`'s work, before a component starts on it: every store call
+ * it made would be refused with `insufficient_privilege`. A member of `group`, of the owner role
+ * (the login that migrated) or a superuser may.
+ */
+export async function requireGroupMember(db: Queryable, group: GroupRole): Promise<void> {
+  const { rows } = await db.query<{ login: string; may: boolean }>(
+    `SELECT current_user AS login,
+            (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+              OR coalesce((SELECT bool_or(pg_has_role(current_user, oid, 'USAGE')) FROM pg_roles WHERE rolname IN ($1, $2)), false) AS may`,
+    [group, OWNER_ROLE],
+  );
+  const { login, may } = rows[0]!;
+  if (!may) {
+    throw new InsufficientPrivilegeError(
+      `${login} is not a member of ${group}, the role of ${GROUP_ROLES[group]}, so every store call would be refused; ` +
+        `an administrator makes a login for this with \`baton login <name> --role ${group.replace(/^baton_/, '')}\``,
+    );
+  }
 }
 
 async function raceSafe(db: Queryable, statement: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { GROUP_ROLES, RolesMissingError, type GroupRole } from '../../src/db/roles.js';
@@ -180,5 +180,25 @@ describe('least-privilege roles (S1)', () => {
       await reader.end();
       await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
     }
+  });
+
+  it('worker, serve and check refuse at start a login outside their group; migrate on one says the schema is current', async () => {
+    const client = await db.login('baton_client');
+    const env = cleanEnv({ DATABASE_URL: client.url, TEMPORAL_ADDRESS: inject('temporalAddress') });
+    for (const [args, group] of [
+      [['worker', '--task-queue', 'never-polled'], 'baton_worker'],
+      [['check'], 'baton_worker'],
+      [['serve', '--port', '0'], 'baton_agent'],
+    ] as const) {
+      const result = await runCli([...args], env);
+      expect(result.code, `baton ${args[0]}: ${result.output}`).toBe(2);
+      expect(result.output).toContain(`${client.name} is not a member of ${group}`);
+      expect(result.output).toContain(`baton login <name> --role ${group.replace('baton_', '')}`);
+      expect(result.output).not.toMatch(/polling|listening|\n\s+at /);
+    }
+    const migrated = await runCli(['migrate'], env);
+    expect(migrated.code, migrated.output).toBe(0);
+    expect(migrated.output).toContain('This login may not migrate (it is not the schema owner); the schema is current.');
+    expect(migrated.output).not.toMatch(/TypeError/);
   });
 });
