@@ -1,9 +1,12 @@
 // Importing baton leaves pg's process-wide type parsers alone (issue 21): int8 is read as a number
-// on the connections baton opens itself.
+// on the connections baton opens itself, and the store's answers read the same through a host's own
+// pool that parses int8 as pg does by default.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { eventRead, healthCheckRecord } from '../../src/db/sql/reads.js';
 import { BATON_PG_TYPES, createPool } from '../../src/index.js';
 import { useTestDatabase } from '../helpers/db.js';
+import { insertTask } from '../helpers/tasks.js';
 
 const db = useTestDatabase();
 const pools: pg.Pool[] = [];
@@ -30,5 +33,24 @@ describe("pg's int8 parsing", () => {
     expect(await int8Of(pool)).toBe(1);
     expect(await int8Of(hostPool(BATON_PG_TYPES))).toBe(1);
     expect(await int8Of(hostPool())).toBe('1');
+  });
+
+  it.each([
+    ['pg’s default parsers (int8 as a string)', undefined],
+    [
+      'int8 parsed as a BigInt',
+      { getTypeParser: (oid: number, format?: string) => (oid === 20 ? BigInt : pg.types.getTypeParser(oid, format as 'text')) },
+    ],
+  ])('leaves the store’s int8 answers numbers through a host’s pool with %s', async (_, types) => {
+    const pool = hostPool(types as pg.CustomTypesConfig | undefined);
+    expect(typeof (await int8Of(pool))).not.toBe('number');
+
+    const task = await insertTask(pool, { status: 'running' });
+    expect(task.claimVersion).toBe(1);
+    const events = await eventRead(pool, 'task', task.id);
+    expect(events.length).toBeGreaterThan(0);
+    for (const event of events) expect(typeof event.id).toBe('number');
+    expect(events.find((e) => e.kind === 'claimed')?.fence).toBe(1);
+    expect(typeof (await healthCheckRecord(pool, `wf-${task.id}`, 'hello')).id).toBe('number');
   });
 });
