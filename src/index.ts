@@ -11,7 +11,7 @@ export {
   type BatonWorkerOptions,
 } from './worker.js';
 export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js';
-export { createPool } from './db/pool.js';
+export { createPool, BATON_PG_TYPES } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
 export * from './errors.js';
 export { DependencyMissingError } from './dev/optionalDependency.js';

@@ -46,6 +46,10 @@ const WORKER_ID_ENV = 'BATON_WORKER_ID';
 export interface BatonWorkerOptions {
   connection: NativeConnection;
   namespace: string;
+  /**
+   * baton's database: a pool from `createPool`, or any `pg.Pool` of the host's own (its int8 parsing
+   * does not matter; see `Queryable`).
+   */
   db: Queryable;
   /** Task queue for workflows, runs and verification. (Default: `baton`) */
   taskQueue?: string;

@@ -1,8 +1,18 @@
 import pg from 'pg';
 import { readEnv } from '../config.js';
 
-// Postgres int8 (bigint) columns hold claim versions and event ids; they fit in a JS number.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+const parseInt8 = (value: string) => Number(value);
+
+/**
+ * The type parsers of the pools `createPool` opens (and of `migrate`'s connection, which copies its
+ * pool's options): int8 (bigint: claim versions, event ids, object versions, which stay far below
+ * 2^53) as a number, anything else as pg parses it. Given per pool (pg's `types` option), never set
+ * on `pg.types`, so importing baton leaves the host process's own parsing alone. A host may give
+ * its own pool the same: `new pg.Pool({ ..., types: BATON_PG_TYPES })`.
+ */
+export const BATON_PG_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: (oid, format) => (oid === pg.types.builtins.INT8 && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format)),
+};
 
 /** Pool size baton opens unless told otherwise. */
 export const POOL_SIZE_DEFAULT = 10;
@@ -36,6 +46,7 @@ export function createPool(
     // The kernel notices a dead peer of an idle connection too.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    types: BATON_PG_TYPES,
   });
   // An idle client losing its server (Postgres restarted) must not crash the process; the next
   // query reconnects. Say so once per error rather than staying silent.

@@ -25,11 +25,31 @@ export async function callStore<R extends Record<string, any> = Record<string, a
   args: readonly unknown[],
 ): Promise<R[]> {
   const text = `SELECT * FROM baton.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`;
+  let result: Awaited<ReturnType<Queryable['query']>>;
   try {
-    return (await db.query<R>(text, args)).rows;
+    result = await db.query<R>(text, args);
   } catch (error) {
     throw fromDatabaseError(error);
   }
+  return int8AsNumber(result) as R[];
+}
+
+/** pg's type id of int8 (bigint). */
+const INT8_OID = 20;
+
+/**
+ * The rows with every int8 column a number, also from a connection that reads int8 as pg does by
+ * default (a string, or a BigInt where a host parses it so): store values stay far below 2^53.
+ */
+function int8AsNumber(result: Awaited<ReturnType<Queryable['query']>>): Record<string, unknown>[] {
+  const columns = result.fields?.filter((f) => f.dataTypeID === INT8_OID).map((f) => f.name) ?? [];
+  for (const row of columns.length ? result.rows : []) {
+    for (const column of columns) {
+      const value = row[column];
+      if (typeof value === 'string' || typeof value === 'bigint') row[column] = Number(value);
+    }
+  }
+  return result.rows;
 }
 
 /** Runs a store function that returns one value (a boolean, a count, a status) and returns it. */
