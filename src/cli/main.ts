@@ -150,7 +150,9 @@ program
     await withCliContext(log, { start: {}, migrate: true }, async (open) => {
       describeStack(open.stack, log);
       const outcome = await runDemo(open, log);
-      log(outcome.passed ? `\nDemo passed. Replay the timeline with: npx baton events ${outcome.graphId}` : '\nDemo FAILED.');
+      // On the embedded stack, the record stays in .baton/ but its Postgres stops with the demo.
+      const replay = `npx baton events ${outcome.graphId}${open.stack.embeddedPostgres ? ', with `npx baton dev` running' : ''}`;
+      log(outcome.passed ? `\nDemo passed. Replay the timeline with: ${replay}` : '\nDemo FAILED.');
       if (!outcome.passed) process.exitCode = 1;
     });
   });

@@ -6,7 +6,8 @@ describe('the README demo (baton demo)', () => {
   it('recovers a frozen worker, refuses its late writes, retries a failed verification and releases tests last', async () => {
     const db = await createTestDatabase({ migrate: false });
     try {
-      const result = await runCli(['demo'], cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress') }));
+      const env = cleanEnv({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('temporalAddress') });
+      const result = await runCli(['demo'], env);
       expect(result.code, result.output).toBe(0);
       for (const check of [
         'every task verified',
@@ -19,6 +20,12 @@ describe('the README demo (baton demo)', () => {
         expect(result.output).toContain(`ok    ${check}`);
       }
       expect(result.output).toMatch(/Ownership timeline of graph sdk-/);
+      // The closing hint works as printed (on a deployment; on the embedded stack it also says to start baton dev).
+      const hint = /Replay the timeline with: npx baton (events sdk-\S+)$/m.exec(result.output);
+      expect(hint, result.output).not.toBeNull();
+      const replayed = await runCli(hint![1]!.split(' '), env);
+      expect(replayed.code, replayed.output).toBe(0);
+      expect(replayed.stdout).toMatch(/reclaimed_after_silence/);
     } finally {
       await db.drop();
     }
