@@ -2,7 +2,7 @@
 // start; each command loads what it needs when it runs, so `baton --help` and `baton api` start
 // in a blink.
 import { inspect } from 'node:util';
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
 import { BatonError, errorResponse } from '../errors.js';
 import { stderrLog } from '../log.js';
@@ -262,6 +262,15 @@ program
     const cli = await resolveTemporalCli({ install: opts.install, log });
     process.stdout.write(`${cli.path}\n`);
     log(`${cli.version} (found via ${cli.route})`);
+  });
+
+program
+  .command('completion')
+  .description("print a completion script for bash or zsh, of this version's commands and options: source <(baton completion bash)")
+  .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh']))
+  .action(async (shell: 'bash' | 'zsh') => {
+    const { completionScript } = await import('./completion.js');
+    process.stdout.write(completionScript(program, shell));
   });
 
 try {
