@@ -141,15 +141,17 @@ program
       'a frozen worker recovered by another, a failed verification retried, dependents released only after verification',
   )
   .action(async () => {
-    const [{ withCliContext }, { describeStack }, { runDemo }] = await Promise.all([
+    const [{ withCliContext }, { describeStack }, { runDemo }, { liveBlock }] = await Promise.all([
       import('./context.js'),
       import('./stack.js'),
       import('../demo/runDemo.js'),
+      import('./liveBlock.js'),
     ]);
     await installTemporalRuntime();
     await withCliContext(log, { start: {}, migrate: true }, async (open) => {
       describeStack(open.stack, log);
-      const outcome = await runDemo(open, log);
+      const live = liveBlock(process.stderr);
+      const outcome = await runDemo(open, live.log, live.show);
       // On the embedded stack, the record stays in .baton/ but its Postgres stops with the demo.
       const replay = `npx baton events ${outcome.graphId}${open.stack.embeddedPostgres ? ', with `npx baton dev` running' : ''}`;
       log(outcome.passed ? `\nDemo passed. Replay the timeline with: ${replay}` : '\nDemo FAILED.');

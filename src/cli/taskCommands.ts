@@ -9,6 +9,7 @@ import { graphOf, isTaskId } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
 import type { CliContext } from './context.js';
 import { formatEvents, formatGraphs, formatTasks, summarise } from '../tasks/format.js';
+import { liveBlock } from './liveBlock.js';
 import { jsonOption, parseDuration, parsePositiveInt, taskQueueOption } from './options.js';
 
 /** How often `baton status` looks again while a graph runs. */
@@ -36,18 +37,19 @@ const isSettled = (tasks: TaskRow[], policy: GraphPolicy) =>
 const printLine: Log = (line) => process.stdout.write(`${line}\n`);
 
 /**
- * Prints the graph's tasks to `out` whenever they change, until every task is settled; true when
- * all are verified.
+ * Shows the graph's tasks on `out` (stdout for `status`, where a command's data goes; the log,
+ * stderr, for `--watch`) whenever they change, until every task is settled; true when all are
+ * verified. A terminal redraws the table in place.
  */
-async function watchGraph(client: BatonClient, graphId: string, out: Log, options: { follow: boolean }): Promise<boolean> {
+async function watchGraph(client: BatonClient, graphId: string, out: NodeJS.WriteStream, options: { follow: boolean }): Promise<boolean> {
   const { policy } = await client.graph(graphId);
+  const live = liveBlock(out);
   let last = '';
   for (;;) {
     const tasks = await client.graphTasks(graphId);
     const view = formatTasks(tasks);
     if (view !== last) {
-      out(`\n[${new Date().toISOString().slice(11, 19)}Z] graph ${graphId}: ${summarise(tasks)}`);
-      out(view);
+      live.show(`\n[${new Date().toISOString().slice(11, 19)}Z] graph ${graphId}: ${summarise(tasks)}\n${view}`);
       last = view;
     }
     if (!options.follow || isSettled(tasks, policy)) return tasks.every((t) => t.status === 'verified');
@@ -72,7 +74,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
         printLine(graph.id);
         log(`Submitted graph ${graph.id} with ${graph.tasks.length} task(s). Follow it with: npx baton status ${graph.id}`);
         // The progress goes to stderr: stdout carries the graph's id alone, for a script to read.
-        if (opts.watch && !(await watchGraph(client, graph.id, log, { follow: true }))) process.exitCode = 1;
+        if (opts.watch && !(await watchGraph(client, graph.id, process.stderr, { follow: true }))) process.exitCode = 1;
       });
     });
 
@@ -89,7 +91,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         await client.rerunTask(taskId, operatorActor(), opts.reason);
         log(`Task ${taskId} is ready again.`);
-        if (opts.watch && !(await watchGraph(client, graphOf(taskId), log, { follow: true }))) process.exitCode = 1;
+        if (opts.watch && !(await watchGraph(client, graphOf(taskId), process.stderr, { follow: true }))) process.exitCode = 1;
       });
     });
 
@@ -127,7 +129,7 @@ export function registerTaskCommands(program: Command, log: Log): void {
           for (const t of await client.graphTasks(graphId)) printLine(JSON.stringify(t));
           return;
         }
-        const allVerified = await watchGraph(client, graphId, printLine, { follow: opts.follow });
+        const allVerified = await watchGraph(client, graphId, process.stdout, { follow: opts.follow });
         if (opts.follow && !allVerified) process.exitCode = 1;
       });
     });

@@ -57,7 +57,11 @@ interface DemoStack {
   componentUrls?: { worker: string };
 }
 
-export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
+/**
+ * Runs the demo, logging its steps with `log`; `show` gets the task table each time it changes (a
+ * terminal redraws it in place). (Default: `show` logs)
+ */
+export async function runDemo(open: DemoStack, log: Log, show: (text: string) => void = log): Promise<DemoOutcome> {
   const connection = await connectClient(open.stack.temporal);
   const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
   const repo = await createSdkIntegrationRepo();
@@ -103,11 +107,11 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
 
     const deadline = Date.now() + DEMO_DEADLINE_MS;
     let last = '';
-    const show = async (): Promise<TaskRow[]> => {
+    const table = async (): Promise<TaskRow[]> => {
       const tasks = await client.graphTasks(graph.id);
       const view = formatTasks(tasks);
       if (view !== last) {
-        log(`\n[${new Date().toISOString().slice(11, 19)}] ${summarise(tasks)}\n${view}`);
+        show(`\n[${new Date().toISOString().slice(11, 19)}Z] ${summarise(tasks)}\n${view}`);
         last = view;
       }
       return tasks;
@@ -116,7 +120,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
       waitFor(
         what,
         async () => {
-          if (!(await done(await show(), await client.events(graph.id)))) throw new Error('not yet');
+          if (!(await done(await table(), await client.events(graph.id)))) throw new Error('not yet');
         },
         { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: POLL_MS },
       ).catch(async (error: unknown) => {
@@ -129,7 +133,7 @@ export async function runDemo(open: DemoStack, log: Log): Promise<DemoOutcome> {
     const workerB = fleet.spawn(`worker-b-${taskQueue.slice(-4)}`);
     log(`\nStarted worker process ${workerB.identity} (pid ${workerB.child.pid}).`);
     await until('worker B to poll', () => /polling task queue/.test(workerB.output()));
-    let midRun = task(await show(), 'request');
+    let midRun = task(await table(), 'request');
     await until('worker A to be mid-run on request', (tasks) => {
       midRun = task(tasks, 'request');
       return midRun.status !== 'running' || (midRun.owner === workerA.identity && Number(midRun.progress?.lines ?? 0) >= 3);
