@@ -114,7 +114,8 @@ export function registerAgentCommands(program: Command, log: Log): void {
       collect,
       [],
     )
-    .action(async (identity: string, opts: { scope: string; expires?: string; graph: string[]; task: string[] }) => {
+    .addOption(jsonOption('the token and its secret as one JSON object'))
+    .action(async (identity: string, opts: { scope: string; expires?: string; graph: string[]; task: string[]; json?: boolean }) => {
       const scopes = parseScopes(opts.scope);
       const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
       const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
@@ -134,7 +135,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
           `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
             `${describeNoteGrants(t.noteGrants)}. The secret is shown once:`,
         );
-        process.stdout.write(`${secret}\n`);
+        process.stdout.write(opts.json ? `${JSON.stringify({ ...t, secret })}\n` : `${secret}\n`);
       });
     });
   token

@@ -10,7 +10,7 @@ import {
   type DrillResult,
 } from '../drills/types.js';
 import type { Log } from '../log.js';
-import { parseNonNegativeInt, parsePositiveInt } from './options.js';
+import { jsonOption, parseNonNegativeInt, parsePositiveInt } from './options.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 
 /** One line per drill on stdout, each followed by its violations, indented. */
@@ -55,7 +55,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
     .addArgument(
       new Argument('[drills...]', 'the drills to run, in this order whatever order they are named in (default: all)').choices(DRILLS),
     )
-    .option('--json', 'print the results as JSON')
+    .addOption(jsonOption('the results as one JSON array'))
     .option('--claim-trials <n>', 'D1: races of two claims', parsePositiveInt, 1_000)
     .option(
       '--kill-trials <n>',

@@ -13,7 +13,7 @@ import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
-import { noMigrateOption, parsePort, taskQueueOption, untilSignal } from './options.js';
+import { jsonOption, noMigrateOption, parsePort, taskQueueOption, untilSignal } from './options.js';
 import { registerTaskCommands } from './taskCommands.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 import { registerToolCommands } from './toolCommands.js';
@@ -259,10 +259,11 @@ program
   .command('temporal-cli')
   .description('find the Temporal CLI (installing it into .baton/tools when missing) and print its path and version')
   .option('--no-install', 'only look, never install')
-  .action(async (opts: { install: boolean }) => {
+  .addOption(jsonOption('path, version and how it was found as one JSON object'))
+  .action(async (opts: { install: boolean; json?: boolean }) => {
     const { resolveTemporalCli } = await import('../dev/temporalCli.js');
     const cli = await resolveTemporalCli({ install: opts.install, log });
-    process.stdout.write(`${cli.path}\n`);
+    process.stdout.write(opts.json ? `${JSON.stringify(cli)}\n` : `${cli.path}\n`);
     log(`${cli.version} (found via ${cli.route})`);
   });
 

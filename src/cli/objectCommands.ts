@@ -21,6 +21,7 @@ async function loadObjectStore(): Promise<ObjectStore> {
 
 interface ActorOptions {
   as?: string;
+  json?: boolean;
 }
 
 interface ContentOptions {
@@ -69,10 +70,12 @@ export function registerObjectCommands(program: Command, log: Log): void {
         `else on ${DATABASE_URL_ENV}, or the database of a running baton dev, as --as)`,
     );
 
-  const leaf = (name: string, description: string) =>
+  // Every object command prints what it did on stdout: as text, or with --json as JSON.
+  const leaf = (name: string, description: string, json = "the object's state as one JSON object") =>
     object
       .command(name)
       .description(description)
+      .addOption(jsonOption(json))
       .option(
         '--as <actor>',
         `administrators with database credentials only: act as this identity (default: $${BATON_ACTOR_ENV}); agents use $${AGENT_URL_ENV} and $${AGENT_TOKEN_ENV}, and the token decides`,
@@ -104,7 +107,10 @@ export function registerObjectCommands(program: Command, log: Log): void {
     const actor = declaredActor(opts.as);
     return withCliContext(log, { migrate: false, applicationName: 'baton object' }, ({ pool }) => viaDatabase(pool, actor, store));
   };
-  const state = (s: ObjectState | undefined) => s && describeState(s).forEach((line) => process.stdout.write(`${line}\n`));
+  const state = (s: ObjectState | undefined, opts: { json?: boolean }) => {
+    if (s && opts.json) process.stdout.write(`${JSON.stringify(s)}\n`);
+    else if (s) for (const line of describeState(s)) process.stdout.write(`${line}\n`);
+  };
 
   withContent(leaf('create <key>', 'create a shared object (you get write access and administer its grants)'))
     .option('--silence-timeout <ms>', 'how long a holder may stay silent before losing the role', parseNonNegativeInt)
@@ -117,39 +123,38 @@ export function registerObjectCommands(program: Command, log: Log): void {
         silenceTimeoutMs: opts.silenceTimeout,
         defaultAccess: opts.defaultAccess,
       };
-      state(await perform(opts, 'object.create', input, (db, actor, store) => store.createObject(db, actor, input)));
+      state(await perform(opts, 'object.create', input, (db, actor, store) => store.createObject(db, actor, input)), opts);
     });
 
   leaf('grant <key> <grantee> <access>', `set an actor's access (${OBJECT_ACCESS_LEVELS.join(', ')}); only the creator may`).action(
     async (key: string, grantee: string, access: string, opts: ActorOptions) => {
       const input = { key, grantee, access: access as ObjectAccess };
-      state(await perform(opts, 'object.grant', input, (db, actor, store) => store.grantObjectAccess(db, actor, input)));
+      state(await perform(opts, 'object.grant', input, (db, actor, store) => store.grantObjectAccess(db, actor, input)), opts);
     },
   );
 
-  leaf('show <key>', 'show version, token, holder and any open offer')
-    .addOption(jsonOption('the state as JSON on stdout'))
-    .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
-      const s = await perform(opts, 'object.show', { key }, (db, actor, store) => store.showObject(db, actor, { key }));
-      if (s && opts.json) process.stdout.write(`${JSON.stringify(s)}\n`);
-      else state(s);
-    });
-
-  leaf('read <key>', 'print the content (or its reference) on stdout and record that you read this version').action(
-    async (key: string, opts: ActorOptions) => {
-      const s = await perform(opts, 'object.read', { key }, (db, actor, store) => store.readObject(db, actor, { key }));
-      if (!s) return;
-      state(s);
-      if (s.content !== null) process.stdout.write(s.content);
-      else if (s.contentRef !== null) process.stdout.write(`${s.contentRef}\n`);
-    },
+  leaf('show <key>', 'show version, token, holder and any open offer').action(async (key: string, opts: ActorOptions) =>
+    state(await perform(opts, 'object.show', { key }, (db, actor, store) => store.showObject(db, actor, { key })), opts),
   );
+
+  leaf(
+    'read <key>',
+    'print the content (or its reference) on stdout and record that you read this version',
+    "the object's state, its content included, as one JSON object",
+  ).action(async (key: string, opts: ActorOptions) => {
+    const s = await perform(opts, 'object.read', { key }, (db, actor, store) => store.readObject(db, actor, { key }));
+    if (!s) return;
+    state(s, opts);
+    if (opts.json) return;
+    if (s.content !== null) process.stdout.write(s.content);
+    else if (s.contentRef !== null) process.stdout.write(`${s.contentRef}\n`);
+  });
 
   leaf('take <key>', 'take the single-writer role now, from whoever holds it; prints your token')
     .option('--reason <text>', 'why you take it (recorded)')
     .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
       const input = { key, reason: opts.reason };
-      state(await perform(opts, 'object.take', input, (db, actor, store) => store.takeObject(db, actor, input)));
+      state(await perform(opts, 'object.take', input, (db, actor, store) => store.takeObject(db, actor, input)), opts);
     });
 
   withContent(leaf('write <key>', 'compare-and-swap write naming the version you read and your token'))
@@ -157,14 +162,14 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & ContentOptions & { version: number; token: number }) => {
       const input = { key, version: opts.version, token: opts.token, ...(await contentOf(opts)) };
-      state(await perform(opts, 'object.write', input, (db, actor, store) => store.writeObject(db, actor, input)));
+      state(await perform(opts, 'object.write', input, (db, actor, store) => store.writeObject(db, actor, input)), opts);
     });
 
   leaf('heartbeat <key>', 'tell the store you (the holder) are alive')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token };
-      state(await perform(opts, 'object.heartbeat', input, (db, actor, store) => store.heartbeatObject(db, actor, input)));
+      state(await perform(opts, 'object.heartbeat', input, (db, actor, store) => store.heartbeatObject(db, actor, input)), opts);
     });
 
   leaf('release <key>', 'give the role up')
@@ -172,7 +177,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .option('--reason <text>', 'why (recorded)')
     .action(async (key: string, opts: ActorOptions & { token: number; reason?: string }) => {
       const input = { key, token: opts.token, reason: opts.reason };
-      state(await perform(opts, 'object.release', input, (db, actor, store) => store.releaseObject(db, actor, input)));
+      state(await perform(opts, 'object.release', input, (db, actor, store) => store.releaseObject(db, actor, input)), opts);
     });
 
   leaf('offer <key> <successor>', 'offer the role to a successor at the current version; your writes are refused while it is open')
@@ -180,70 +185,79 @@ export function registerObjectCommands(program: Command, log: Log): void {
     .requiredOption('--version <n>', 'the version you hand over', parseNonNegativeInt)
     .action(async (key: string, successor: string, opts: ActorOptions & { token: number; version: number }) => {
       const input = { key, successor, token: opts.token, version: opts.version };
-      state(await perform(opts, 'object.offer', input, (db, actor, store) => store.offerObject(db, actor, input)));
+      state(await perform(opts, 'object.offer', input, (db, actor, store) => store.offerObject(db, actor, input)), opts);
     });
 
   leaf('accept <key>', 'accept the offer made to you and become the holder')
     .requiredOption('--version <n>', 'the version offered', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { version: number }) => {
       const input = { key, version: opts.version };
-      state(await perform(opts, 'object.accept', input, (db, actor, store) => store.acceptObject(db, actor, input)));
+      state(await perform(opts, 'object.accept', input, (db, actor, store) => store.acceptObject(db, actor, input)), opts);
     });
 
   leaf('decline <key>', 'decline the offer made to you')
     .option('--reason <text>', 'why (recorded)')
     .action(async (key: string, opts: ActorOptions & { reason?: string }) => {
       const input = { key, reason: opts.reason };
-      state(await perform(opts, 'object.decline', input, (db, actor, store) => store.declineObject(db, actor, input)));
+      state(await perform(opts, 'object.decline', input, (db, actor, store) => store.declineObject(db, actor, input)), opts);
     });
 
   leaf('withdraw <key>', 'withdraw your open offer')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token };
-      state(await perform(opts, 'object.withdraw', input, (db, actor, store) => store.withdrawOffer(db, actor, input)));
+      state(await perform(opts, 'object.withdraw', input, (db, actor, store) => store.withdrawOffer(db, actor, input)), opts);
     });
 
-  withContent(leaf('suggest <key>', 'propose new content; the holder decides'))
+  withContent(
+    leaf('suggest <key>', 'propose new content; the holder decides', "the suggestion's id and the object's state as one JSON object"),
+  )
     .requiredOption('--base-version <n>', 'the version your suggestion is based on', parseNonNegativeInt)
     .option('--note <text>', 'a note for the holder')
     .action(async (key: string, opts: ActorOptions & ContentOptions & { baseVersion: number; note?: string }) => {
       const input = { key, baseVersion: opts.baseVersion, note: opts.note, ...(await contentOf(opts)) };
       const suggested = await perform(opts, 'object.suggest', input, (db, actor, store) => store.suggestObjectChange(db, actor, input));
       if (!suggested) return;
+      if (opts.json) return void process.stdout.write(`${JSON.stringify(suggested)}\n`);
       process.stdout.write(`suggestion ${suggested.suggestionId}\n`);
-      state(suggested.state);
+      state(suggested.state, opts);
     });
 
   leaf('approve <key> <suggestion-id>', 'apply a suggestion made on the current version (holder only)')
     .requiredOption('--token <n>', 'your fencing token', parseNonNegativeInt)
     .action(async (key: string, suggestionId: string, opts: ActorOptions & { token: number }) => {
       const input = { key, token: opts.token, suggestionId: parseNonNegativeInt(suggestionId) };
-      state(await perform(opts, 'object.approve', input, (db, actor, store) => store.approveSuggestion(db, actor, input)));
+      state(await perform(opts, 'object.approve', input, (db, actor, store) => store.approveSuggestion(db, actor, input)), opts);
     });
 
   leaf('check <key>', 'refuse (non-zero exit) unless the version you last read is current; run it before an irreversible step').action(
     async (key: string, opts: ActorOptions) =>
-      state(await perform(opts, 'object.check', { key }, (db, actor, store) => store.checkObjectView(db, actor, { key }))),
+      state(await perform(opts, 'object.check', { key }, (db, actor, store) => store.checkObjectView(db, actor, { key })), opts),
   );
 
-  leaf('sweep', 'administrators: record the loss of the role for every holder silent past its timeout (on the database)').action(
-    async (opts: ActorOptions) => {
-      const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
-      await withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
-        const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
-        for (const s of swept) {
-          process.stdout.write(`${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}\n`);
-        }
-        log(`${swept.length} silent holder(s) reclaimed`);
-      });
-    },
-  );
+  leaf(
+    'sweep',
+    'administrators: record the loss of the role for every holder silent past its timeout (on the database)',
+    'each holder reclaimed as one JSON object per line',
+  ).action(async (opts: ActorOptions & { json?: boolean }) => {
+    const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
+    await withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
+      const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
+      for (const s of swept) {
+        process.stdout.write(
+          opts.json
+            ? `${JSON.stringify(s)}\n`
+            : `${s.key}: ${s.silentHolder} lost the role (reclaimed after silence), token now ${s.token}\n`,
+        );
+      }
+      log(`${swept.length} silent holder(s) reclaimed`);
+    });
+  });
 
-  leaf('log <key>', "print the object's event log, oldest first")
-    .addOption(jsonOption('one JSON event per line on stdout'))
-    .action(async (key: string, opts: ActorOptions & { json?: boolean }) => {
+  leaf('log <key>', "print the object's event log, oldest first", 'one JSON event per line').action(
+    async (key: string, opts: ActorOptions & { json?: boolean }) => {
       const events = await perform(opts, 'object.log', { key }, (db, actor, store) => store.objectLog(db, actor, { key }));
       for (const e of events ?? []) process.stdout.write(`${opts.json ? JSON.stringify(e) : describeEvent(e)}\n`);
-    });
+    },
+  );
 }

@@ -5,7 +5,7 @@ import type { BatonClient } from '../client.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { GRAPH_STATES, TERMINAL_STATUSES, type GraphState } from '../tasks/states.js';
-import { graphOf, isTaskId } from '../tasks/taskId.js';
+import { graphOf, isTaskId, taskIdOf } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
 import type { CliContext } from './context.js';
 import { formatEvents, formatGraphs, formatTasks, summarise } from '../tasks/format.js';
@@ -64,14 +64,15 @@ export function registerTaskCommands(program: Command, log: Log): void {
     .argument('<graph.yaml>', 'the graph: id, repo, policy and tasks with run, verify and dependsOn')
     .addOption(taskQueueOption('task queue of the workers that run it'))
     .option('--watch', 'show progress until the graph settles')
-    .action(async (file: string, opts: { taskQueue: string; watch?: boolean }) => {
+    .addOption(jsonOption('the graph as one JSON object: id and task ids'))
+    .action(async (file: string, opts: { taskQueue: string; watch?: boolean; json?: boolean }) => {
       const { readGraphFile } = await import('../tasks/graphFile.js');
       const input = await readGraphFile(file);
       const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
         const graph = await client.submitGraph(input, operatorActor(), { resolveRepo: (repo) => path.resolve(path.dirname(file), repo) });
-        printLine(graph.id);
+        printLine(opts.json ? JSON.stringify({ id: graph.id, tasks: graph.tasks.map((t) => taskIdOf(graph.id, t.key)) }) : graph.id);
         log(`Submitted graph ${graph.id} with ${graph.tasks.length} task(s). Follow it with: npx baton status ${graph.id}`);
         // The progress goes to stderr: stdout carries the graph's id alone, for a script to read.
         if (opts.watch && !(await watchGraph(client, graph.id, process.stderr, { follow: true }))) process.exitCode = 1;
@@ -103,13 +104,15 @@ export function registerTaskCommands(program: Command, log: Log): void {
     )
     .argument('<task-or-graph>', 'a task id such as sdk/tests, or a graph id')
     .requiredOption('--reason <text>', 'why, for the event log')
-    .action(async (id: string, opts: { reason: string }) => {
+    .addOption(jsonOption('what was cancelled and left as one JSON object'))
+    .action(async (id: string, opts: { reason: string; json?: boolean }) => {
       const { operatorActor, withCliContext } = await import('./context.js');
       await withCliContext(log, { migrate: false }, async (context) => {
         const client = await batonClient(context, { startsWorkflows: true });
         const outcome = isTaskId(id)
           ? await client.cancelTask(id, operatorActor(), opts.reason)
           : await client.cancelGraph(id, operatorActor(), opts.reason);
+        if (opts.json) return printLine(JSON.stringify(outcome));
         printLine(`Cancelled ${outcome.cancelled.length} task(s)${outcome.cancelled.length ? `: ${outcome.cancelled.join(', ')}` : ''}.`);
         for (const t of outcome.left) printLine(`Left ${t.taskId} as it is (${t.status}).`);
       });

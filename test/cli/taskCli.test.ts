@@ -127,7 +127,7 @@ describe('baton submit, status and events', () => {
     expect(none.stdout).toBe('');
   });
 
-  it('cancel prints what it cancelled and what it left on stdout', async () => {
+  it('cancel prints what it cancelled and what it left on stdout, as text or JSON', async () => {
     const cancel = await runCli(['cancel', 'cli-graph', '--reason', 'done already'], env);
     expect(cancel.code, cancel.output).toBe(0);
     expect(cancel.stdout.trimEnd().split('\n')).toEqual([
@@ -136,6 +136,12 @@ describe('baton submit, status and events', () => {
       'Left cli-graph/env as it is (verified).',
       'Left cli-graph/write as it is (verified).',
     ]);
+    const json = await runCli(['cancel', 'cli-graph', '--reason', 'done already', '--json'], env);
+    expect(json.code, json.output).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      cancelled: [],
+      left: expect.arrayContaining([{ taskId: 'cli-graph/check', status: 'verified' }]),
+    });
   });
 
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {
