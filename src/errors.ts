@@ -39,6 +39,7 @@ export const ERROR_RESPONSES = {
   tool_call_failed: { httpStatus: 502, exitCode: 4 },
   tool_outcome_unknown: { httpStatus: 504, exitCode: 5 },
   store_unavailable: { httpStatus: 503, exitCode: 1 },
+  api_unreachable: { httpStatus: 503, exitCode: 1 },
   agent_failed: { httpStatus: 500, exitCode: 1 },
   agent_isolation_unavailable: { httpStatus: 503, exitCode: 1 },
   migration_changed: { httpStatus: 500, exitCode: 1 },

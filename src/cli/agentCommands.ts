@@ -28,7 +28,8 @@ export function requireAgentEndpoint(): AgentEndpoint {
 /**
  * Performs one operation for the CLI and prints its result as JSON. A refusal is logged with its
  * code and sets the exit code of that code (2 the call is wrong, 3 the claim or role moved, 4 the
- * tool refused, 5 outcome unknown); no answer at all exits 5 unless the call surely never arrived.
+ * tool refused, 5 outcome unknown); an endpoint where nothing answers throws
+ * AgentApiUnreachableError (exit 1), and an answer cut off exits 5: the call may have been performed.
  */
 export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: string, input: unknown): Promise<unknown> {
   if (!isOperationName(operation))
@@ -40,11 +41,10 @@ export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: stri
       log(`baton: ${operation} refused (${error.code}): ${error.detail}`);
       process.exitCode = errorResponseOf(error.code).exitCode;
     } else if (error instanceof HttpRequestError) {
-      log(`baton: no answer from ${endpoint.url} (${error.code}): ${error.message}`);
-      // Refused (or no socket): the call never arrived. Anything else: it may have been performed.
-      process.exitCode = errorResponseOf(
-        error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'tool_outcome_unknown',
-      ).exitCode;
+      log(
+        `baton: no complete answer from the baton agent API at ${endpoint.url} (${error.code}): ${error.message}; ${operation} may have been performed`,
+      );
+      process.exitCode = errorResponseOf('tool_outcome_unknown').exitCode;
     } else {
       throw error;
     }
