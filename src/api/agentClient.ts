@@ -83,4 +83,23 @@ export async function callAgentApi(endpoint: AgentEndpoint, operation: Operation
   return resultOf(await post(endpoint, `/v1/${operation}`, JSON.stringify(input ?? {}), {}, timeoutMs));
 }
 
+/**
+ * The names of the MCP tools the endpoint lists for this token (one `tools/list` of its stateless
+ * `/mcp`): the operations its scopes allow there. Throws as `callAgentApi` does.
+ */
+export async function listAgentTools(endpoint: AgentEndpoint, timeoutMs: number): Promise<string[]> {
+  const request = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  const answer = await post(endpoint, '/mcp', request, { accept: 'application/json, text/event-stream' }, timeoutMs);
+  const reply = resultOf(answer) as { result?: { tools?: { name: string }[] }; error?: { message?: string } } | null;
+  if (!Array.isArray(reply?.result?.tools)) {
+    throw new AgentApiError(
+      answer.status,
+      'internal',
+      `tools/list was answered without tools: ${reply?.error?.message ?? answer.body.slice(0, 200)}`,
+      {},
+    );
+  }
+  return reply.result.tools.map((tool) => tool.name);
+}
+
 export { HttpRequestError };

@@ -1,8 +1,9 @@
 // The agent API over MCP: one tool per operation, whose input schema is the operation's JSON Schema
 // (the one OpenAPI publishes, one-of rules included), whose title and annotations (read-only,
-// destructive, idempotent, open-world) come from the operation's `effect` in the same table.
-// Arguments are not validated here but by the operation itself, so a refused argument comes back
-// as the same problem details as over HTTP.
+// destructive, idempotent, open-world) come from the operation's `effect` in the same table, and
+// which a caller sees only when its token's scopes allow the operation. Arguments are not validated
+// here but by the operation itself, so a refused argument, and a call outside the token's scopes,
+// come back as the same problem details as over HTTP.
 import type http from 'node:http';
 // The low-level server: McpServer validates arguments itself and answers a refusal as plain text.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -20,6 +21,11 @@ export function mcpToolName(operation: OperationName): string {
 }
 
 const OPERATION_OF_TOOL = new Map(OPERATION_NAMES.map((name) => [mcpToolName(name), name]));
+
+/** The operation a tool name stands for; undefined for a name that is no tool of baton's. */
+export function operationOfTool(name: string): OperationName | undefined {
+  return OPERATION_OF_TOOL.get(name);
+}
 
 /**
  * MCP's hints for `operation`, from its effect in the operation table. All four are stated, since
@@ -67,6 +73,8 @@ function structuredResult(result: unknown): Record<string, unknown> {
 }
 
 interface McpServerOptions {
+  /** The operations the caller's token may call, in table order: `tools/list` lists only theirs. */
+  operations(): Promise<readonly OperationName[]>;
   /** Where a tool call's 5xx is logged. */
   log: Log;
   /** The id a 5xx is logged and answered under. (Default: a new one per tool call) */
@@ -74,16 +82,20 @@ interface McpServerOptions {
 }
 
 /**
- * An MCP server whose tools are the agent API's operations, each performed by `perform`. A result
- * is text (its JSON) and structured content; a refusal is a tool error with its problem details, as
- * text and as structured content.
+ * An MCP server whose tools are the agent API's operations the caller may call, each performed by
+ * `perform`. A result is text (its JSON) and structured content; a refusal is a tool error with its
+ * problem details, as text and as structured content. A tool not listed may still be called, and
+ * is refused by the operation as over HTTP.
  */
 export function createMcpServer(
   perform: (operation: OperationName, input: unknown) => Promise<unknown>,
   options: McpServerOptions,
 ): Server {
   const server = new Server({ name: 'baton', version: '0.1.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...mcpTools().values()] }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const all = mcpTools();
+    return { tools: (await options.operations()).map((name) => all.get(name)!) };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name } = request.params;
     try {

@@ -1,7 +1,8 @@
 // The agent API's MCP side as a client sees it (issue 21): every tool carries a title and MCP's
-// hints (read-only, destructive, idempotent, open-world) from the operation table, and a result
-// comes back as structured content as well as text, through `baton serve`'s Streamable HTTP door
-// and through `baton mcp` over stdio. Real tokens, real Postgres, real SDK clients.
+// hints (read-only, destructive, idempotent, open-world) from the operation table, a result comes
+// back as structured content as well as text, and a token sees only the tools its scopes allow,
+// through `baton serve`'s Streamable HTTP door and through `baton mcp` over stdio, while a call
+// outside them is refused as it always was. Real tokens, real Postgres, real SDK clients.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -9,15 +10,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentApi } from '../../src/api/agentApi.js';
 import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
-import { OPERATION_NAMES } from '../../src/api/operationNames.js';
+import { OPERATION_NAMES, type OperationName, type TokenScope } from '../../src/api/operationNames.js';
+import { OPERATIONS } from '../../src/api/operations.js';
 import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
+import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { runTokenIssue } from '../../src/db/sql/tokens.js';
 import { BATON_BIN } from '../../src/packageRoot.js';
 import { cleanEnv } from '../helpers/cli.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
 import { runningTask } from '../helpers/tools.js';
-import { mcpClient, tokenFor, useAgentServer } from './helpers.js';
+import { call, mcpClient, tokenFor, useAgentServer } from './helpers.js';
 
 const db = useTestDatabase();
 const serve = useAgentServer(() => db);
@@ -53,6 +56,24 @@ async function toolsAt(url: string, secret: string): Promise<Tool[]> {
   } finally {
     await mcp.client.close();
   }
+}
+
+/** The tool names of `operations`, in the table's order. */
+const toolsOf = (operations: readonly OperationName[]) => OPERATION_NAMES.filter((o) => operations.includes(o)).map(mcpToolName);
+const withScope = (...scopes: string[]) => OPERATION_NAMES.filter((o) => scopes.includes(OPERATIONS[o].scope));
+
+/** A pooled run's token, taken through `baton serve` by a token with `scopes` (submit among them). */
+async function pooledRunToken(scopes: TokenScope[]): Promise<string> {
+  const worker = await db.login('baton_worker');
+  const pool = `mcp-${newTokenSecret()
+    .slice(-8)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, 'x')}`;
+  await poolOffer(worker.pool, await runningTask(db.pool), pool);
+  const taker = await tokenFor(db, 'mcp-taker', scopes);
+  const taken = await call(serve.url, taker.secret, 'pool.claim', { pool });
+  expect(taken.status, JSON.stringify(taken.body)).toBe(200);
+  return taken.body.runToken as string;
 }
 
 /** `baton mcp` over stdio with BATON_URL and BATON_TOKEN, as a run's .mcp.json starts it. */
@@ -169,6 +190,52 @@ describe('the MCP tools of the agent API', () => {
     }
   });
 
+  it('list only what a token’s scopes allow, and refuse a call outside them as before (HTTP door and `baton mcp` over stdio)', async () => {
+    const reader = await tokenFor(db, 'mcp-reader', ['read']);
+    const names = async (url: string, secret: string) => (await toolsAt(url, secret)).map((tool) => tool.name);
+    expect(await names(serve.url, reader.secret)).toEqual(toolsOf(withScope('read')));
+    expect(await names(serve.url, (await tokenFor(db, 'mcp-submitter', ['submit'])).secret)).toEqual(['pool_claim']);
+    expect(await names(serve.url, (await tokenFor(db, 'mcp-writer', ['notes', 'objects'])).secret)).toEqual(
+      toolsOf(withScope('notes', 'objects')),
+    );
+    expect(await names(serve.url, (await tokenFor(db, 'mcp-root', ['admin'])).secret)).toEqual(
+      toolsOf(withScope('read', 'notes', 'objects', 'submit')),
+    );
+    // A pooled run's token (taken by a read,submit token: scope read) on `baton serve`: its run's
+    // operations and its scope's, no further runs, and no tool calls, which only a run's own endpoint makes.
+    expect(await names(serve.url, await pooledRunToken(['read', 'submit']))).toEqual(
+      toolsOf(['context', 'heartbeat', 'submit', ...withScope('read')]),
+    );
+    // A command run's token on its run's endpoint, whose worker has tools.
+    expect(await names(runEndpoint.url, runSecret)).toEqual(
+      toolsOf(['context', 'heartbeat', 'submit', 'tool.call', ...withScope('read', 'notes', 'objects')]),
+    );
+
+    // A tool it was not shown is still refused by the operation, with the problem HTTP gives.
+    const viaHttp = await call(serve.url, reader.secret, 'note.add', { text: 'hi', taskId: 'nope/t' });
+    expect(viaHttp).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'scope' } });
+    const mcp = await mcpClient(serve.url, reader.secret);
+    const relay = await stdioClient(serve.url, reader.secret);
+    try {
+      await expect(mcp.use('note.add', { text: 'hi', taskId: 'nope/t' })).rejects.toMatchObject({
+        code: 'forbidden',
+        refusal: 'scope',
+        detail: viaHttp.body.detail,
+      });
+      expect((await relay.listTools()).tools.map((tool) => tool.name)).toEqual(toolsOf(withScope('read')));
+      const relayed = (await relay.callTool({ name: 'note_add', arguments: { text: 'hi', taskId: 'nope/t' } })) as CallResult;
+      expect(relayed.isError).toBe(true);
+      expect(relayed.structuredContent).toMatchObject({ code: 'forbidden', refusal: 'scope', detail: viaHttp.body.detail });
+    } finally {
+      await relay.close();
+      await mcp.client.close();
+    }
+    const { rows } = await db.pool.query(
+      `SELECT details->>'refusal' AS refusal FROM baton.events WHERE subject_kind = 'agent' AND subject_id = 'mcp-reader' AND kind = 'api_refused'`,
+    );
+    expect(rows.map((r) => r.refusal)).toEqual(['scope', 'scope', 'scope']);
+  });
+
   it('name an agent API that does not answer, through `baton mcp`, as api_unreachable', async () => {
     const gone = await startAgentServer(createAgentApi({ db: db.pool }), { port: 0, host: '127.0.0.1' });
     await gone.close();
@@ -182,6 +249,7 @@ describe('the MCP tools of the agent API', () => {
         status: 503,
         detail: expect.stringMatching(`^cannot reach the baton agent API at ${gone.url}: nothing is listening there`),
       });
+      await expect(relay.listTools()).rejects.toThrow(new RegExp(`cannot reach the baton agent API at ${gone.url}`));
     } finally {
       await relay.close();
     }
