@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { toActivityFailure, withActivityFailures } from '../activities/failures.js';
@@ -12,6 +14,7 @@ import {
   StoreUnavailableError,
 } from '../src/errors.js';
 import { StaleWriteError } from '../src/objects/errors.js';
+import { PACKAGE_ROOT } from '../src/packageRoot.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError } from '../src/tools/errors.js';
 
 const staleClaim = () => new StaleClaimError('g/t', 'a', 1, 'submit', { status: 'running', owner: 'b', claimVersion: 2 });
@@ -102,6 +105,16 @@ describe('one error base', () => {
       withCode('XX000', 'Connection terminated'),
     ]) {
       expect(fromDatabaseError(error), String(error)).not.toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+
+  it("is the table docs/agents.md gives agents: each code's HTTP status and exit code as ERROR_RESPONSES has them", async () => {
+    const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'agents.md'), 'utf8');
+    const rows = [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (\d) \|/gm)];
+    expect(rows.map((m) => m[1])).toEqual(expect.arrayContaining(['store_unavailable', 'api_unreachable', 'internal']));
+    for (const [, code, httpStatus, exitCode] of rows) {
+      expect(errorResponseOf(code), code).toEqual({ httpStatus: Number(httpStatus), exitCode: Number(exitCode) });
+      expect(code === 'internal' || Object.hasOwn(ERROR_RESPONSES, code!), code).toBe(true);
     }
   });
 });
