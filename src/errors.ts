@@ -38,6 +38,8 @@ export const ERROR_RESPONSES = {
   handoff_pending: { httpStatus: 409, exitCode: 3 },
   tool_call_failed: { httpStatus: 502, exitCode: 4 },
   tool_outcome_unknown: { httpStatus: 504, exitCode: 5 },
+  store_unavailable: { httpStatus: 503, exitCode: 1 },
+  api_unreachable: { httpStatus: 503, exitCode: 1 },
   agent_failed: { httpStatus: 500, exitCode: 1 },
   agent_isolation_unavailable: { httpStatus: 503, exitCode: 1 },
   migration_changed: { httpStatus: 500, exitCode: 1 },
@@ -186,7 +188,94 @@ export class InsufficientPrivilegeError extends BatonError {
   }
 }
 
-/** Maps a `pg` error with one of baton's SQLSTATEs to its class; anything else is returned as is. */
+/** How long a caller is asked to wait (Retry-After) before calling again when the store cannot be reached. */
+const STORE_RETRY_AFTER_MS = 5_000;
+
+/**
+ * Thrown when PostgreSQL, baton's store, cannot be reached or stopped answering: the connection was
+ * refused or timed out, was cut, or the server is shutting down. A retry can help. `reason` names
+ * the failure in words, never a host, a login or a password: callers of the agent API read it.
+ * `mayHaveActed` when the call was cut off after it was sent (it may have been performed).
+ */
+export class StoreUnavailableError extends BatonError {
+  override readonly name = 'StoreUnavailableError';
+  readonly code = 'store_unavailable';
+  override readonly retryable = true;
+  /** `cause`: the error pg reported, with the host it tried (for the log, never for a caller). */
+  constructor(
+    readonly reason: string,
+    readonly mayHaveActed: boolean,
+    cause?: unknown,
+  ) {
+    super(
+      `PostgreSQL, baton's store, cannot be reached: ${reason}; ${mayHaveActed ? 'the call may or may not have been performed' : 'nothing was done'}; try again in ${STORE_RETRY_AFTER_MS / 1000} s`,
+      { cause },
+    );
+  }
+
+  override get details(): Record<string, unknown> {
+    return { retryAfterMs: STORE_RETRY_AFTER_MS };
+  }
+}
+
+/** Node's codes of a connection that failed, with what they mean and whether a call may have been sent on it. */
+const UNREACHABLE_NODE_CODES: Record<string, [reason: string, mayHaveActed: boolean]> = {
+  ECONNREFUSED: ['connection refused', false],
+  ENOTFOUND: ['its host name does not resolve', false],
+  EAI_AGAIN: ['its host name does not resolve', false],
+  EHOSTUNREACH: ['no route to its host', false],
+  ENETUNREACH: ['no route to its host', false],
+  ETIMEDOUT: ['the connection timed out', true],
+  ECONNRESET: ['the connection was reset', true],
+  EPIPE: ['the connection was closed', true],
+};
+
+/** Postgres's SQLSTATEs of a server that cannot serve the connection (classes 08 and 57P, and 53300). */
+const UNREACHABLE_SQLSTATES: Record<string, [reason: string, mayHaveActed: boolean]> = {
+  '08000': ['connection exception', true],
+  '08001': ['the server refused to establish the connection', false],
+  '08003': ['the connection does not exist', true],
+  '08004': ['the server rejected the connection', false],
+  '08006': ['the connection failed', true],
+  '57P01': ['the server is shutting down', true],
+  '57P02': ['the server restarts after a crash', true],
+  '57P03': ['the server is not accepting connections yet', false],
+  '53300': ['the server has no free connection', false],
+};
+
+/**
+ * pg's own messages of a lost or timed-out connection, which carry no code (so only these are read
+ * as text): a connection cut, one that took too long to open, a pool that found none in time, a query
+ * not answered within its timeout.
+ */
+const UNREACHABLE_MESSAGES: [RegExp, reason: string, mayHaveActed: boolean][] = [
+  [/^Connection terminated due to connection timeout/, 'the connection timed out', false],
+  [/^Connection terminated/, 'the connection was terminated', true],
+  [/^timeout exceeded when trying to connect/, 'no connection within the timeout', false],
+  [/^Query read timeout/, 'no answer within the query timeout', true],
+  [/^Client has encountered a connection error and is not queryable/, 'the connection failed', false],
+];
+
+/** StoreUnavailableError when `error` says the store cannot be reached; else undefined. */
+function storeUnavailable(error: unknown): StoreUnavailableError | undefined {
+  const e = error as { code?: unknown; message?: unknown; errors?: unknown } | null;
+  if (typeof e !== 'object' || e === null) return undefined;
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  // Node tries each address of a host name and reports every failure together (AggregateError).
+  const codes = [code, ...(Array.isArray(e.errors) ? e.errors.map((x) => (x as { code?: unknown } | null)?.code) : [])];
+  const known = codes
+    .map((c) => (typeof c === 'string' ? (UNREACHABLE_NODE_CODES[c] ?? UNREACHABLE_SQLSTATES[c]) : undefined))
+    .find(Boolean);
+  if (known) return new StoreUnavailableError(...known, error);
+  const message = typeof e.message === 'string' ? e.message : '';
+  const matched = code === undefined ? UNREACHABLE_MESSAGES.find(([pattern]) => pattern.test(message)) : undefined;
+  return matched ? new StoreUnavailableError(matched[1], matched[2], error) : undefined;
+}
+
+/**
+ * Maps a `pg` error with one of baton's SQLSTATEs to its class, and a store that cannot be reached
+ * to StoreUnavailableError; anything else is returned as is.
+ */
 export function fromDatabaseError(error: unknown): unknown {
   const code = (error as { code?: string } | null)?.code;
   const message = (error as Error | null)?.message ?? String(error);
@@ -206,7 +295,7 @@ export function fromDatabaseError(error: unknown): unknown {
     case SQLSTATE.insufficientPrivilege:
       return new InsufficientPrivilegeError(message);
     default:
-      return error;
+      return storeUnavailable(error) ?? error;
   }
 }
 

@@ -7,7 +7,7 @@ import type http from 'node:http';
 import type { Queryable } from '../db/queryable.js';
 import { NotFoundError } from '../errors.js';
 import { stderrLog, type Log } from '../log.js';
-import { agentAuthenticate, agentRefusalsSummarise } from './agentDoor.js';
+import { agentAuthenticate, agentOperations, agentRefusalsSummarise } from './agentDoor.js';
 import { createDispatch, type LocalRun } from './dispatch.js';
 import { UnauthenticatedError } from './errors.js';
 import { createHttpHandler, type Caller } from './httpHandler.js';
@@ -105,9 +105,26 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     }
   }
 
+  /**
+   * The operations a caller whose token passed the gate may call here: those its scopes allow,
+   * without `tool.call` where this server performs none (`baton serve`, a run whose worker has no tools).
+   */
+  async function operationsFor(caller: Caller): Promise<OperationName[]> {
+    limiter.take(secretSha256(caller.secret));
+    let allowed: OperationName[];
+    try {
+      allowed = await agentOperations(db, caller.secret, OPERATION_NAMES);
+    } catch (error) {
+      if (error instanceof UnauthenticatedError) gate.forget(secretSha256(caller.secret));
+      throw error;
+    }
+    return options.localRun?.callTool ? allowed : allowed.filter((name) => name !== 'tool.call');
+  }
+
   const handle = createHttpHandler({
     checkToken,
     act,
+    operationsFor,
     takeFromAddress: (address) => addressLimiter.take(address),
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
     log,

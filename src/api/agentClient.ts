@@ -1,8 +1,10 @@
 // How the `baton` command (inside a run, or anywhere with BATON_URL and BATON_TOKEN) calls the agent
 // API: one POST per operation, over TCP or the run's Unix socket. Errors come back as problem
-// details and are thrown as AgentApiError with their stable code.
+// details and are thrown as AgentApiError with their stable code; an endpoint where nothing
+// answers is AgentApiUnreachableError.
 import { readEnv } from '../config.js';
-import { httpRequest, HttpRequestError } from '../tools/httpRequest.js';
+import { httpRequest, HttpRequestError, type HttpAnswer } from '../tools/httpRequest.js';
+import { AgentApiUnreachableError } from './errors.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV } from './agentServer.js';
 import type { OperationName } from './operationNames.js';
 
@@ -34,19 +36,33 @@ export class AgentApiError extends Error {
   }
 }
 
-/**
- * Performs `operation` and returns its result. An answer that is not a result throws AgentApiError;
- * no answer at all throws HttpRequestError (ECONNREFUSED or ENOENT: the call never arrived;
- * otherwise it may have been performed).
- */
-export async function callAgentApi(endpoint: AgentEndpoint, operation: OperationName, input: unknown, timeoutMs: number): Promise<unknown> {
-  const answer = await httpRequest(`${endpoint.url}/v1/${operation}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${endpoint.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(input ?? {}),
-    timeoutMs,
-    ...(endpoint.socketPath ? { socketPath: endpoint.socketPath } : {}),
-  });
+/** Why a request surely never arrived, by Node's error code; a code not here may have reached the server. */
+const NEVER_ARRIVED: Record<string, string> = {
+  ECONNREFUSED: 'nothing is listening there (connection refused)',
+  ENOENT: 'there is no socket at its path',
+  ENOTFOUND: 'its host name does not resolve',
+  EAI_AGAIN: 'its host name does not resolve (for now)',
+};
+
+/** One POST to the endpoint: its answer, or AgentApiUnreachableError when it surely never arrived. */
+async function post(endpoint: AgentEndpoint, path: string, body: string, headers: Record<string, string>, timeoutMs: number) {
+  try {
+    return await httpRequest(`${endpoint.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${endpoint.token}`, 'content-type': 'application/json', ...headers },
+      body,
+      timeoutMs,
+      ...(endpoint.socketPath ? { socketPath: endpoint.socketPath } : {}),
+    });
+  } catch (error) {
+    const reason = error instanceof HttpRequestError ? NEVER_ARRIVED[error.code] : undefined;
+    if (reason === undefined) throw error;
+    throw new AgentApiUnreachableError(endpoint.socketPath ? `${endpoint.url} (socket ${endpoint.socketPath})` : endpoint.url, reason);
+  }
+}
+
+/** The answer's JSON body when it is 200; else the problem it carries, as AgentApiError. */
+function resultOf(answer: HttpAnswer): unknown {
   let body: unknown;
   try {
     body = answer.body ? JSON.parse(answer.body) : null;
@@ -56,6 +72,34 @@ export async function callAgentApi(endpoint: AgentEndpoint, operation: Operation
   if (answer.status === 200) return body;
   const problem = (body ?? {}) as Record<string, unknown>;
   throw new AgentApiError(answer.status, String(problem.code ?? 'internal'), String(problem.detail ?? `HTTP ${answer.status}`), problem);
+}
+
+/**
+ * Performs `operation` and returns its result. An answer that is not a result throws AgentApiError;
+ * nothing answering throws AgentApiUnreachableError (the call never arrived); no complete answer
+ * otherwise throws HttpRequestError (it may have been performed).
+ */
+export async function callAgentApi(endpoint: AgentEndpoint, operation: OperationName, input: unknown, timeoutMs: number): Promise<unknown> {
+  return resultOf(await post(endpoint, `/v1/${operation}`, JSON.stringify(input ?? {}), {}, timeoutMs));
+}
+
+/**
+ * The names of the MCP tools the endpoint lists for this token (one `tools/list` of its stateless
+ * `/mcp`): the operations its scopes allow there. Throws as `callAgentApi` does.
+ */
+export async function listAgentTools(endpoint: AgentEndpoint, timeoutMs: number): Promise<string[]> {
+  const request = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  const answer = await post(endpoint, '/mcp', request, { accept: 'application/json, text/event-stream' }, timeoutMs);
+  const reply = resultOf(answer) as { result?: { tools?: { name: string }[] }; error?: { message?: string } } | null;
+  if (!Array.isArray(reply?.result?.tools)) {
+    throw new AgentApiError(
+      answer.status,
+      'internal',
+      `tools/list was answered without tools: ${reply?.error?.message ?? answer.body.slice(0, 200)}`,
+      {},
+    );
+  }
+  return reply.result.tools.map((tool) => tool.name);
 }
 
 export { HttpRequestError };

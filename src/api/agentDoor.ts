@@ -1,7 +1,7 @@
 // Bindings of the agent door (src/db/functions/agent_door.sql), the agent API's one way into the
 // store: `baton.agent_call(secret, operation, args)` authenticates the token and acts as its
-// identity; `agent_authenticate` checks the token alone; `agent_refusals_summarise` records the
-// refusals of made-up tokens. Each binding is named after the function it calls.
+// identity; `agent_authenticate` checks the token alone; `agent_operations` says which operations
+// it may call; `agent_refusals_summarise` records the refusals of made-up tokens. Each binding is named after the function it calls.
 // This module turns the replies into results or baton's typed errors; it never names an actor.
 import type { Queryable } from '../db/queryable.js';
 import { callStore, callStoreValue } from '../db/storeCall.js';
@@ -54,6 +54,16 @@ export async function agentCall(db: Queryable, secret: string, operation: Operat
 export async function agentAuthenticate(db: Queryable, secret: string, operation: OperationName | undefined): Promise<void> {
   const reply = await callStoreValue<AgentCallReply>(db, 'agent_authenticate', [secret, operation ?? null]);
   if (!reply.ok) throw refusalOf(reply, operation ?? 'authenticate');
+}
+
+/**
+ * The operations of `operations` the token `secret` may call, in the order given, as agent_call
+ * decides it (`baton.agent_operations`); a refused token throws as `agentAuthenticate` does.
+ */
+export async function agentOperations(db: Queryable, secret: string, operations: readonly OperationName[]): Promise<OperationName[]> {
+  const reply = await callStoreValue<AgentCallReply>(db, 'agent_operations', [secret, operations]);
+  if (!reply.ok) throw refusalOf(reply, 'authenticate');
+  return reply.result as OperationName[];
 }
 
 /** Records one event for `count` calls from `address` refused for tokens baton did not issue, `throttled` of them before the store. */

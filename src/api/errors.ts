@@ -64,3 +64,20 @@ export class RateLimitedError extends BatonError {
     return { retryAfterMs: this.retryAfterMs };
   }
 }
+
+/**
+ * Thrown by the agent API's client (`baton api`, `baton mcp` ...) when nothing answers where the
+ * API should be: the connection was refused, there is no socket, the host name does not resolve.
+ * The call never arrived, so it was not performed.
+ */
+export class AgentApiUnreachableError extends BatonError {
+  override readonly name = 'AgentApiUnreachableError';
+  readonly code = 'api_unreachable';
+  override readonly retryable = true;
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(`cannot reach the baton agent API at ${url}: ${reason}; nothing was done (is \`baton serve\`, or the run, still there?)`);
+  }
+}

@@ -7,6 +7,7 @@ import type { Log } from '../log.js';
 import { serveMcp } from './agentMcp.js';
 import { MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
 import { openApiDocument } from './openApi.js';
+import type { OperationName } from './operationNames.js';
 import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
 
 /** Who is calling: the bearer's secret, from where, and whether the store checked that token during this request. */
@@ -22,6 +23,8 @@ interface HttpHandlerOptions {
   checkToken(caller: Caller, operation: string | undefined, recheck?: boolean): Promise<void>;
   /** Performs `operation` for a caller whose token passed `checkToken`. */
   act(caller: Caller, operation: string, input: unknown): Promise<unknown>;
+  /** The operations a caller whose token passed `checkToken` may call: its MCP tools. */
+  operationsFor(caller: Caller): Promise<readonly OperationName[]>;
   /** Takes one call from a client address's budget, or throws RateLimitedError. */
   takeFromAddress(address: string): void;
   maxBodyBytes: number;
@@ -69,7 +72,12 @@ export function createHttpHandler(options: HttpHandlerOptions): (req: http.Incom
       await checkToken(caller, operation, true);
       throw error;
     }
-    if (isMcp) return serveMcp(req, res, body ?? {}, (name, input) => act(caller, name, input), { log, requestId });
+    if (isMcp)
+      return serveMcp(req, res, body ?? {}, (name, input) => act(caller, name, input), {
+        operations: () => options.operationsFor(caller),
+        log,
+        requestId,
+      });
     answer(200, await act(caller, operation!, body));
   }
 

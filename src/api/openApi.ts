@@ -16,6 +16,7 @@ export function openApiDocument(): Record<string, unknown> {
 function makeOpenApiDocument(): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   const requestId = { [REQUEST_ID_HEADER]: { description: 'the id the server logs the request under', schema: { type: 'string' } } };
+  const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
   for (const name of Object.keys(OPERATIONS) as OperationName[]) {
     const operation = OPERATIONS[name];
     const schema = openApiSchema(operationJsonSchema(name));
@@ -29,11 +30,15 @@ function makeOpenApiDocument(): Record<string, unknown> {
         requestBody: { required: (schema.required ?? []).length > 0, content: { 'application/json': { schema } } },
         responses: {
           '200': { description: 'done', headers: requestId, content: { 'application/json': {} } },
-          default: {
-            description: 'refused or failed',
-            headers: requestId,
-            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+          '503': {
+            description: 'store_unavailable: the server cannot reach PostgreSQL, its store; call again after Retry-After seconds',
+            headers: {
+              ...requestId,
+              'retry-after': { description: 'seconds to wait before calling again', required: true, schema: { type: 'integer' } },
+            },
+            content: problem,
           },
+          default: { description: 'refused or failed', headers: requestId, content: problem },
         },
       },
     };
@@ -61,6 +66,7 @@ function makeOpenApiDocument(): Record<string, unknown> {
             code: { type: 'string' },
             detail: { type: 'string' },
             requestId: { type: 'string', description: 'on a 5xx: the id the server logged the failure under' },
+            retryAfterMs: { type: 'integer', description: 'on 429 and 503: how long to wait before calling again' },
           },
         },
       },

@@ -62,83 +62,225 @@ const str = () => storableString();
 const json = z.unknown().refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`);
 const taskId = str().min(1).max(200);
 
+/**
+ * What a call does, for MCP's tool annotations (src/api/agentMcp.ts). `read`: nothing a later call
+ * sees changes (a refusal is still recorded, and a token's last use). `write`: adds or updates.
+ * `destructive`: may take away or overwrite what someone else holds (content, access, a role), or
+ * acts outside baton. `idempotent`: the same call again, with the same input, changes nothing more
+ * than the first did; it may be refused instead (a compare-and-swap whose version the first call
+ * moved, a key the first call took). `openWorld`: it reaches systems outside baton.
+ */
+type OperationEffect = { kind: 'read' } | { kind: 'write' | 'destructive'; idempotent: boolean; openWorld?: true };
+
+const READ: OperationEffect = { kind: 'read' };
+const write = (idempotent: boolean): OperationEffect => ({ kind: 'write', idempotent });
+const destructive = (idempotent: boolean): OperationEffect => ({ kind: 'destructive', idempotent });
+
 interface Operation {
   scope: OperationScope;
+  /** A short name for people (an MCP tool's title). */
+  title: string;
+  effect: OperationEffect;
   description: string;
   input: z.ZodType;
 }
 
-const op = (scope: OperationScope, description: string, input: z.ZodType): Operation => ({ scope, description, input });
-
 /** Every operation of the agent API, by name. */
 export const OPERATIONS = {
-  whoami: op('read', "The token's identity, scopes, expiry, and the claim it is bound to, if any.", z.strictObject({})),
-  context: op(
-    'run',
-    "Your task: its description, payload and verification, where to work (repo, base), the claim version, the pinned upstream revisions with their notes, and the task's own notes.",
-    z.strictObject({}),
-  ),
-  heartbeat: op(
-    'run',
-    'Tell baton you are alive and, optionally, how far you are. A pooled run must beat more often than its heartbeat timeout or the task is recovered and your later calls are refused.',
-    z.strictObject({ progress: z.record(z.string(), json).optional() }),
-  ),
-  submit: op(
-    'run',
-    'Submit the commit you pushed as the work of a pooled run (fenced on your claim). Someone other than you verifies it before dependent tasks start.',
-    z.strictObject({ revision: str().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, 'a full git commit id (40 or 64 lowercase hex digits)') }),
-  ),
-  'tool.call': op(
-    'run',
-    "An external side effect through the worker's tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.",
-    z.strictObject({ tool: str().min(1).max(100), step: str().min(1).max(100), params: json.optional() }),
-  ),
-  'note.add': op(
-    'notes',
-    "Add a note to a task's discussion (a run token: its own task). A note never claims or releases anything.",
-    z.strictObject({ text: str().min(1).max(10_000), taskId: taskId.optional() }),
-  ),
-  'notes.list': op(
-    'read',
-    "A task's notes, oldest first (a run token: its own task unless taskId says otherwise).",
-    z.strictObject({ taskId: taskId.optional() }),
-  ),
-  'pool.claim': op(
-    'submit',
-    "Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task's context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.",
-    z.strictObject({
+  whoami: {
+    scope: 'read',
+    title: 'Who am I',
+    effect: READ,
+    description: "The token's identity, scopes, expiry, and the claim it is bound to, if any.",
+    input: z.strictObject({}),
+  },
+  context: {
+    scope: 'run',
+    title: 'Task context',
+    effect: READ,
+    description:
+      "Your task: its description, payload and verification, where to work (repo, base), the claim version, the pinned upstream revisions with their notes, and the task's own notes.",
+    input: z.strictObject({}),
+  },
+  heartbeat: {
+    scope: 'run',
+    title: 'Heartbeat',
+    // A beat again says the same: the run is alive, with the progress given.
+    effect: write(true),
+    description:
+      'Tell baton you are alive and, optionally, how far you are. A pooled run must beat more often than its heartbeat timeout or the task is recovered and your later calls are refused.',
+    input: z.strictObject({ progress: z.record(z.string(), json).optional() }),
+  },
+  submit: {
+    scope: 'run',
+    title: 'Submit work',
+    // The same revision again is accepted and changes nothing; another one is refused.
+    effect: write(true),
+    description:
+      'Submit the commit you pushed as the work of a pooled run (fenced on your claim). Someone other than you verifies it before dependent tasks start.',
+    input: z.strictObject({
+      revision: str().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, 'a full git commit id (40 or 64 lowercase hex digits)'),
+    }),
+  },
+  'tool.call': {
+    scope: 'run',
+    title: 'Call a tool',
+    // Whatever the tool does outside baton; once per task and step, the ledger returns the recorded result after that.
+    effect: { kind: 'destructive', idempotent: true, openWorld: true },
+    description:
+      "An external side effect through the worker's tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.",
+    input: z.strictObject({ tool: str().min(1).max(100), step: str().min(1).max(100), params: json.optional() }),
+  },
+  'note.add': {
+    scope: 'notes',
+    title: 'Add a note',
+    // Each call adds a note.
+    effect: write(false),
+    description: "Add a note to a task's discussion (a run token: its own task). A note never claims or releases anything.",
+    input: z.strictObject({ text: str().min(1).max(10_000), taskId: taskId.optional() }),
+  },
+  'notes.list': {
+    scope: 'read',
+    title: 'List notes',
+    effect: READ,
+    description: "A task's notes, oldest first (a run token: its own task unless taskId says otherwise).",
+    input: z.strictObject({ taskId: taskId.optional() }),
+  },
+  'pool.claim': {
+    scope: 'submit',
+    title: 'Claim pooled work',
+    // Each call may take another task.
+    effect: write(false),
+    description:
+      "Ask for a task offered to a pool, waiting up to waitSeconds. Returns null, or the task's context and a run token bound to its claim: use that token for heartbeat, submit, notes and objects of the run.",
+    input: z.strictObject({
       pool: str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'pool names are 1 to 63 lowercase letters, digits, _ or -'),
       waitSeconds: z.number().int().min(0).max(POOL_CLAIM_WAIT_SECONDS_MAX).optional(),
     }),
-  ),
-  'object.create': op('objects', 'Create a shared object; you get write access and administer its grants.', OBJECT_INPUTS.create),
-  'object.grant': op('objects', "Set an identity's access to an object you created (none revokes).", OBJECT_INPUTS.grant),
-  'object.show': op('read', 'Version, token, holder and any open offer, without reading the content.', OBJECT_INPUTS.show),
-  'object.read': op('read', 'The content and its version; records that you read this version.', OBJECT_INPUTS.read),
-  'object.check': op(
-    'read',
-    'Refused unless the version you last read is current: call it just before an irreversible step.',
-    OBJECT_INPUTS.check,
-  ),
-  'object.log': op(
-    'read',
-    "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.",
-    OBJECT_INPUTS.log,
-  ),
-  'object.take': op('objects', 'Take the single-writer role now, from whoever holds it; returns your fencing token.', OBJECT_INPUTS.take),
-  'object.write': op('objects', 'Compare-and-swap write naming the version you read and your token.', OBJECT_INPUTS.write),
-  'object.heartbeat': op('objects', 'Tell the store you, the holder, are alive.', OBJECT_INPUTS.heartbeat),
-  'object.release': op('objects', 'Give the role up.', OBJECT_INPUTS.release),
-  'object.offer': op(
-    'objects',
-    'Offer the role to a successor at a version; your writes are refused while the offer is open. It reserves nothing: a third party may still take the object.',
-    OBJECT_INPUTS.offer,
-  ),
-  'object.accept': op('objects', 'Accept the offer made to you at the version offered, and become the holder.', OBJECT_INPUTS.accept),
-  'object.decline': op('objects', 'Decline the offer made to you.', OBJECT_INPUTS.decline),
-  'object.withdraw': op('objects', 'Withdraw your open offer.', OBJECT_INPUTS.withdraw),
-  'object.suggest': op('objects', 'Propose new content based on a version; the holder decides.', OBJECT_INPUTS.suggest),
-  'object.approve': op('objects', 'Apply a suggestion made on the current version (holder only).', OBJECT_INPUTS.approve),
+  },
+  'object.create': {
+    scope: 'objects',
+    title: 'Create a shared object',
+    // Again: refused with object_exists, nothing changed.
+    effect: write(true),
+    description: 'Create a shared object; you get write access and administer its grants.',
+    input: OBJECT_INPUTS.create,
+  },
+  'object.grant': {
+    scope: 'objects',
+    title: 'Grant object access',
+    // Sets the access, lowering or revoking (none) what the grantee had.
+    effect: destructive(true),
+    description: "Set an identity's access to an object you created (none revokes).",
+    input: OBJECT_INPUTS.grant,
+  },
+  'object.show': {
+    scope: 'read',
+    title: 'Show an object',
+    effect: READ,
+    description: 'Version, token, holder and any open offer, without reading the content.',
+    input: OBJECT_INPUTS.show,
+  },
+  'object.read': {
+    scope: 'read',
+    title: 'Read an object',
+    // Records the version you read, which object.check answers from.
+    effect: write(true),
+    description: 'The content and its version; records that you read this version.',
+    input: OBJECT_INPUTS.read,
+  },
+  'object.check': {
+    scope: 'read',
+    title: 'Check an object is current',
+    effect: READ,
+    description: 'Refused unless the version you last read is current: call it just before an irreversible step.',
+    input: OBJECT_INPUTS.check,
+  },
+  'object.log': {
+    scope: 'read',
+    title: 'Object event log',
+    effect: READ,
+    description: "The object's event log, oldest first: who took, wrote, offered or was refused what, when and why.",
+    input: OBJECT_INPUTS.log,
+  },
+  'object.take': {
+    scope: 'objects',
+    title: 'Take the writer role',
+    // Takes the role from its holder, whose token stops working; taking what you hold returns the same token.
+    effect: destructive(true),
+    description: 'Take the single-writer role now, from whoever holds it; returns your fencing token.',
+    input: OBJECT_INPUTS.take,
+  },
+  'object.write': {
+    scope: 'objects',
+    title: 'Write an object',
+    // Replaces the content; again, the version it names has moved and it is refused.
+    effect: destructive(true),
+    description: 'Compare-and-swap write naming the version you read and your token.',
+    input: OBJECT_INPUTS.write,
+  },
+  'object.heartbeat': {
+    scope: 'objects',
+    title: 'Object holder heartbeat',
+    effect: write(true),
+    description: 'Tell the store you, the holder, are alive.',
+    input: OBJECT_INPUTS.heartbeat,
+  },
+  'object.release': {
+    scope: 'objects',
+    title: 'Release the writer role',
+    // Again: the token it names has moved, and it is refused.
+    effect: write(true),
+    description: 'Give the role up.',
+    input: OBJECT_INPUTS.release,
+  },
+  'object.offer': {
+    scope: 'objects',
+    title: 'Offer the writer role',
+    // Again: refused while the first offer is open.
+    effect: write(true),
+    description:
+      'Offer the role to a successor at a version; your writes are refused while the offer is open. It reserves nothing: a third party may still take the object.',
+    input: OBJECT_INPUTS.offer,
+  },
+  'object.accept': {
+    scope: 'objects',
+    title: 'Accept an offered role',
+    // Takes only what was offered to you; again, there is no open offer and it is refused.
+    effect: write(true),
+    description: 'Accept the offer made to you at the version offered, and become the holder.',
+    input: OBJECT_INPUTS.accept,
+  },
+  'object.decline': {
+    scope: 'objects',
+    title: 'Decline an offered role',
+    effect: write(true),
+    description: 'Decline the offer made to you.',
+    input: OBJECT_INPUTS.decline,
+  },
+  'object.withdraw': {
+    scope: 'objects',
+    title: 'Withdraw an offer',
+    effect: write(true),
+    description: 'Withdraw your open offer.',
+    input: OBJECT_INPUTS.withdraw,
+  },
+  'object.suggest': {
+    scope: 'objects',
+    title: 'Suggest content',
+    // Each call adds a suggestion.
+    effect: write(false),
+    description: 'Propose new content based on a version; the holder decides.',
+    input: OBJECT_INPUTS.suggest,
+  },
+  'object.approve': {
+    scope: 'objects',
+    title: 'Approve a suggestion',
+    // Replaces the content; again, the suggestion's version has moved and it is refused.
+    effect: destructive(true),
+    description: 'Apply a suggestion made on the current version (holder only).',
+    input: OBJECT_INPUTS.approve,
+  },
 } as const satisfies Record<OperationName, Operation>;
 
 /**

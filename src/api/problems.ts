@@ -54,10 +54,14 @@ export function answerProblem(log: Log, requestId: string, what: string, error: 
   const problem = problemOf(error);
   // A relayed 5xx was logged where it happened, under the id it carries.
   if (problem.status < 500 || typeof problem.requestId === 'string') return problem;
-  log(
-    `baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-  );
+  log(`baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${described(error)}`);
   return { ...problem, requestId };
+}
+
+/** An error's stack, and its causes' (what pg said beneath a StoreUnavailableError). */
+function described(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return `${error.stack ?? error.message}${error.cause === undefined ? '' : `\ncaused by: ${described(error.cause)}`}`;
 }
 
 /** Answers with a problem, unless an answer has begun; 401 and 429 with the headers they call for. */

@@ -1,5 +1,12 @@
 import type { Command } from 'commander';
-import { agentEndpointFromEnv, AgentApiError, callAgentApi, HttpRequestError, type AgentEndpoint } from '../api/agentClient.js';
+import {
+  agentEndpointFromEnv,
+  AgentApiError,
+  callAgentApi,
+  HttpRequestError,
+  listAgentTools,
+  type AgentEndpoint,
+} from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/limits.js';
 import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operationNames.js';
@@ -13,6 +20,8 @@ import { parseLifetime, parseScopes } from './tokenOptions.js';
 const SERVE_PORT_DEFAULT = 8484;
 /** How long a CLI call of the API may take; a pool claim adds its own wait. */
 const API_CALL_TIMEOUT_MS = 600_000;
+/** How long `baton mcp` waits for the endpoint's list of the token's tools. */
+const TOOL_LIST_TIMEOUT_MS = 30_000;
 
 /** The agent API endpoint from the environment, or an error that says how to get one. */
 export function requireAgentEndpoint(): AgentEndpoint {
@@ -28,7 +37,8 @@ export function requireAgentEndpoint(): AgentEndpoint {
 /**
  * Performs one operation for the CLI and prints its result as JSON. A refusal is logged with its
  * code and sets the exit code of that code (2 the call is wrong, 3 the claim or role moved, 4 the
- * tool refused, 5 outcome unknown); no answer at all exits 5 unless the call surely never arrived.
+ * tool refused, 5 outcome unknown); an endpoint where nothing answers throws
+ * AgentApiUnreachableError (exit 1), and an answer cut off exits 5: the call may have been performed.
  */
 export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: string, input: unknown): Promise<unknown> {
   if (!isOperationName(operation))
@@ -40,11 +50,10 @@ export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: stri
       log(`baton: ${operation} refused (${error.code}): ${error.detail}`);
       process.exitCode = errorResponseOf(error.code).exitCode;
     } else if (error instanceof HttpRequestError) {
-      log(`baton: no answer from ${endpoint.url} (${error.code}): ${error.message}`);
-      // Refused (or no socket): the call never arrived. Anything else: it may have been performed.
-      process.exitCode = errorResponseOf(
-        error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'tool_outcome_unknown',
-      ).exitCode;
+      log(
+        `baton: no complete answer from the baton agent API at ${endpoint.url} (${error.code}): ${error.message}; ${operation} may have been performed`,
+      );
+      process.exitCode = errorResponseOf('tool_outcome_unknown').exitCode;
     } else {
       throw error;
     }
@@ -194,12 +203,16 @@ export function registerAgentCommands(program: Command, log: Log): void {
     )
     .action(async () => {
       const endpoint = requireAgentEndpoint();
-      const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([
+      const [{ StdioServerTransport }, { createMcpServer, operationOfTool }] = await Promise.all([
         import('@modelcontextprotocol/sdk/server/stdio.js'),
         import('../api/agentMcp.js'),
       ]);
-      // stdout carries the protocol; failures are logged on stderr.
-      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS), { log });
+      // stdout carries the protocol; failures are logged on stderr. The endpoint decides which
+      // tools the token sees: its own tools/list, relayed.
+      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS), {
+        operations: async () => (await listAgentTools(endpoint, TOOL_LIST_TIMEOUT_MS)).flatMap((name) => operationOfTool(name) ?? []),
+        log,
+      });
       const closed = new Promise<void>((resolve) => (server.onclose = resolve));
       await server.connect(new StdioServerTransport());
       await closed;

@@ -374,6 +374,7 @@ DECLARE
   a jsonb := coalesce(p_args, '{}'::jsonb);
   k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
   v_refusal jsonb;
+  v_denial text;
   t baton.tasks;
   r baton.pool_runs;
   o baton.object_outcome;
@@ -384,7 +385,8 @@ BEGIN
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
   v_refusal := baton.agent_token_refusal(k, p_operation);
   IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
-  IF k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN
+  v_denial := baton.agent_scope_denial(k, p_operation, v_scope);
+  IF k.task_id IS NOT NULL AND v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
@@ -397,11 +399,11 @@ BEGIN
           p_operation, k.claim_version, k.task_id, t.status, t.claim_version),
         'task', jsonb_build_object('status', t.status, 'owner', t.owner, 'claimVersion', t.claim_version));
     END IF;
-  ELSIF v_scope = 'run' THEN
+  ELSIF v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
   END IF;
-  IF v_scope <> 'run' AND NOT (v_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN
+  IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',
       format('token %s of %s has scope %s; %s needs %s', k.id, k.identity, array_to_string(k.scopes, ', '), p_operation, v_scope));
   END IF;
@@ -571,6 +573,24 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_operations(p_secret text, p_operations text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+  v_refusal jsonb := baton.agent_token_refusal(k, NULL);
+BEGIN
+  IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
+  RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', to_jsonb(ARRAY(
+    SELECT o FROM unnest(p_operations) WITH ORDINALITY AS x (o, n)
+     WHERE baton.agent_operation_scope(o) IS NOT NULL AND baton.agent_scope_denial(k, o, baton.agent_operation_scope(o)) IS NULL
+     ORDER BY n)));
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_refusals_summarise(p_address text, p_count integer, p_throttled integer, p_window_ms integer)
  RETURNS void
  LANGUAGE plpgsql
@@ -603,6 +623,19 @@ BEGIN
     jsonb_build_object('operation', p_operation, 'refusal', p_refusal, 'token_id', p_token.id, 'task_id', p_token.task_id) || p_details);
   RETURN jsonb_build_object('ok', false, 'refusal', p_refusal, 'reason', p_reason);
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text, p_scope text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT CASE
+    WHEN p_scope = 'run' THEN CASE WHEN k.task_id IS NULL THEN 'not_a_run' END
+    WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
+    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
+  END
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.agent_session_serves_runs()
@@ -2666,9 +2699,13 @@ function baton.agent_notes_refusal(baton.agent_tokens,text,text): {baton_owner=X
 
 function baton.agent_operation_scope(text): {baton_owner=X/baton_owner}
 
+function baton.agent_operations(text,text[]): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
+
 function baton.agent_refusals_summarise(text,integer,integer,integer): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.agent_refuse(baton.agent_tokens,text,text,text,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_scope_denial(baton.agent_tokens,text,text): {baton_owner=X/baton_owner}
 
 function baton.agent_session_serves_runs(): {baton_owner=X/baton_owner}
 

@@ -4,6 +4,7 @@
 // the database and summarised instead of recorded one by one, and the published schemas (OpenAPI
 // and MCP) state the rules the server enforces, with MCP refusals as problem details.
 import http from 'node:http';
+import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -14,6 +15,7 @@ import { OPERATIONS } from '../../src/api/operations.js';
 import { agentTokenRevoke } from '../../src/api/tokens.js';
 import { refusalBudgetKey } from '../../src/api/tokenGate.js';
 import { newTokenSecret } from '../../src/api/tokenSecret.js';
+import { createPool } from '../../src/db/pool.js';
 import type { Queryable } from '../../src/db/queryable.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -88,6 +90,22 @@ function postFrom(url: string, localAddress: string, secret: string, operation: 
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** A server on 127.0.0.1 that does `onConnection` with each connection it takes; port 0 once closed. */
+async function rawServer(onConnection: (socket: net.Socket) => void): Promise<{ port: number; close(): Promise<void> }> {
+  const server = net.createServer(onConnection);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const sockets = new Set<net.Socket>();
+  server.on('connection', (socket) => sockets.add(socket));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 async function withServer<T>(options: Omit<AgentApiOptions, 'db'> & { db?: Queryable }, use: (url: string) => Promise<T>): Promise<T> {
@@ -204,6 +222,96 @@ describe("the agent API's door", () => {
         await mcp.client.close();
       }
     });
+  });
+
+  it('names a store it cannot reach: 503 store_unavailable with Retry-After, over HTTP and MCP, naming no host and no secret', async () => {
+    const agent = await db.login('baton_agent');
+    const password = new URL(agent.url).password;
+    const at = (port: number) => {
+      const url = new URL(agent.url);
+      url.host = `127.0.0.1:${port}`;
+      return url.toString();
+    };
+    // A port nothing listens on (a server's, given up), a server that hangs up, one that never answers.
+    const gone = await rawServer(() => {});
+    await gone.close();
+    const hangsUp = await rawServer((socket) => socket.destroy());
+    const silent = await rawServer(() => {});
+    const pools = [
+      createPool(at(gone.port), { max: 1 }),
+      createPool(at(hangsUp.port), { max: 1 }),
+      createPool(at(silent.port), { max: 1, queryTimeoutMs: 300 }),
+    ];
+    // Postgres itself ends the connection mid-call (SQLSTATE 57P01, as on a restart).
+    const terminated: Queryable = {
+      query: async () => {
+        const client = await agent.pool.connect();
+        try {
+          await client.query('SELECT pg_terminate_backend(pg_backend_pid())');
+        } finally {
+          client.release(true);
+        }
+        throw new Error('the backend was not terminated');
+      },
+    };
+    const stores: [string, Queryable, RegExp][] = [
+      ['connection refused', pools[0]!, /ECONNREFUSED/],
+      ['a server that hangs up', pools[1]!, /Connection terminated unexpectedly/],
+      ['a server that never answers', pools[2]!, /Connection terminated due to connection timeout/],
+      ['Postgres ending the connection', terminated, /terminating connection due to administrator command/],
+    ];
+    let store: Queryable = agent.pool;
+    const lines: string[] = [];
+    const t = await tokenFor(db, 'door-stranded');
+    try {
+      await withServer(
+        { db: { query: (text, values) => store.query(text, values as unknown[]) }, log: (line) => lines.push(line) },
+        async (url) => {
+          // Connected while the store answers: the token is known to this server from then on.
+          const mcp = await mcpClient(url, t.secret);
+          try {
+            for (const [how, unreachable, logged] of stores) {
+              store = unreachable;
+              const known = await postFrom(url, '127.0.0.1', t.secret, 'whoami');
+              const unseen = await postFrom(url, '127.0.0.1', newTokenSecret(), 'whoami');
+              const viaMcp = await mcp.use('object.show', { key: 'door/anything' }).catch((e: Record<string, unknown>) => e);
+              for (const [which, reply] of [
+                ['known token', known],
+                ['unseen token', unseen],
+              ] as const) {
+                expect(reply.status, `${how}, ${which}`).toBe(503);
+                expect(reply.headers['retry-after'], `${how}, ${which}`).toBe('5');
+                expect(reply.body, `${how}, ${which}`).toMatchObject({
+                  type: 'urn:baton:error:store_unavailable',
+                  code: 'store_unavailable',
+                  status: 503,
+                  retryAfterMs: 5000,
+                  detail: expect.stringMatching(/^PostgreSQL, baton's store, cannot be reached: /),
+                });
+              }
+              expect(viaMcp, how).toMatchObject({ code: 'store_unavailable', status: 503, detail: known.body.detail });
+              for (const answer of [known.body, unseen.body, viaMcp]) {
+                const text = JSON.stringify(answer);
+                expect(text, how).not.toContain(password);
+                expect(text, how).not.toContain('127.0.0.1');
+              }
+              // The server's own log has what pg said, under the request's id.
+              expect(
+                lines.find((l) => l.includes(known.body.requestId)),
+                how,
+              ).toMatch(logged);
+            }
+          } finally {
+            store = agent.pool;
+            await mcp.client.close();
+          }
+        },
+      );
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+      await hangsUp.close();
+      await silent.close();
+    }
   });
 
   it('throttles made-up tokens per address before the database and records them as summaries, not one event each', async () => {

@@ -76,7 +76,11 @@ describe('the agent API inside a run', () => {
     );
     expect(await file('forged-as.txt')).not.toMatch(/accepted/);
     const mcp = JSON.parse(await file('mcp.json'));
-    expect(mcp.tools).toEqual(expect.arrayContaining(['context', 'heartbeat', 'tool_call', 'object_take', 'note_add']));
+    // A run token's tools: its run's and its scopes' (read, notes, objects); no pool_claim, and no
+    // tool_call, since this worker has no tools.
+    expect(mcp.tools).toEqual(expect.arrayContaining(['context', 'heartbeat', 'submit', 'object_take', 'note_add', 'notes_list']));
+    expect(mcp.tools).not.toContain('tool_call');
+    expect(mcp.tools).not.toContain('pool_claim');
     expect(mcp.whoami).toMatchObject({ isError: false, body: { identity: 'planner', taskId: `${id}/plan` } });
     expect(mcp.forged).toMatchObject({
       isError: true,

@@ -2,9 +2,12 @@
 // TypeScript (src/api/operations.ts) and in SQL (`baton.agent_operation_scope`, which agent_call
 // asks before anything else). The two must name the same operations with the same scopes. The
 // names alone are listed once more, apart from their schemas (src/api/operationNames.ts), for the CLI.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OPERATION_NAMES } from '../../src/api/operationNames.js';
 import { OPERATIONS } from '../../src/api/operations.js';
+import { PACKAGE_ROOT } from '../../src/packageRoot.js';
 import { useTestDatabase } from '../helpers/db.js';
 
 const db = useTestDatabase();
@@ -54,5 +57,20 @@ describe('the operation table, in TypeScript and in the database', () => {
     const others = literals.filter((l) => scopeOf[l] === null);
     expect(operations.sort()).toEqual([...OPERATION_NAMES].sort());
     expect(others.filter((l) => !SCOPES.has(l))).toEqual([]);
+  });
+
+  it('is the one docs/agents.md lists: each operation with its scope and effect', async () => {
+    const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'agents.md'), 'utf8');
+    const rows = [...doc.matchAll(/^\| `([a-z.]+)` \| (read|notes|objects|submit|run) \| ([a-z, ]+) \|/gm)].map((m) => [m[1], m[2], m[3]]);
+    expect(rows).toEqual(
+      OPERATION_NAMES.map((name) => {
+        const { scope, effect } = OPERATIONS[name];
+        const stated =
+          effect.kind === 'read'
+            ? 'read'
+            : [effect.kind, effect.idempotent && 'idempotent', effect.openWorld && 'open world'].filter(Boolean).join(', ');
+        return [name, scope, stated];
+      }),
+    );
   });
 });

@@ -87,6 +87,21 @@ describe('baton token, baton serve and the agent CLI', () => {
     expect(rows.map((r) => `${r.kind}:${r.actor}`)).toEqual(['created:cli-agent', 'taken:cli-agent']);
   });
 
+  it('says plainly that it cannot reach the agent API when nothing listens at BATON_URL: one line, exit 1', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    for (const args of [
+      ['api', 'whoami'],
+      ['object', 'show', 'plans/anything'],
+    ]) {
+      const result = await runCli(args, cleanEnv({ BATON_URL: url, BATON_TOKEN: 'baton_not-a-real-token' }));
+      expect(result.code, args.join(' ')).toBe(1);
+      expect(result.stdout, args.join(' ')).toBe('');
+      expect(result.stderr.trimEnd().split('\n'), args.join(' ')).toEqual([
+        `baton: cannot reach the baton agent API at ${url}: nothing is listening there (connection refused); nothing was done (is \`baton serve\`, or the run, still there?)`,
+      ]);
+    }
+  });
+
   it('grants a token the notes of graphs and tasks (S6), says so, lists the grants, and refuses a grant of what does not exist', async () => {
     const operator = cleanEnv({ DATABASE_URL: (await db.login('baton_client')).url, BATON_ACTOR: 'ops-olga' });
     const graphId = await insertGraph(db.pool, { a: [] }, { prefix: 'cli-grants' });

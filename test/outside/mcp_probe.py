@@ -16,13 +16,19 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def outcome(result):
-    """A tool result as data: whether the SDK marked it an error, and its JSON text."""
+    """A tool result as data: whether the SDK marked it an error, its JSON text, and its structured content."""
     text = result.content[0].text if result.content else ""
     try:
         body = json.loads(text)
     except ValueError:
         body = {"unparsed": text}
-    return {"isError": bool(result.is_error), "body": body}
+    return {"isError": bool(result.is_error), "body": body, "structured": result.structured_content}
+
+
+def hints(tool):
+    """A tool's title and annotations as MCP names them."""
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    return {"title": tool.title, "annotations": annotations}
 
 
 async def probe(url, token):
@@ -36,6 +42,7 @@ async def probe(url, token):
                 report["server"] = init.server_info.name
                 tools = (await session.list_tools()).tools
                 report["tools"] = {tool.name: tool.input_schema for tool in tools}
+                report["hints"] = {tool.name: hints(tool) for tool in tools}
                 report["whoami"] = outcome(await session.call_tool("whoami", {}))
                 # Name another actor: refused with the problem details HTTP gives.
                 report["actor"] = outcome(await session.call_tool("object_take", {"key": "plan", "actor": "someone-else"}))

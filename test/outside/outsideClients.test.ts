@@ -108,19 +108,37 @@ describe('S7: clients baton did not write', () => {
     },
   );
 
-  it("the Python MCP SDK sees every operation, the server's own schemas, and refusals as problem details", async () => {
+  it("the Python MCP SDK sees the operations of the token's scopes, their schemas and hints, results and refusals as data", async () => {
     const { code, output } = await runVenv('python', [path.join(HERE, 'mcp_probe.py'), `${api.url}/mcp`], { BATON_TOKEN: secret });
     expect(code, output).toBe(0);
     const report = JSON.parse(output.trim().split('\n').at(-1)!);
-    expect(Object.keys(report.tools).sort()).toEqual((Object.keys(OPERATIONS) as OperationName[]).map(mcpToolName).sort());
-    for (const name of Object.keys(OPERATIONS) as OperationName[])
+    // The token's scopes are read, notes and objects: neither the run's operations nor pool.claim.
+    const allowed = (Object.keys(OPERATIONS) as OperationName[]).filter((name) =>
+      ['read', 'notes', 'objects'].includes(OPERATIONS[name].scope),
+    );
+    expect(Object.keys(report.tools).sort()).toEqual(allowed.map(mcpToolName).sort());
+    for (const name of allowed) {
       expect(report.tools[mcpToolName(name)], name).toEqual(operationJsonSchema(name));
+      const { title, effect } = OPERATIONS[name];
+      expect(report.hints[mcpToolName(name)], name).toEqual({
+        title,
+        annotations: {
+          title,
+          readOnlyHint: effect.kind === 'read',
+          destructiveHint: effect.kind === 'destructive',
+          idempotentHint: effect.kind === 'read' || effect.idempotent,
+          openWorldHint: false,
+        },
+      });
+    }
     expect(report.whoami).toMatchObject({ isError: false, body: { identity: 'outside-fuzzer' } });
+    expect(report.whoami.structured).toEqual(report.whoami.body);
     for (const refused of ['actor', 'nul', 'both']) {
       expect(report[refused], refused).toMatchObject({
         isError: true,
         body: { code: 'invalid_input', status: 400, type: 'urn:baton:error:invalid_input' },
       });
+      expect(report[refused].structured, refused).toEqual(report[refused].body);
     }
     expect(report.actor.body.detail).toMatch(/actor/);
     expect(report.unknown).toMatchObject({ isError: true, body: { code: 'not_found' } });

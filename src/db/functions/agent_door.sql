@@ -1,5 +1,6 @@
 -- The agent door (SPEC U3, U7, T5, S6): baton.agent_call, the one function through which the agent
--- API acts, and the token check every call starts with (agent_authenticate). A token is found by the
+-- API acts, the token check every call starts with (agent_authenticate), and the operations a token
+-- may call (agent_operations, its MCP tool list). A token is found by the
 -- SHA-256 of its secret (tokens.sql); a revoked or expired token is refused, and so is a command
 -- run's token outside its run, a token without the operation's scope, a run token whose claim has
 -- moved, and notes the token was not granted. The operation is performed with the token's identity
@@ -125,6 +126,35 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
   END
 $$;
 
+-- Why token k may not call p_operation (whose scope is p_scope), in a word, or NULL when it may:
+-- 'not_a_run' for a run operation without a run token, and for a run token taking another run;
+-- 'scope' for a token without the scope (admin has every scope). Records nothing: agent_call records
+-- the refusal, and agent_operations lists what passes.
+CREATE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text, p_scope text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE
+    WHEN p_scope = 'run' THEN CASE WHEN k.task_id IS NULL THEN 'not_a_run' END
+    WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
+    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
+  END
+$$;
+
+-- Which of p_operations token p_secret may call, in the order given: what its MCP tool list shows
+-- (src/api/agentMcp.ts). The same rules as agent_call's (agent_scope_denial); a token agent_call
+-- would refuse outright is refused the same way. Acts on nothing.
+CREATE FUNCTION baton.agent_operations(p_secret text, p_operations text[]) RETURNS jsonb LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
+  v_refusal jsonb := baton.agent_token_refusal(k, NULL);
+BEGIN
+  IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
+  RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', to_jsonb(ARRAY(
+    SELECT o FROM unnest(p_operations) WITH ORDINALITY AS x (o, n)
+     WHERE baton.agent_operation_scope(o) IS NOT NULL AND baton.agent_scope_denial(k, o, baton.agent_operation_scope(o)) IS NULL
+     ORDER BY n)));
+END $$;
+GRANT EXECUTE ON FUNCTION baton.agent_operations TO baton_agent, baton_worker;
+
 -- S6: NULL when token k may read (notes.list) or write (note.add) the notes of task p_task; else the
 -- refusal, recorded. A run token: its own task's, and reading those of the upstream tasks its task is
 -- pinned to (what `context` shows it). A token people made with note grants: those graphs' tasks and
@@ -188,6 +218,7 @@ DECLARE
   a jsonb := coalesce(p_args, '{}'::jsonb);
   k baton.agent_tokens := baton.agent_token_by_secret(p_secret);
   v_refusal jsonb;
+  v_denial text;
   t baton.tasks;
   r baton.pool_runs;
   o baton.object_outcome;
@@ -198,7 +229,8 @@ BEGIN
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
   v_refusal := baton.agent_token_refusal(k, p_operation);
   IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
-  IF k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN
+  v_denial := baton.agent_scope_denial(k, p_operation, v_scope);
+  IF k.task_id IS NOT NULL AND v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
   IF k.task_id IS NOT NULL THEN
@@ -211,11 +243,11 @@ BEGIN
           p_operation, k.claim_version, k.task_id, t.status, t.claim_version),
         'task', jsonb_build_object('status', t.status, 'owner', t.owner, 'claimVersion', t.claim_version));
     END IF;
-  ELSIF v_scope = 'run' THEN
+  ELSIF v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
   END IF;
-  IF v_scope <> 'run' AND NOT (v_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN
+  IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',
       format('token %s of %s has scope %s; %s needs %s', k.id, k.identity, array_to_string(k.scopes, ', '), p_operation, v_scope));
   END IF;
