@@ -21,10 +21,13 @@ export const GRAPH_LIST_LIMIT_DEFAULT = 50;
 export const TASK_QUEUE_DEFAULT = 'baton';
 /** Port of the embedded Postgres started by `baton dev`. */
 export const DEV_POSTGRES_PORT_DEFAULT = 54329;
-/** gRPC port of the Temporal dev server started by `baton dev`. */
-export const DEV_TEMPORAL_PORT_DEFAULT = 7233;
-/** Web UI port of the Temporal dev server started by `baton dev`. */
-export const DEV_TEMPORAL_UI_PORT_DEFAULT = 8233;
+/**
+ * gRPC port of the Temporal dev server started by `baton dev`: baton's own, not Temporal's 7233,
+ * which a Temporal user's own dev server often holds already.
+ */
+export const DEV_TEMPORAL_PORT_DEFAULT = 17233;
+/** Web UI port of the Temporal dev server started by `baton dev` (Temporal's own 8233 is left alone too). */
+export const DEV_TEMPORAL_UI_PORT_DEFAULT = 18233;
 /** Database baton creates in the embedded Postgres. */
 export const DEV_DATABASE_NAME = 'baton';
 /** Folder in the baton home for generated secrets (mode 0700; each file 0600, its owner's only). */

@@ -23,9 +23,9 @@ export interface DevStackOptions {
   temporalAddress?: string;
   /** Embedded Postgres port; 0 picks a free one. (Default: 54329) */
   postgresPort?: number;
-  /** Dev server gRPC port; 0 picks a free one. (Default: 7233) */
+  /** Dev server gRPC port; 0 picks a free one. (Default: 17233) */
   temporalPort?: number;
-  /** Dev server UI port; 0 picks a free one. (Default: 8233) */
+  /** Dev server UI port; 0 picks a free one. (Default: 18233) */
   temporalUiPort?: number;
   /** Start the dev server without its UI. (Default: false) */
   headless?: boolean;
