@@ -73,7 +73,10 @@ const program = new Command()
 
 program
   .command('dev')
-  .description('start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it')
+  .description(
+    'start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it. ' +
+      'Refuses a port another process holds',
+  )
   .option('--postgres-port <port>', 'embedded Postgres port; 0 picks a free one (default: 54329)', parsePort)
   .option('--temporal-port <port>', "Temporal dev server gRPC port; 0 picks a free one (default: 17233, not Temporal's 7233)", parsePort)
   .option('--ui-port <port>', "Temporal Web UI port; 0 picks a free one (default: 18233, not Temporal's 8233)", parsePort)

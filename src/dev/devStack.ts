@@ -11,6 +11,7 @@ import { ensureDatabase, withDatabase } from '../db/pool.js';
 import { silentLog, type Log } from '../log.js';
 import { temporalSettings, type TemporalSettings } from '../temporal/connection.js';
 import { pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
+import { requirePortFree } from './portTaken.js';
 import { resolveTemporalCli, type TemporalCli } from './temporalCli.js';
 import { startTemporalDevServer } from './temporalDevServer.js';
 
@@ -21,11 +22,11 @@ export interface DevStackOptions {
   databaseUrl?: string;
   /** Use this Temporal frontend instead of starting the dev server. */
   temporalAddress?: string;
-  /** Embedded Postgres port; 0 picks a free one. (Default: 54329) */
+  /** Embedded Postgres port; 0 picks a free one; a port taken by another process is refused. (Default: 54329) */
   postgresPort?: number;
-  /** Dev server gRPC port; 0 picks a free one. (Default: 17233) */
+  /** Dev server gRPC port; 0 picks a free one; a port taken by another process is refused. (Default: 17233) */
   temporalPort?: number;
-  /** Dev server UI port; 0 picks a free one. (Default: 18233) */
+  /** Dev server UI port; 0 picks a free one; a port taken by another process is refused. (Default: 18233) */
   temporalUiPort?: number;
   /** Start the dev server without its UI. (Default: false) */
   headless?: boolean;
@@ -60,7 +61,8 @@ export function devPostgresDataDir(home: string): string {
  * Starts what baton needs on one machine and is not given: an embedded Postgres with its data in
  * `home/postgres` (its superuser password generated into `home/credentials/postgres-superuser`),
  * and the Temporal dev server with its UI and its state in `home/temporal.sqlite`. A second start
- * reuses both, so earlier workflows and tasks are still there.
+ * reuses both, so earlier workflows and tasks are still there. A port another process holds is
+ * refused before anything starts.
  */
 export async function startDevStack(options: DevStackOptions = {}): Promise<DevStack> {
   const log = options.log ?? silentLog;
@@ -72,14 +74,17 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
   };
 
   try {
+    const postgresPort = port(options.postgresPort, DEV_POSTGRES_PORT_DEFAULT);
+    const temporalPort = port(options.temporalPort, DEV_TEMPORAL_PORT_DEFAULT);
+    const temporalUiPort = port(options.temporalUiPort, DEV_TEMPORAL_UI_PORT_DEFAULT);
+    if (!options.databaseUrl && postgresPort !== undefined) await requirePortFree(postgresPort, 'postgres');
+    if (!options.temporalAddress && temporalPort !== undefined) await requirePortFree(temporalPort, 'temporal');
+    if (!options.temporalAddress && !options.headless && temporalUiPort !== undefined) await requirePortFree(temporalUiPort, 'ui');
+
     let databaseUrl = options.databaseUrl;
     let postgresSecretFile: string | undefined;
     if (!databaseUrl) {
-      const postgres = await startEmbeddedPostgres({
-        dataDir: devPostgresDataDir(home),
-        port: port(options.postgresPort, DEV_POSTGRES_PORT_DEFAULT),
-        log,
-      });
+      const postgres = await startEmbeddedPostgres({ dataDir: devPostgresDataDir(home), port: postgresPort, log });
       stops.push(() => postgres.stop());
       postgresSecretFile = postgres.secretFile;
       await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
@@ -99,8 +104,8 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       const temporal = await startTemporalDevServer({
         cliPath: temporalCli.path,
         dbFilename: options.ephemeralTemporal ? undefined : path.join(home, 'temporal.sqlite'),
-        port: port(options.temporalPort, DEV_TEMPORAL_PORT_DEFAULT),
-        uiPort: port(options.temporalUiPort, DEV_TEMPORAL_UI_PORT_DEFAULT),
+        port: temporalPort,
+        uiPort: temporalUiPort,
         headless: options.headless,
         log,
       });
