@@ -1,3 +1,4 @@
+import { withoutPassword } from '../db/logins.js';
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
 import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
@@ -12,13 +13,6 @@ type OpenStack = StackContext;
  */
 export function openStack(log: Log, options: DevStackOptions = {}, login: CliContextOptions['login'] = 'client'): Promise<OpenStack> {
   return openCliContext(log, { start: options, migrate: true, login });
-}
-
-/** `url` with its password left out, for printing. */
-export function withoutPassword(url: string): string {
-  const parsed = new URL(url);
-  parsed.password = '';
-  return parsed.toString();
 }
 
 /** Prints where everything runs, with the variables another shell needs to reach it. */

@@ -7,10 +7,13 @@ import {
   DEV_TEMPORAL_PORT_DEFAULT,
   DEV_TEMPORAL_UI_PORT_DEFAULT,
 } from '../config.js';
+import { withoutPassword } from '../db/logins.js';
 import { ensureDatabase, withDatabase } from '../db/pool.js';
 import { silentLog, type Log } from '../log.js';
 import { temporalSettings, type TemporalSettings } from '../temporal/connection.js';
+import { claimDevStackHome, devStackStateFile } from './devStackState.js';
 import { pingPostgres, startEmbeddedPostgres } from './embeddedPostgres.js';
+import { stopLeftoverServers } from './leftoverServers.js';
 import { requirePortFree } from './portTaken.js';
 import { resolveTemporalCli, type TemporalCli } from './temporalCli.js';
 import { startTemporalDevServer } from './temporalDevServer.js';
@@ -36,6 +39,10 @@ export interface DevStackOptions {
 }
 
 export interface DevStack {
+  /** The baton home, absolute. */
+  home: string;
+  /** Where the stack says where it runs, for other commands; set when it started a server. */
+  stateFile?: string;
   /** Connection string of baton's database (for the embedded one, with its generated password). */
   databaseUrl: string;
   postgresVersion: string;
@@ -49,6 +56,11 @@ export interface DevStack {
   /** Set when the dev server was started here. */
   temporalCli?: TemporalCli;
   temporalServerVersion?: string;
+  /**
+   * Says in the home's state file that other commands may now use the stack (call it once the
+   * schema is current and the logins exist); until then they are told it is starting.
+   */
+  ready(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -61,32 +73,45 @@ export function devPostgresDataDir(home: string): string {
  * Starts what baton needs on one machine and is not given: an embedded Postgres with its data in
  * `home/postgres` (its superuser password generated into `home/credentials/postgres-superuser`),
  * and the Temporal dev server with its UI and its state in `home/temporal.sqlite`. A second start
- * reuses both, so earlier workflows and tasks are still there. A port another process holds is
- * refused before anything starts.
+ * reuses both, so earlier workflows and tasks are still there.
+ *
+ * Where it runs goes to `home/dev-stack.json` (no secrets) for other commands to find, removed
+ * by `stop`. It refuses, before starting anything, a home where a stack runs already and a port
+ * another process holds; it stops the servers a stack killed before its stop left running.
  */
 export async function startDevStack(options: DevStackOptions = {}): Promise<DevStack> {
   const log = options.log ?? silentLog;
-  const home = options.home ?? batonHome();
+  const home = path.resolve(options.home ?? batonHome());
   const port = (value: number | undefined, fallback: number) => (value === 0 ? undefined : (value ?? fallback));
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const s of stops.reverse()) await s();
+    stops.length = 0;
   };
+  const startsPostgres = !options.databaseUrl;
+  const startsTemporal = !options.temporalAddress;
+  const claim = startsPostgres || startsTemporal ? await claimDevStackHome(home, log) : undefined;
+  if (claim) stops.push(() => claim.release());
 
   try {
     const postgresPort = port(options.postgresPort, DEV_POSTGRES_PORT_DEFAULT);
     const temporalPort = port(options.temporalPort, DEV_TEMPORAL_PORT_DEFAULT);
     const temporalUiPort = port(options.temporalUiPort, DEV_TEMPORAL_UI_PORT_DEFAULT);
-    if (!options.databaseUrl && postgresPort !== undefined) await requirePortFree(postgresPort, 'postgres');
-    if (!options.temporalAddress && temporalPort !== undefined) await requirePortFree(temporalPort, 'temporal');
-    if (!options.temporalAddress && !options.headless && temporalUiPort !== undefined) await requirePortFree(temporalUiPort, 'ui');
+    if (claim) {
+      await stopLeftoverServers({ stale: claim.stale, postgresDataDir: startsPostgres ? devPostgresDataDir(home) : undefined, log });
+      if (startsPostgres && postgresPort !== undefined) await requirePortFree(postgresPort, 'postgres');
+      if (startsTemporal && temporalPort !== undefined) await requirePortFree(temporalPort, 'temporal');
+      if (startsTemporal && !options.headless && temporalUiPort !== undefined) await requirePortFree(temporalUiPort, 'ui');
+    }
 
     let databaseUrl = options.databaseUrl;
     let postgresSecretFile: string | undefined;
+    let postgresPortInUse: number | undefined;
     if (!databaseUrl) {
       const postgres = await startEmbeddedPostgres({ dataDir: devPostgresDataDir(home), port: postgresPort, log });
       stops.push(() => postgres.stop());
       postgresSecretFile = postgres.secretFile;
+      postgresPortInUse = postgres.port;
       await ensureDatabase(postgres.url, DEV_DATABASE_NAME);
       databaseUrl = withDatabase(postgres.url, DEV_DATABASE_NAME);
     }
@@ -97,6 +122,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     let temporalServerVersion: string | undefined;
     let temporalUiUrl: string | undefined;
     let namespace: string | undefined;
+    let temporalPid: number | undefined;
     if (!temporalAddress) {
       await mkdir(home, { recursive: true });
       temporalCli = await resolveTemporalCli({ log });
@@ -114,16 +140,33 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       temporalServerVersion = temporal.serverVersion;
       temporalUiUrl = temporal.uiUrl;
       namespace = temporal.namespace;
+      temporalPid = temporal.process.pid;
     }
+    const temporal = temporalSettings({ address: temporalAddress, namespace });
+    await claim?.update({
+      postgres:
+        postgresPortInUse === undefined
+          ? { embedded: false, url: withoutPassword(databaseUrl) }
+          : { embedded: true, host: '127.0.0.1', port: postgresPortInUse, database: DEV_DATABASE_NAME },
+      temporal: {
+        address: temporal.connectionOptions.address ?? temporalAddress,
+        namespace: temporal.namespace,
+        uiUrl: temporalUiUrl,
+        pid: temporalPid,
+      },
+    });
     return {
+      home,
+      stateFile: claim ? devStackStateFile(home) : undefined,
       databaseUrl,
       postgresVersion,
       embeddedPostgres: !options.databaseUrl,
       postgresSecretFile,
-      temporal: temporalSettings({ address: temporalAddress, namespace }),
+      temporal,
       temporalUiUrl,
       temporalCli,
       temporalServerVersion,
+      ready: async () => claim?.update({ ready: true }),
       stop,
     };
   } catch (error) {

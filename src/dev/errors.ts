@@ -29,3 +29,36 @@ export class PortTakenError extends BatonError {
     );
   }
 }
+
+/**
+ * Thrown when a stack is to be started in a baton home where one is running already (its state
+ * file names a live process). Nothing was started.
+ */
+export class DevStackRunningError extends BatonError {
+  override readonly name = 'DevStackRunningError';
+  readonly code = 'dev_stack_running';
+  constructor(
+    readonly home: string,
+    readonly pid: number,
+    /** Where the running stack is, e.g. `Postgres 127.0.0.1:54329, Temporal 127.0.0.1:17233`. */
+    where: string,
+    command: string,
+  ) {
+    super(
+      `a stack is already running from ${home}: \`${command}\` (pid ${pid})${where ? `, ${where}` : ''}; ` +
+        'baton commands in this project use it. Stop it first, or start this one with another BATON_HOME',
+    );
+  }
+}
+
+/**
+ * Thrown when a command needs `baton dev`'s stack (DATABASE_URL unset) and finds none running, or
+ * finds one it cannot use (still starting, or on a database of its own DATABASE_URL).
+ */
+export class DevStackNotFoundError extends BatonError {
+  override readonly name = 'DevStackNotFoundError';
+  readonly code = 'dev_stack_not_found';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
