@@ -90,11 +90,10 @@ program
     async (
       opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
     ) => {
-      const [{ openCliContext }, { describeStack }, { createBatonWorker }, { withoutPassword }] = await Promise.all([
+      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }] = await Promise.all([
         import('./context.js'),
         import('./stack.js'),
         import('../worker.js'),
-        import('../db/logins.js'),
       ]);
       await installTemporalRuntime();
       const open = await openCliContext(log, {
@@ -117,10 +116,7 @@ program
           })
         : undefined;
       log('');
-      log('In another shell:');
-      // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
-      log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? withoutPassword(open.stack.databaseUrl)}'`);
-      log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
+      describeReach(open.stack, log);
       log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
       const running = worker?.run();
       // A worker that fails on its own ends the command too, after the same orderly stop.

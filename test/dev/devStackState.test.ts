@@ -72,7 +72,10 @@ describe('finding baton dev from anywhere in the project', () => {
     const text = await readFile(stateFile, 'utf8');
     const secrets = await devSecrets(first.home);
     expect(secrets.length).toBeGreaterThanOrEqual(4); // the superuser and each component login
-    for (const secret of secrets) expect(text).not.toContain(secret);
+    for (const secret of secrets) {
+      expect(text).not.toContain(secret);
+      expect(first.dev.output()).not.toContain(secret);
+    }
 
     // Temporal too: `submit` starts the graph's workflow on the stack's Temporal, where its worker runs it.
     const submitted = await baton(['submit', '../../../graph.yaml', '--watch'], below);
