@@ -1,7 +1,9 @@
 import path from 'node:path';
 
 /** Where baton keeps project-local state (embedded Postgres, Temporal state, tools). (Default: `./.baton`) */
-const BATON_HOME_ENV = 'BATON_HOME';
+export const BATON_HOME_ENV = 'BATON_HOME';
+/** The name of the baton home in a project folder when BATON_HOME does not name one. */
+export const BATON_HOME_DIR_NAME = '.baton';
 /** Postgres connection string; when unset, baton starts an embedded Postgres. */
 export const DATABASE_URL_ENV = 'DATABASE_URL';
 /** Temporal frontend address, read the way Temporal's own tools read it. */
@@ -21,10 +23,15 @@ export const GRAPH_LIST_LIMIT_DEFAULT = 50;
 export const TASK_QUEUE_DEFAULT = 'baton';
 /** Port of the embedded Postgres started by `baton dev`. */
 export const DEV_POSTGRES_PORT_DEFAULT = 54329;
-/** gRPC port of the Temporal dev server started by `baton dev`. */
-export const DEV_TEMPORAL_PORT_DEFAULT = 7233;
-/** Web UI port of the Temporal dev server started by `baton dev`. */
-export const DEV_TEMPORAL_UI_PORT_DEFAULT = 8233;
+/**
+ * gRPC port of the Temporal dev server started by `baton dev`: baton's own, not Temporal's 7233,
+ * which a Temporal user's own dev server often holds already.
+ */
+export const DEV_TEMPORAL_PORT_DEFAULT = 17233;
+/** Web UI port of the Temporal dev server started by `baton dev` (Temporal's own 8233 is left alone too). */
+export const DEV_TEMPORAL_UI_PORT_DEFAULT = 18233;
+/** The file in the baton home that says where a running `baton dev` is (ports, addresses, its pid; no secrets). */
+export const DEV_STACK_STATE_FILE_NAME = 'dev-stack.json';
 /** Database baton creates in the embedded Postgres. */
 export const DEV_DATABASE_NAME = 'baton';
 /** Folder in the baton home for generated secrets (mode 0700; each file 0600, its owner's only). */
@@ -34,7 +41,7 @@ export const SERVER_READY_TIMEOUT_MS_DEFAULT = 60_000;
 
 /** The project-local state folder, absolute. */
 export function batonHome(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env[BATON_HOME_ENV] ?? '.baton');
+  return path.resolve(env[BATON_HOME_ENV] ?? BATON_HOME_DIR_NAME);
 }
 
 /** Reads a non-empty environment variable, or undefined. */

@@ -46,6 +46,9 @@ export const ERROR_RESPONSES = {
   database_not_migrated: { httpStatus: 503, exitCode: 1 },
   roles_missing: { httpStatus: 503, exitCode: 1 },
   dependency_missing: { httpStatus: 503, exitCode: 1 },
+  port_taken: { httpStatus: 503, exitCode: 1 },
+  dev_stack_running: { httpStatus: 503, exitCode: 1 },
+  dev_stack_not_found: { httpStatus: 503, exitCode: 1 },
 } as const satisfies Record<string, ErrorResponse>;
 
 export type ErrorCode = keyof typeof ERROR_RESPONSES;

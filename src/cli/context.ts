@@ -1,20 +1,12 @@
 // What every `baton` command needs before it does its work, in one place: which deployment it
-// talks to (DATABASE_URL / TEMPORAL_*, else a running `baton dev`, else an embedded stack it
-// starts), whether the schema is brought up to date or only checked, Temporal connections opened
-// on first use, and who the caller is.
+// talks to (DATABASE_URL / TEMPORAL_*, else the running `baton dev` it finds from the working
+// folder up, else an embedded stack it starts), whether the schema is brought up to date or only
+// checked, Temporal connections opened on first use, and who the caller is.
 import { userInfo } from 'node:os';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
-import {
-  BATON_ACTOR_ENV,
-  batonHome,
-  DATABASE_URL_ENV,
-  DEV_DATABASE_NAME,
-  DEV_POSTGRES_PORT_DEFAULT,
-  readEnv,
-  TEMPORAL_ADDRESS_ENV,
-} from '../config.js';
+import { BATON_ACTOR_ENV, batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
 import { InvalidInputError } from '../errors.js';
 import { asLogin } from '../db/logins.js';
@@ -22,7 +14,9 @@ import { createPool } from '../db/pool.js';
 import { requireGroupMember, RolesMissingError, type GroupRole } from '../db/roles.js';
 import { DEV_LOGINS, devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
 import { devPostgresDataDir, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
+import { devStackSearchPath, findDevStack, type FoundDevStack } from '../dev/devStackState.js';
 import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
+import { DevStackNotFoundError } from '../dev/errors.js';
 import { readSecretFile } from '../dev/secretFile.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
@@ -56,7 +50,8 @@ export interface CliContextOptions {
   /**
    * Start what DATABASE_URL / TEMPORAL_ADDRESS do not name, as `baton dev` does: the embedded
    * Postgres and the Temporal dev server, with these options. (Default: start nothing; an unset
-   * DATABASE_URL means the database of a running `baton dev`.)
+   * DATABASE_URL means the database of the running `baton dev` that `findDevStack` finds, and
+   * then an unset TEMPORAL_ADDRESS means its Temporal.)
    */
   start?: DevStackOptions;
   /** Refuse to run without DATABASE_URL, with this reason, rather than use `baton dev`'s database. */
@@ -81,6 +76,8 @@ export interface CliContext {
   databaseUrl: string;
   /** On the embedded stack: every component's login, for the processes a command starts. */
   componentUrls?: Record<DevComponent, string>;
+  /** The baton home of the `baton dev` stack this command started or reached, when it did. */
+  devHome?: string;
   temporalSettings: TemporalSettings;
   /** The stack started (or reached) for a context opened with `start`. */
   stack?: DevStack;
@@ -117,15 +114,18 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     ? await startDevStack({ databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, log, ...options.start })
     : undefined;
   const poolOptions = { max: options.poolSize ?? (stack ? undefined : CLI_POOL_SIZE_DEFAULT), applicationName: options.applicationName };
-  let databaseUrl =
-    stack?.databaseUrl ?? (await reachDatabase(env.databaseUrl, options.login === 'admin' || !options.login ? 'client' : options.login));
+  // Without DATABASE_URL, the database and (unless TEMPORAL_ADDRESS says otherwise) Temporal are
+  // the running `baton dev`'s, as a pair: never its database with some other Temporal.
+  const dev = stack || env.databaseUrl ? undefined : await reachDevStack(log);
+  const component = options.login === 'admin' || !options.login ? 'client' : options.login;
+  let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(dev ? { dev } : { databaseUrl: env.databaseUrl! }, component));
   let pool = createPool(databaseUrl, poolOptions);
   let migration: MigrateResult | undefined;
   let componentUrls: Record<DevComponent, string> | undefined;
   try {
     migration = options.migrate ? await migrateIfAllowed(pool, log) : (await requireMigrated(pool), undefined);
     if (stack?.embeddedPostgres) {
-      componentUrls = await ensureDevLogins(pool, databaseUrl, options.start?.home ?? batonHome());
+      componentUrls = await ensureDevLogins(pool, databaseUrl, stack.home);
       if (options.login !== 'admin') {
         // The superuser's work is done: the command goes on as its component's login.
         await pool.end();
@@ -134,13 +134,16 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
       }
     }
     if (options.requireRole) await requireGroupMember(pool, options.requireRole);
+    await stack?.ready();
   } catch (error) {
     await pool.end();
     await stack?.stop();
     throw error;
   }
 
-  const settings = stack?.temporal ?? temporalSettings();
+  const devTemporal = env.temporalAddress ? undefined : dev?.state.temporal;
+  const settings =
+    stack?.temporal ?? temporalSettings(devTemporal ? { address: devTemporal.address, namespace: devTemporal.namespace } : {});
   let connection: Connection | undefined;
   let client: Client | undefined;
   let worker: Promise<NativeConnection> | undefined;
@@ -149,6 +152,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     pool,
     databaseUrl,
     componentUrls,
+    devHome: stack?.embeddedPostgres ? stack.home : dev?.home,
     temporalSettings: settings,
     stack,
     migration,
@@ -215,31 +219,63 @@ async function migrateIfAllowed(pool: pg.Pool, log: Log): Promise<MigrateResult 
 
 /**
  * The superuser of `baton dev`'s database, when `databaseUrl` is one of its component logins and
- * this OS user may read the superuser's secret in the baton home (the stack's own user); else
- * undefined. For what only an administrator may look at.
+ * this OS user may read the superuser's secret in the stack's baton home `home` (the stack's own
+ * user); else undefined. For what only an administrator may look at. (Default home: `batonHome()`)
  */
-export async function devAdministratorUrl(databaseUrl: string): Promise<string | undefined> {
+export async function devAdministratorUrl(databaseUrl: string, home: string = batonHome()): Promise<string | undefined> {
   const login = decodeURIComponent(new URL(databaseUrl).username);
   if (!Object.values(DEV_LOGINS).some((d) => d.login === login)) return undefined;
-  const password = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(batonHome()))).catch(() => undefined);
+  const password = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(home))).catch(() => undefined);
   return password === undefined ? undefined : asLogin(databaseUrl, EMBEDDED_SUPERUSER, password);
 }
 
-/** DATABASE_URL, else `component`'s login on `baton dev`'s database; explains how to get one when neither answers. */
-async function reachDatabase(databaseUrl: string | undefined, component: DevComponent): Promise<string> {
-  const fix = `Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`;
-  const url =
-    databaseUrl ??
-    (await devLoginUrl(embeddedPostgresUrl(DEV_POSTGRES_PORT_DEFAULT, '', DEV_DATABASE_NAME), batonHome(), component).catch(
-      (error: Error) => {
-        throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's ${component} login is out of reach: ${error.message}`);
-      },
-    ));
+/** A running `baton dev` whose embedded Postgres a command may use. */
+interface ReachedDevStack extends FoundDevStack {
+  postgres: { host: string; port: number; database: string };
+}
+
+/** The running `baton dev` a command without DATABASE_URL uses; says where it looked when there is none it can use. */
+async function reachDevStack(log: Log): Promise<ReachedDevStack> {
+  const found = await findDevStack({ log });
+  const fix = `set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in this project`;
+  if (!found) {
+    throw new DevStackNotFoundError(
+      `${DATABASE_URL_ENV} is not set and no running baton dev was found (looked for ${devStackSearchPath()}); ${fix}`,
+    );
+  }
+  const { state, file } = found;
+  if (!state.ready) {
+    throw new DevStackNotFoundError(
+      `\`${state.command}\` (pid ${state.pid}, ${file}) is still starting; run this again once it says Ready`,
+    );
+  }
+  if (!state.postgres?.embedded) {
+    const url = state.postgres ? ` (${state.postgres.url})` : '';
+    throw new DevStackNotFoundError(
+      `\`${state.command}\` (pid ${state.pid}, ${file}) uses the Postgres its ${DATABASE_URL_ENV} names${url}, whose password baton does not keep; set ${DATABASE_URL_ENV}`,
+    );
+  }
+  return { ...found, postgres: state.postgres };
+}
+
+/** DATABASE_URL, else `component`'s login on the found `baton dev`'s database; explains how to get one when neither answers. */
+async function reachDatabase(source: { databaseUrl: string } | { dev: ReachedDevStack }, component: DevComponent): Promise<string> {
+  let url: string;
+  let where = DATABASE_URL_ENV;
+  if ('databaseUrl' in source) url = source.databaseUrl;
+  else {
+    const { postgres, home, file } = source.dev;
+    where = `baton dev's database (${postgres.host}:${postgres.port}, ${file})`;
+    url = await devLoginUrl(embeddedPostgresUrl(postgres.port, '', postgres.database), home, component).catch((error: Error) => {
+      throw new Error(`${DATABASE_URL_ENV} is not set, and baton dev's ${component} login is out of reach: ${error.message}`);
+    });
+  }
   try {
     await pingPostgres(url);
   } catch (error) {
-    const where = databaseUrl ? DATABASE_URL_ENV : `baton dev's database (127.0.0.1:${DEV_POSTGRES_PORT_DEFAULT})`;
-    throw new Error(`cannot reach Postgres at ${where}: ${(error as Error).message}. ${fix}`);
+    throw new Error(
+      `cannot reach Postgres at ${where}: ${(error as Error).message}. Set ${DATABASE_URL_ENV} and ${TEMPORAL_ADDRESS_ENV}, or start 'npx baton dev' in another shell.`,
+    );
   }
   return url;
 }

@@ -21,7 +21,7 @@ export function registerDoctorCommand(program: Command, log: Log): void {
         ]);
       await withCliContext(log, { migrate: false, applicationName: 'baton doctor' }, async (context) => {
         // On `baton dev`'s stack its superuser reads the authentication rules, which no component login may.
-        const adminUrl = await devAdministratorUrl(context.databaseUrl);
+        const adminUrl = await devAdministratorUrl(context.databaseUrl, context.devHome);
         const administrator = adminUrl ? createPool(adminUrl, { max: 1, applicationName: 'baton doctor' }) : undefined;
         const findings = await runDoctor({
           db: context.pool,

@@ -60,7 +60,8 @@ const program = new Command()
   .description(
     'Safe shared work for many agents: atomic claims in PostgreSQL, fencing tokens, Temporal heartbeats.\n' +
       `Reads ${DATABASE_URL_ENV}, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*;\n` +
-      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, baton starts an embedded one with its state in ./.baton.\n' +
+      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, dev, worker, demo and check start an embedded one with its state in ./.baton,\n' +
+      'and the other commands use the running baton dev they find in .baton/dev-stack.json (from this folder up, or in BATON_HOME).\n' +
       'migrate, dev, worker, demo, check and drill apply pending migrations as they start (dev, worker and ' +
       'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
@@ -73,10 +74,13 @@ const program = new Command()
 
 program
   .command('dev')
-  .description('start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it')
-  .option('--postgres-port <port>', 'embedded Postgres port', parsePort)
-  .option('--temporal-port <port>', 'Temporal dev server gRPC port', parsePort)
-  .option('--ui-port <port>', 'Temporal Web UI port', parsePort)
+  .description(
+    'start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it. ' +
+      'Refuses a port another process holds; writes where it runs to .baton/dev-stack.json (no secrets), where other commands find it',
+  )
+  .option('--postgres-port <port>', 'embedded Postgres port; 0 picks a free one (default: 54329)', parsePort)
+  .option('--temporal-port <port>', "Temporal dev server gRPC port; 0 picks a free one (default: 17233, not Temporal's 7233)", parsePort)
+  .option('--ui-port <port>', "Temporal Web UI port; 0 picks a free one (default: 18233, not Temporal's 8233)", parsePort)
   .option('--no-worker', 'do not run a baton worker in this process')
   .addOption(noMigrateOption())
   .addOption(agentUserFlag())
@@ -86,7 +90,7 @@ program
     async (
       opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
     ) => {
-      const [{ openCliContext }, { describeStack, withoutPassword }, { createBatonWorker }] = await Promise.all([
+      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }] = await Promise.all([
         import('./context.js'),
         import('./stack.js'),
         import('../worker.js'),
@@ -112,10 +116,7 @@ program
           })
         : undefined;
       log('');
-      log('In another shell:');
-      // The client's login (never the superuser's): what `baton submit`, `status` and `events` need.
-      log(`  export ${DATABASE_URL_ENV}='${open.componentUrls?.client ?? withoutPassword(open.stack.databaseUrl)}'`);
-      log(`  export TEMPORAL_ADDRESS='${open.stack.temporal.connectionOptions.address}'`);
+      describeReach(open.stack, log);
       log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
       const running = worker?.run();
       // A worker that fails on its own ends the command too, after the same orderly stop.
@@ -130,7 +131,7 @@ program
       worker?.shutdown();
       await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
       await open.close();
-      log('Stopped. State is kept in .baton/ for the next run.');
+      log(`Stopped. State is kept in ${open.stack.home} for the next run.`);
     },
   );
 

@@ -1,3 +1,7 @@
+import path from 'node:path';
+import { BATON_HOME_DIR_NAME, BATON_HOME_ENV, DATABASE_URL_ENV, TEMPORAL_ADDRESS_ENV } from '../config.js';
+import { withoutPassword } from '../db/logins.js';
+import { DEV_LOGINS, devLoginSecretFile } from '../dev/devLogins.js';
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
 import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
@@ -14,17 +18,43 @@ export function openStack(log: Log, options: DevStackOptions = {}, login: CliCon
   return openCliContext(log, { start: options, migrate: true, login });
 }
 
-/** `url` with its password left out, for printing. */
-export function withoutPassword(url: string): string {
-  const parsed = new URL(url);
-  parsed.password = '';
-  return parsed.toString();
-}
-
 /** Prints where everything runs, with the variables another shell needs to reach it. */
 export function describeStack(stack: DevStack, log: Log): void {
   log(`Postgres ${stack.postgresVersion}${stack.embeddedPostgres ? ' (embedded)' : ''}: ${withoutPassword(stack.databaseUrl)}`);
   const version = stack.temporalServerVersion ? ` ${stack.temporalServerVersion}` : '';
   log(`Temporal${version}: ${stack.temporal.connectionOptions.address} (namespace ${stack.temporal.namespace})`);
   if (stack.temporalUiUrl) log(`Temporal UI: ${stack.temporalUiUrl}`);
+}
+
+/**
+ * Prints how another shell reaches `stack` without a password on the screen: baton commands find
+ * it through its state file; other clients get a DATABASE_URL line that reads the client login's
+ * password from its file when the shell runs it.
+ */
+export function describeReach(stack: DevStack, log: Log): void {
+  const home = quoteForShell(stack.home);
+  log('In another shell:');
+  // Commands look for `.baton/dev-stack.json` from their folder up, or in BATON_HOME.
+  if (stack.stateFile && path.basename(stack.home) === BATON_HOME_DIR_NAME) {
+    log(
+      `  baton commands anywhere in ${path.dirname(stack.home)} find this stack (${stack.stateFile}); elsewhere: export ${BATON_HOME_ENV}=${home}`,
+    );
+  } else if (stack.stateFile) {
+    log(`  export ${BATON_HOME_ENV}=${home}    # baton commands then find this stack (${stack.stateFile})`);
+  }
+  log(`  For other clients (psql, your own code)${stack.embeddedPostgres ? ', as the client login' : ''}:`);
+  if (stack.embeddedPostgres) {
+    // The shell reads the password when it runs the line; the line itself holds none.
+    const server = new URL(stack.databaseUrl);
+    server.username = '';
+    server.password = '';
+    const password = `$(cat ${quoteForShell(devLoginSecretFile(stack.home, 'client'))})`;
+    log(`  export ${DATABASE_URL_ENV}="${server.toString().replace('//', `//${DEV_LOGINS.client.login}:${password}@`)}"`);
+  }
+  log(`  export ${TEMPORAL_ADDRESS_ENV}=${quoteForShell(stack.temporal.connectionOptions.address ?? '')}`);
+}
+
+/** `text` in single quotes for a POSIX shell. */
+function quoteForShell(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
 }

@@ -51,3 +51,10 @@ export function asLogin(url: string, login: string, password: string): string {
   parsed.password = encodeURIComponent(password);
   return parsed.toString();
 }
+
+/** `url` with its password left out, for printing and for state files. */
+export function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.toString();
+}

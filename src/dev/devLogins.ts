@@ -18,7 +18,7 @@ export const DEV_LOGINS = {
 export type DevComponent = keyof typeof DEV_LOGINS;
 
 /** Where the password of `component`'s login is kept under the stack's `home`. */
-function devLoginSecretFile(home: string, component: DevComponent): string {
+export function devLoginSecretFile(home: string, component: DevComponent): string {
   return path.join(home, CREDENTIALS_DIR_NAME, `postgres-${component}`);
 }
 

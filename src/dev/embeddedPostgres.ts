@@ -180,6 +180,14 @@ export async function pingPostgres(url: string): Promise<string> {
   }
 }
 
+/** The process id in `dataDir`'s `postmaster.pid`, when the file is there: a server runs (or ran and crashed). */
+export async function postmasterPidIn(dataDir: string): Promise<number | undefined> {
+  return postmasterPid(dataDir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+}
+
 /** The running postmaster's process id, the first line of its `postmaster.pid`. */
 async function postmasterPid(dataDir: string): Promise<number> {
   const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);

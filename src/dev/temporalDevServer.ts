@@ -111,6 +111,8 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
       },
       { timeoutMs: options.readyTimeoutMs ?? SERVER_READY_TIMEOUT_MS_DEFAULT, intervalMs: 500, abort: () => exited },
     );
+    // What answered may be another server on the port this one failed to bind.
+    if (exited) throw exited;
     return {
       address,
       namespace,

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { devLoginUrl, ensureDevLogins } from '../../src/dev/devLogins.js';
+import { claimDevStackHome } from '../../src/dev/devStackState.js';
 import { embeddedPostgresUrl, startEmbeddedPostgres, type RunningPostgres } from '../../src/dev/embeddedPostgres.js';
 import { freePort } from '../../src/dev/freePort.js';
 import { probeAuthMethod } from '../../src/dev/postgresAuthMethod.js';
@@ -198,11 +199,15 @@ describe('S4: no shared secrets on the embedded Postgres', () => {
       `${path.join(missing, 'credentials', 'postgres-client')} does not exist; start 'npx baton dev'`,
     );
 
-    // Another OS user, as a command agent would be: the file is not theirs to read.
+    // Another OS user, as a command agent would be, finds the stack (this process stands in for
+    // `baton dev`, saying where it runs), but the file is not theirs to read.
+    const claim = await claimDevStackHome(home, () => {});
+    await claim.update({ ready: true, postgres: { embedded: true, host: '127.0.0.1', port: server.port, database: 'baton' } });
     const as = isRoot ? ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'] : [];
     if (!isRoot) await chmod(clientFile, 0o000);
     const result = await runAs(as, ['status', 'some-graph', '--no-follow'], cleanEnv({ BATON_HOME: home }));
     if (!isRoot) await chmod(clientFile, 0o600);
+    await claim.release();
     expect(result.code).not.toBe(0);
     expect(result.output).toContain(`cannot read ${clientFile} (EACCES)`);
     expect(result.output).toContain(`only its owner, the OS user ${userInfo().username} (uid ${userInfo().uid}), may read it`);
