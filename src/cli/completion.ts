@@ -1,6 +1,7 @@
 // `baton completion bash|zsh`: a completion script written from the command tree itself, so it
 // always offers the commands, options and choices this version of baton has.
 import type { Command } from 'commander';
+import { shellQuote } from '../shellQuote.js';
 
 /** The shells `baton completion` writes a script for. */
 export const COMPLETION_SHELLS = ['bash', 'zsh'] as const;
@@ -28,19 +29,16 @@ function commandWords(command: Command, path: string): CommandWords[] {
   return [{ path, words, values }, ...command.commands.flatMap((c) => commandWords(c, `${path} ${c.name()}`))];
 }
 
-/** A single-quoted word for the shell. */
-const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
-
 /** The completion script for `shell`, for the tree under `program`. */
 export function completionScript(program: Command, shell: CompletionShell): string {
   const name = program.name();
   const fn = `_${name.replace(/[^A-Za-z0-9_]/g, '_')}_completion`;
   const tree = commandWords(program, '');
-  const paths = tree.filter((c) => c.path).map((c) => quoted(c.path));
+  const paths = tree.filter((c) => c.path).map((c) => shellQuote(c.path));
   const valueCases = tree.flatMap((c) =>
-    [...c.values].map(([flag, choices]) => `    ${quoted(`${c.path}|${flag}`)}) words=${quoted(choices.join(' '))} ;;`),
+    [...c.values].map(([flag, choices]) => `    ${shellQuote(`${c.path}|${flag}`)}) words=${shellQuote(choices.join(' '))} ;;`),
   );
-  const wordCases = tree.map((c) => `    ${quoted(c.path)}) words=${quoted(c.words.join(' '))} ;;`);
+  const wordCases = tree.map((c) => `    ${shellQuote(c.path)}) words=${shellQuote(c.words.join(' '))} ;;`);
   const lines = [
     `# ${name} completion for ${shell}, written by \`${name} completion ${shell}\` from this version's commands.`,
     `# Load it in this shell: source <(${name} completion ${shell}); or save it where your shell loads completions.`,

@@ -4,6 +4,7 @@ import { withoutPassword } from '../db/logins.js';
 import { DEV_LOGINS, devLoginSecretFile } from '../dev/devLogins.js';
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
+import { shellQuote } from '../shellQuote.js';
 import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
 
 /** A running (or reached) stack with an up-to-date schema; what the demo and scripts/ work on. */
@@ -32,7 +33,7 @@ export function describeStack(stack: DevStack, log: Log): void {
  * password from its file when the shell runs it.
  */
 export function describeReach(stack: DevStack, log: Log): void {
-  const home = quoteForShell(stack.home);
+  const home = shellQuote(stack.home);
   log('In another shell:');
   // Commands look for `.baton/dev-stack.json` from their folder up, or in BATON_HOME.
   if (stack.stateFile && path.basename(stack.home) === BATON_HOME_DIR_NAME) {
@@ -48,13 +49,8 @@ export function describeReach(stack: DevStack, log: Log): void {
     const server = new URL(stack.databaseUrl);
     server.username = '';
     server.password = '';
-    const password = `$(cat ${quoteForShell(devLoginSecretFile(stack.home, 'client'))})`;
+    const password = `$(cat ${shellQuote(devLoginSecretFile(stack.home, 'client'))})`;
     log(`  export ${DATABASE_URL_ENV}="${server.toString().replace('//', `//${DEV_LOGINS.client.login}:${password}@`)}"`);
   }
-  log(`  export ${TEMPORAL_ADDRESS_ENV}=${quoteForShell(stack.temporal.connectionOptions.address ?? '')}`);
-}
-
-/** `text` in single quotes for a POSIX shell. */
-function quoteForShell(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
+  log(`  export ${TEMPORAL_ADDRESS_ENV}=${shellQuote(stack.temporal.connectionOptions.address ?? '')}`);
 }

@@ -3,11 +3,12 @@
 // process ids and the home, never a secret (the logins' passwords stay in `<home>/credentials`).
 // Made before anything starts, it is also the home's lock: another start there is refused while
 // the process it names is alive, and takes the home over once that process is gone.
-import { link, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BATON_HOME_DIR_NAME, BATON_HOME_ENV, DEV_STACK_STATE_FILE_NAME, readEnv } from '../config.js';
 import type { Log } from '../log.js';
 import { DevStackRunningError } from './errors.js';
+import { processAlive } from './run.js';
 
 /** What `<home>/dev-stack.json` says. */
 export interface DevStackState {
@@ -29,19 +30,6 @@ export interface DevStackState {
 /** The state file of the stack in `home`. */
 export function devStackStateFile(home: string): string {
   return path.join(home, DEV_STACK_STATE_FILE_NAME);
-}
-
-/** Whether a process with this id runs (a zombie, exited and not yet reaped, does not). */
-export async function processAlive(pid: number): Promise<boolean> {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  // Linux's /proc says whether it is a zombie (the field after the parenthesised name).
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat === undefined || stat.slice(stat.lastIndexOf(')') + 1).trim()[0] !== 'Z';
 }
 
 /** `Postgres 127.0.0.1:54329, Temporal 127.0.0.1:17233`: where the stack a state file describes runs. */
@@ -163,7 +151,6 @@ export async function findDevStack(options: { log: Log; cwd?: string; env?: Node
     }
   for (const home of homes) {
     const file = devStackStateFile(home);
-    if (!(await stat(file).catch(() => undefined))) continue;
     const state = await readState(file).catch((error: Error) => {
       options.log(`baton: passing over ${file}: ${error.message}`);
       return undefined;

@@ -3,9 +3,9 @@
 // home stops them, so it starts on its own data rather than beside, or against, the old servers.
 import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import type { Log } from '../log.js';
-import { processAlive, type DevStackState } from './devStackState.js';
+import type { DevStackState } from './devStackState.js';
 import { postmasterPidIn } from './embeddedPostgres.js';
-import { run } from './run.js';
+import { processAlive, run } from './run.js';
 import { waitFor } from './waitFor.js';
 
 /**

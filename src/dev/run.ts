@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
+import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 interface RunResult {
@@ -43,4 +43,17 @@ export async function findProgram(program: string, env: NodeJS.ProcessEnv = proc
       return candidate;
   }
   return undefined;
+}
+
+/** Whether a process with this id runs (a zombie, exited and not yet reaped, does not). */
+export async function processAlive(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  // Linux's /proc says whether it is a zombie (the field after the parenthesised name).
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  return stat === undefined || stat.slice(stat.lastIndexOf(')') + 1).trim()[0] !== 'Z';
 }

@@ -1,9 +1,10 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { createBatonClient, type BatonClient } from '../client.js';
 import { eventRead, taskRead } from '../db/sql/reads.js';
+import { processAlive } from '../dev/run.js';
 import { waitFor } from '../dev/waitFor.js';
 import { silentLog, type Log } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
@@ -196,7 +197,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     }
     tally.recovered++;
     const agentPid = reclaim.details.agentPid;
-    if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && (await isAlive(agentPid))) {
+    if (typeof agentPid === 'number' && reclaim.details.agentHost === hostname() && (await processAlive(agentPid))) {
       tally.orphans++;
       tally.violations.push(`${taskId}: the silent owner's agent (pid ${agentPid}) still runs after recovery`);
     }
@@ -235,14 +236,4 @@ async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string,
   tally.lateWrites += landed.length;
   for (const e of landed)
     tally.violations.push(`${taskId}: a write of the resumed frozen owner landed: ${e.kind} at claim version ${e.fence}`);
-}
-
-/**
- * Whether `pid` still runs. A zombie does not: an agent killed while its worker was frozen stays
- * one until the worker (or, once it is gone, init) reaps it.
- */
-async function isAlive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  // The state follows the command name, which is in parentheses and may itself hold spaces.
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BATON_BIN } from '../packageRoot.js';
-
-const shellQuote = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+import { shellQuote } from '../shellQuote.js';
 
 /**
  * Writes `<dir>/bin/baton` (`dir`: the work folder, or an isolated run's own folder), a script
