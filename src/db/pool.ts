@@ -61,15 +61,46 @@ export function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-/** Drops `database` on the server at `url`, closing its connections; nothing when it is gone. */
+/** How long `dropDatabase` waits for sessions it may not end (an autovacuum worker) to leave. */
+const DROP_WAIT_MS = 60_000;
+
+/**
+ * Drops `database` on the server at `url`, closing its connections; nothing when it is gone.
+ * `WITH (FORCE)` ends only sessions of roles the caller belongs to: a non-superuser administrator
+ * cannot end an autovacuum worker that happens to be in the database, and PostgreSQL 15 refuses the
+ * whole drop (insufficient_privilege). Such a session leaves by itself, so the drop is tried again
+ * until it does, and the error names what stayed if it never does.
+ */
 export async function dropDatabase(url: string, database: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+    const deadline = Date.now() + DROP_WAIT_MS;
+    for (;;) {
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== '42501' || Date.now() > deadline) throw await withSessions(client, database, error);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
   } finally {
     await client.end();
   }
+}
+
+/** `error` with the sessions still in `database` added to its message, for a drop that gave up. */
+async function withSessions(client: pg.Client, database: string, error: unknown): Promise<unknown> {
+  if (!(error instanceof Error)) return error;
+  const { rows } = await client
+    .query<{ pid: number; who: string }>(
+      'SELECT pid, coalesce(usename, backend_type) AS who FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [database],
+    )
+    .catch(() => ({ rows: [] as { pid: number; who: string }[] }));
+  if (rows.length) error.message += ` (still in database ${database}: ${rows.map((r) => `pid ${r.pid} (${r.who})`).join(', ')})`;
+  return error;
 }
 
 /** Creates `database` on the server at `url` unless it exists. */

@@ -1,0 +1,44 @@
+// Dropping a test database waits out a session its administrator may not end. PostgreSQL 15 refuses
+// DROP DATABASE ... WITH (FORCE) outright while a session of a role the caller is not a member of is
+// in the database (an autovacuum worker is one; the suite's administrator is no superuser), and a
+// suite run once failed on exactly that when a file's database was dropped.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import { asLogin } from '../../src/db/logins.js';
+import { createPool, dropDatabase } from '../../src/db/pool.js';
+import { createTestDatabase } from '../helpers/db.js';
+
+describe('dropDatabase', () => {
+  it('waits for a session it may not end to leave, then drops the database', async () => {
+    const adminUrl = inject('databaseUrl');
+    const db = await createTestDatabase({ migrate: false });
+    const admin = createPool(adminUrl, { max: 1 });
+    const stranger = `t_stranger_${randomBytes(6).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await admin.query(`CREATE ROLE ${stranger} LOGIN PASSWORD '${password}'`);
+    const session = new pg.Client({ connectionString: asLogin(db.url, stranger, password) });
+    try {
+      await session.connect();
+      await db.pool.end();
+      let settled: string | undefined;
+      const dropping = dropDatabase(adminUrl, db.name).then(
+        () => (settled = 'dropped'),
+        (error: Error) => (settled = `refused: ${error.message}`),
+      );
+      // While the stranger's session stays, the drop can neither succeed nor give up.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(settled).toBeUndefined();
+      await session.end();
+      await dropping;
+      expect(settled).toBe('dropped');
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db.name]);
+      expect(rowCount).toBe(0);
+    } finally {
+      await session.end().catch(() => undefined);
+      await dropDatabase(adminUrl, db.name);
+      await admin.query(`DROP ROLE IF EXISTS ${stranger}`);
+      await admin.end();
+    }
+  });
+});
