@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { taskSetStatus, graphSubmit } from './db/sql/graphs.js';
@@ -35,6 +35,8 @@ export function createBatonClient(options: BatonClientOptions) {
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
   /** Asks Temporal to cancel a workflow; one that never started or has ended needs nothing. */
   const cancelWorkflow = async (workflowId: string) => {
+    // Imported here, not with this module: a command that only reads Postgres does not load the SDK's client.
+    const { WorkflowNotFoundError } = await import('@temporalio/client');
     await temporal.workflow
       .getHandle(workflowId)
       .cancel()

@@ -3,7 +3,7 @@
 // folder up, else an embedded stack it starts), whether the schema is brought up to date or only
 // checked, Temporal connections opened on first use, and who the caller is.
 import { userInfo } from 'node:os';
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type pg from 'pg';
 import { BATON_ACTOR_ENV, batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
@@ -13,7 +13,7 @@ import { asLogin } from '../db/logins.js';
 import { createPool } from '../db/pool.js';
 import { requireGroupMember, RolesMissingError, type GroupRole } from '../db/roles.js';
 import { DEV_LOGINS, devLoginUrl, ensureDevLogins, type DevComponent } from '../dev/devLogins.js';
-import { devPostgresDataDir, startDevStack, type DevStack, type DevStackOptions } from '../dev/devStack.js';
+import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import { devStackSearchPath, findDevStack, type FoundDevStack } from '../dev/devStackState.js';
 import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
 import { DevStackNotFoundError } from '../dev/errors.js';
@@ -110,8 +110,11 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
 export async function openCliContext(log: Log, options: CliContextOptions): Promise<CliContext> {
   const env = deploymentEnv();
   if (options.databaseUrlRequired && !env.databaseUrl) throw new Error(`${DATABASE_URL_ENV} is not set; ${options.databaseUrlRequired}`);
+  // The dev stack's module (and the Temporal SDK it loads) only for a command that starts one.
   const stack = options.start
-    ? await startDevStack({ databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, log, ...options.start })
+    ? await (
+        await import('../dev/devStack.js')
+      ).startDevStack({ databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, log, ...options.start })
     : undefined;
   const poolOptions = { max: options.poolSize ?? (stack ? undefined : CLI_POOL_SIZE_DEFAULT), applicationName: options.applicationName };
   // Without DATABASE_URL, the database and (unless TEMPORAL_ADDRESS says otherwise) Temporal are
@@ -157,6 +160,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     stack,
     migration,
     temporal: async ({ connect = true } = {}) => {
+      const { Client, Connection } = await import('@temporalio/client');
       connection ??= Connection.lazy(settings.connectionOptions as ConnectionOptions);
       client ??= new Client({ connection, namespace: settings.namespace });
       if (connect) {
@@ -225,6 +229,7 @@ async function migrateIfAllowed(pool: pg.Pool, log: Log): Promise<MigrateResult 
 export async function devAdministratorUrl(databaseUrl: string, home: string = batonHome()): Promise<string | undefined> {
   const login = decodeURIComponent(new URL(databaseUrl).username);
   if (!Object.values(DEV_LOGINS).some((d) => d.login === login)) return undefined;
+  const { devPostgresDataDir } = await import('../dev/devStack.js');
   const password = await readSecretFile(embeddedPostgresSecretFile(devPostgresDataDir(home))).catch(() => undefined);
   return password === undefined ? undefined : asLogin(databaseUrl, EMBEDDED_SUPERUSER, password);
 }

@@ -1,6 +1,8 @@
-import { Connection, type ConnectionOptions } from '@temporalio/client';
+// The SDK's client and worker packages are imported when a connection is made, not with this
+// module: reading the settings must not cost a command that only reads Postgres their load time.
+import type { Connection, ConnectionOptions } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import type { NativeConnection, NativeConnectionOptions } from '@temporalio/worker';
 
 export interface TemporalSettings {
   connectionOptions: NativeConnectionOptions;
@@ -21,11 +23,13 @@ export function temporalSettings(overrides: { address?: string; namespace?: stri
 }
 
 /** A client connection for starting workflows and reading their results. */
-export function connectClient(settings: TemporalSettings): Promise<Connection> {
+export async function connectClient(settings: TemporalSettings): Promise<Connection> {
+  const { Connection } = await import('@temporalio/client');
   return Connection.connect(settings.connectionOptions as ConnectionOptions);
 }
 
 /** A native connection for workers. */
-export function connectWorker(settings: TemporalSettings): Promise<NativeConnection> {
+export async function connectWorker(settings: TemporalSettings): Promise<NativeConnection> {
+  const { NativeConnection } = await import('@temporalio/worker');
   return NativeConnection.connect(settings.connectionOptions);
 }
