@@ -77,7 +77,7 @@ export interface BatonWorkerOptions {
   agentIsolation?: AgentIsolationOptions;
   /** Where the worker's start-up warnings go. (Default: stderr) */
   log?: Log;
-  /** Prebuilt workflow bundle (tests bundle once). (Default: the package's own prebuilt bundle, else `workflowsPath` bundled at start) */
+  /** Prebuilt workflow bundle. (Default: what `workflowCode` gives: the package's prebuilt bundle, a checkout's cached one, else `workflowsPath` bundled at start) */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
@@ -136,7 +136,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     identity,
     taskQueue,
     activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode()),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : await workflowCode()),
   });
   return {
     identity,

@@ -1,11 +1,10 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../src/config.js';
 import { startDevStack, type DevStack } from '../src/dev/devStack.js';
 import { resolveTemporalCli } from '../src/dev/temporalCli.js';
-import { workflowsPath } from '../src/worker.js';
+import { cachedWorkflowBundle } from '../src/dev/workflowBundle.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,7 +14,7 @@ declare module 'vitest' {
     temporalNamespace: string;
     /** The Temporal CLI binary, resolved even when TEMPORAL_ADDRESS names an external server. */
     temporalCliPath: string;
-    /** Workflow code bundled once for the whole run. */
+    /** The checkout's cached workflow bundle (`cachedWorkflowBundle`), made at most once per run. */
     workflowBundlePath: string;
   }
 }
@@ -50,10 +49,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       (stack.temporalCli ? `, CLI: ${stack.temporalCli.version} via ${stack.temporalCli.route}` : ''),
   );
 
-  await mkdir(home, { recursive: true });
-  const workflowBundlePath = path.join(home, 'workflow-bundle.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
-  await writeFile(workflowBundlePath, code);
+  // The checkout's cached bundle, made here once if its sources changed; the `baton worker`
+  // processes the tests start find the same one.
+  const workflowBundlePath = await cachedWorkflowBundle();
 
   project.provide('databaseUrl', stack.databaseUrl);
   project.provide('temporalAddress', stack.temporal.connectionOptions.address ?? '');
@@ -66,12 +64,3 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await rm(home, { recursive: true, force: true });
   };
 }
-
-const quietLogger = {
-  log: () => {},
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => out(`bundler: ${message}`),
-  error: (message: string) => out(`bundler: ${message}`),
-};

@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { writeWorkflowBundle } from '../dev/workflowBundle.js';
+import { workflowBundleFile } from '../dev/workflowBundle.js';
 import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
 
-/** `baton worker` processes on one private task queue, sharing a work dir and a workflow bundled once. */
+/** `baton worker` processes on one private task queue, sharing a work dir and one workflow bundle. */
 export interface WorkerFleet {
   taskQueue: string;
   /** The processes started and not replaced, in start order. */
@@ -17,20 +17,20 @@ export interface WorkerFleet {
   ownerOf(owner: string | null): WorkerProcess;
   /** SIGKILLs `victim`, waits for it to exit and starts a replacement in its place. */
   killAndReplace(victim: WorkerProcess): Promise<WorkerProcess>;
-  /** Sends every process SIGCONT (a frozen one could not stop) then `signal` (Default: SIGKILL), waits for them to exit, and removes the work dir and bundle. */
+  /** Sends every process SIGCONT (a frozen one could not stop) then `signal` (Default: SIGKILL), waits for them to exit, and removes the work dir (and the bundle, when it made its own). */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
 /**
- * Bundles the workflows once and starts `size` worker processes on a task queue named
+ * Finds or makes the workflow bundle (`workflowBundleFile`) and starts `size` worker processes on a task queue named
  * `baton-<name>-<random>`, with `env` (DATABASE_URL, TEMPORAL_ADDRESS, ...) added to this process's.
  */
 export async function startWorkerFleet(options: { name: string; env: Record<string, string>; size?: number }): Promise<WorkerFleet> {
   const suffix = randomUUID().slice(0, 8);
   const taskQueue = `baton-${options.name}-${suffix}`;
   const workDir = path.join(tmpdir(), `baton-${options.name}-work-${suffix}`);
-  const workflowBundle = path.join(tmpdir(), `baton-${options.name}-bundle-${suffix}.js`);
-  await writeWorkflowBundle(workflowBundle);
+  const ownBundle = path.join(tmpdir(), `baton-${options.name}-bundle-${suffix}.js`);
+  const workflowBundle = await workflowBundleFile(ownBundle);
   const workers: WorkerProcess[] = [];
   let spawned = 0;
   const start = (identity = `${options.name}-worker-${++spawned}`) =>
@@ -64,7 +64,7 @@ export async function startWorkerFleet(options: { name: string; env: Record<stri
       }
       await Promise.all(workers.map((w) => w.exited));
       await rm(workDir, { recursive: true, force: true });
-      await rm(workflowBundle, { force: true });
+      if (workflowBundle === ownBundle) await rm(ownBundle, { force: true });
     },
   };
 }
