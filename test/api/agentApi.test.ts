@@ -134,7 +134,7 @@ describe('the agent API over MCP and HTTP', () => {
         ]);
         if (!rows[0].expired) throw new Error('not yet');
       },
-      { timeoutMs: 10_000, intervalMs: 50 },
+      { timeoutMs: 120_000, intervalMs: 50 },
     );
 
     const noScope = await call(api.url, reader.secret, 'object.create', { key: uniqueObjectKey('scoped') });

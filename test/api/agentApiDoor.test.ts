@@ -348,7 +348,7 @@ describe("the agent API's door", () => {
           if (counted < flood.length) throw new Error(`${counted} of ${flood.length} counted`);
           return rows.map((r) => r.details as Record<string, unknown>);
         },
-        { timeoutMs: 10_000, intervalMs: 50 },
+        { timeoutMs: 120_000, intervalMs: 50 },
       );
       expect(summaries.reduce((n, d) => n + Number(d.count), 0)).toBe(40);
       expect(summaries.reduce((n, d) => n + Number(d.throttled), 0)).toBe(35);

@@ -37,7 +37,7 @@ const until = (what: string, check: () => boolean) =>
     async () => {
       if (!check()) throw new Error('not yet');
     },
-    { timeoutMs: 10_000, intervalMs: 10 },
+    { timeoutMs: 120_000, intervalMs: 10 },
   );
 
 describe('the fault proxy (test kit)', () => {

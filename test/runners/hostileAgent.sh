@@ -57,7 +57,8 @@ if kill -0 "$WORKER_PID" 2>/dev/null; then report signal_worker succeeded; else 
 
 # A TCP service on the worker's 127.0.0.1 (say, Postgres or the Temporal dev server), other than
 # the run's agent API endpoint: directly, and through 10.0.2.2, slirp4netns's name for the host's loopback.
-tcp() { node -e 'const s = require("net").connect(Number(process.argv[1]), process.argv[2]); s.on("connect", () => process.exit(0)); s.on("error", () => process.exit(1)); setTimeout(() => process.exit(1), 3000);' "$2" "$1" 2>/dev/null; }
+# A dropped connection attempt is blocked only after 15 s: on a loaded machine, a slow connect must not pass for a refused one.
+tcp() { node -e 'const s = require("net").connect(Number(process.argv[1]), process.argv[2]); s.on("connect", () => process.exit(0)); s.on("error", () => process.exit(1)); setTimeout(() => process.exit(1), 15000);' "$2" "$1" 2>/dev/null; }
 v=''
 for h in 127.0.0.1 10.0.2.2; do if tcp "$h" "$TCP_PORT"; then v="$v$h,"; fi; done
 if [ -n "$v" ]; then report tcp_localhost succeeded "$v"; else report tcp_localhost blocked; fi

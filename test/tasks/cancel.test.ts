@@ -70,7 +70,7 @@ describe('cancelling a graph', () => {
         const left = await processesMarked(mark);
         if (left.length) throw new Error(`still running: ${left.join(', ')}`);
       },
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: 120_000, intervalMs: 200 },
     );
     const tasks = await stack.client.graphTasks(id);
     expect(tasks.map((t) => [t.key, t.status])).toEqual([

@@ -202,7 +202,7 @@ async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
     async () => {
       if (!pid || !lines.includes('READY')) throw new Error('not yet');
     },
-    { timeoutMs: 30_000, intervalMs: 50 },
+    { timeoutMs: 120_000, intervalMs: 50 },
   );
   const uid = Number(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
   await waitFor(
@@ -210,7 +210,7 @@ async function startLingering(isolation: AgentIsolation, signal: AbortSignal) {
     async () => {
       if ((await processesOf(uid)).length < 4) throw new Error('not yet');
     },
-    { timeoutMs: 10_000, intervalMs: 50 },
+    { timeoutMs: 120_000, intervalMs: 50 },
   );
   return { run, pid: pid!, uid, claim };
 }
@@ -234,7 +234,7 @@ describe('stopping an isolated agent', () => {
         const left = await processesOf(uid);
         if (left.length) throw new Error(`still running: ${left.join(', ')}`);
       },
-      { timeoutMs: 10_000, intervalMs: 50 },
+      { timeoutMs: 120_000, intervalMs: 50 },
     );
   });
 
@@ -252,7 +252,7 @@ describe('stopping an isolated agent', () => {
         const left = await processesOf(uid);
         if (left.length) throw new Error(`still running: ${left.join(', ')}`);
       },
-      { timeoutMs: 10_000, intervalMs: 50 },
+      { timeoutMs: 120_000, intervalMs: 50 },
     );
   });
 
