@@ -10,6 +10,7 @@ import {
   type DrillResult,
 } from '../drills/types.js';
 import type { Log } from '../log.js';
+import { liveBlock } from './liveBlock.js';
 import { jsonOption, parseNonNegativeInt, parsePositiveInt } from './options.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 
@@ -142,10 +143,18 @@ export function registerDrillCommand(program: Command, log: Log): void {
         const restartsIn = (restartHome ??= await reachableDataFolder(batonHome(), 'drill-restarts-'));
         const temporal = await open.temporal();
         const results: DrillResult[] = [];
+        // On a terminal, the running drill and its trial count are one line redrawn in place;
+        // each finished drill leaves a line. Elsewhere, every line is printed as it comes.
+        const live = liveBlock(process.stderr);
+        const output = { log: live.log, progress: live.show };
         const step = async (name: DrillName, run: () => Promise<DrillResult>) => {
           if (!selected.has(name)) return;
-          log(`Running ${name} ...`);
-          results.push(await run());
+          const started = Date.now();
+          live.show(`Running ${name} ...`);
+          const result = await run();
+          results.push(result);
+          live.clear();
+          live.log(`${name} ${result.passed ? 'passed' : 'FAILED'} in ${Math.round((Date.now() - started) / 1000)} s`);
         };
         await step('D1', () => runClaimRaceDrill(open.pool, { trials: opts.claimTrials }));
         await step('D2', () =>
@@ -156,7 +165,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
             trials: opts.killTrials,
             lanes: opts.killLanes,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
-            log,
+            ...output,
           }),
         );
         await step('D3', () =>
@@ -167,7 +176,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
             trials: opts.freezeTrials,
             lanes: opts.killLanes,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
-            log,
+            ...output,
           }),
         );
         await step('D4', () =>
@@ -177,7 +186,7 @@ export function registerDrillCommand(program: Command, log: Log): void {
             workerEnv,
             trials: opts.rejectTrials,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
-            log,
+            ...output,
           }),
         );
         await step('D5', () =>
@@ -188,17 +197,17 @@ export function registerDrillCommand(program: Command, log: Log): void {
             temporal,
             workerEnv,
             heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
-            log,
+            ...output,
           }),
         );
-        const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, log };
+        const restarts = { workerEnv, trials: opts.restartTrials, heartbeatTimeoutMs: opts.heartbeatTimeoutMs, ...output };
         await step('R1', () => runPostgresRestartDrill({ ...restarts, home: path.join(restartsIn, 'r1'), temporal }));
         await step('R2', async () =>
           runTemporalRestartDrill({
             ...restarts,
             home: path.join(restartsIn, 'r2'),
             pool: open.pool,
-            temporalCliPath: open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log })).path,
+            temporalCliPath: open.stack.temporalCli?.path ?? (await resolveTemporalCli({ log: live.log })).path,
           }),
         );
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);

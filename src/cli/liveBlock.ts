@@ -8,6 +8,8 @@ export interface LiveBlock {
   log: Log;
   /** Replaces the block with `text`: redrawn in place on a terminal, printed after what came before elsewhere. */
   show(text: string): void;
+  /** Takes the block away (on a terminal; elsewhere what was printed stays). */
+  clear(): void;
 }
 
 /** What a live block writes to: a TTY's size is known; anything else is written line by line. */
@@ -21,7 +23,7 @@ export interface LiveOutput {
 /** A live block on `output` (such as process.stderr). */
 export function liveBlock(output: LiveOutput): LiveBlock {
   const print = (text: string) => output.write(`${text}\n`);
-  if (!output.isTTY) return { log: print, show: print };
+  if (!output.isTTY) return { log: print, show: print, clear: () => undefined };
   let block = '';
   /** Screen rows the block takes now (0: nothing to erase). */
   let shown = 0;
@@ -50,6 +52,10 @@ export function liveBlock(output: LiveOutput): LiveBlock {
       erase();
       block = text;
       draw();
+    },
+    clear: () => {
+      erase();
+      block = '';
     },
   };
 }

@@ -90,18 +90,21 @@ program
     async (
       opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
     ) => {
-      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }] = await Promise.all([
+      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }, { liveBlock }] = await Promise.all([
         import('./context.js'),
         import('./stack.js'),
         import('../worker.js'),
+        import('./liveBlock.js'),
       ]);
       await installTemporalRuntime();
-      const open = await openCliContext(log, {
-        start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort },
+      // A first start's download shows its progress in one line, redrawn in place on a terminal.
+      const setup = liveBlock(process.stderr);
+      const open = await openCliContext(setup.log, {
+        start: { postgresPort: opts.postgresPort, temporalPort: opts.temporalPort, temporalUiPort: opts.uiPort, progress: setup.show },
         migrate: opts.migrate,
         login: 'worker',
         requireRole: opts.worker ? 'baton_worker' : undefined,
-      });
+      }).finally(setup.clear);
       describeStack(open.stack, log);
       // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
       const worker = opts.worker
@@ -149,9 +152,10 @@ program
       import('./liveBlock.js'),
     ]);
     await installTemporalRuntime();
-    await withCliContext(log, { start: {}, migrate: true }, async (open) => {
+    const live = liveBlock(process.stderr);
+    await withCliContext(live.log, { start: { progress: live.show }, migrate: true }, async (open) => {
+      live.clear();
       describeStack(open.stack, log);
-      const live = liveBlock(process.stderr);
       const outcome = await runDemo(open, live.log, live.show);
       // On the embedded stack, the record stays in .baton/ but its Postgres stops with the demo.
       const replay = `npx baton events ${outcome.graphId}${open.stack.embeddedPostgres ? ', with `npx baton dev` running' : ''}`;
@@ -262,8 +266,9 @@ program
   .option('--no-install', 'only look, never install')
   .addOption(jsonOption('path, version and how it was found as one JSON object'))
   .action(async (opts: { install: boolean; json?: boolean }) => {
-    const { resolveTemporalCli } = await import('../dev/temporalCli.js');
-    const cli = await resolveTemporalCli({ install: opts.install, log });
+    const [{ resolveTemporalCli }, { liveBlock }] = await Promise.all([import('../dev/temporalCli.js'), import('./liveBlock.js')]);
+    const live = liveBlock(process.stderr);
+    const cli = await resolveTemporalCli({ install: opts.install, log: live.log, progress: live.show }).finally(live.clear);
     process.stdout.write(opts.json ? `${JSON.stringify(cli)}\n` : `${cli.path}\n`);
     log(`${cli.version} (found via ${cli.route})`);
   });

@@ -36,6 +36,8 @@ export interface DevStackOptions {
   /** Keep the dev server's state in memory only, for test runs. (Default: false) */
   ephemeralTemporal?: boolean;
   log?: Log;
+  /** Progress of a first start's download (the Temporal CLI), for a line redrawn in place. (Default: none) */
+  progress?: Log;
 }
 
 export interface DevStack {
@@ -125,7 +127,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
     let temporalPid: number | undefined;
     if (!temporalAddress) {
       await mkdir(home, { recursive: true });
-      temporalCli = await resolveTemporalCli({ log });
+      temporalCli = await resolveTemporalCli({ log, progress: options.progress });
       log(`Temporal CLI: ${temporalCli.path} (${temporalCli.version}, found via ${temporalCli.route})`);
       const temporal = await startTemporalDevServer({
         cliPath: temporalCli.path,

@@ -7,14 +7,17 @@ interface RunResult {
   stderr: string;
 }
 
-/** Runs a program to completion and returns its output; rejects with its stderr on failure. */
+/**
+ * Runs a program to completion and returns its output; rejects with its stderr on failure.
+ * `onLine` is given each line of its stdout and stderr as it comes (say, to show progress).
+ */
 export function run(
   file: string,
   args: readonly string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; onLine?: (line: string) => void } = {},
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       file,
       args,
       { env: options.env ?? process.env, cwd: options.cwd, timeout: options.timeoutMs ?? 0, maxBuffer: 64 * 1024 * 1024 },
@@ -27,7 +30,23 @@ export function run(
         }
       },
     );
+    const { onLine } = options;
+    if (onLine) for (const stream of [child.stdout, child.stderr]) stream && eachLine(stream, onLine);
   });
+}
+
+/** Calls `onLine` with each non-empty line `stream` gives, as it comes (a line cut by a chunk is held until it ends). */
+function eachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  let partial = '';
+  const emit = (line: string) => {
+    if (line.trim()) onLine(line.trim());
+  };
+  stream.on('data', (chunk: Buffer | string) => {
+    const lines = (partial + String(chunk)).split(/\r?\n|\r/);
+    partial = lines.pop() ?? '';
+    lines.forEach(emit);
+  });
+  stream.on('end', () => emit(partial));
 }
 
 /** The first executable `program` on PATH, or undefined. */

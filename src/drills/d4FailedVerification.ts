@@ -8,14 +8,14 @@ import { taskSubmit } from '../db/sql/ownerWrites.js';
 import { eventRead, taskRead, graphReadTasks } from '../db/sql/reads.js';
 import { verificationRecord, verificationStart } from '../db/sql/verification.js';
 import { waitFor } from '../dev/waitFor.js';
-import { silentLog, type Log } from '../log.js';
+import { silentLog } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { commitAll, createScriptedRepo } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet } from '../testkit/workerFleet.js';
 import { CLAIM_LEASE_MS_DEFAULT, claimFence } from '../testkit/claims.js';
 import { insertGraph, uniqueGraphId } from '../testkit/graphs.js';
 import type { SubmitFn } from './d3StaleSubmit.js';
-import { drillResult, type DrillResult } from './types.js';
+import { drillResult, type DrillOutput, type DrillResult } from './types.js';
 
 /**
  * D4 on the store alone (the tests run it against broken variants; `baton drill` runs
@@ -70,7 +70,7 @@ export async function runFailedVerificationDrill(db: Queryable, options: { trial
   );
 }
 
-interface RejectedCommitDrillOptions {
+interface RejectedCommitDrillOptions extends DrillOutput {
   pool: pg.Pool;
   temporal: Client;
   /** DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes. */
@@ -78,7 +78,6 @@ interface RejectedCommitDrillOptions {
   trials: number;
   /** (Default: 2 s) */
   heartbeatTimeoutMs?: number;
-  log?: Log;
 }
 
 /** How long one trial may take before it counts as failed. */
@@ -92,7 +91,7 @@ const REJECTED_TRIAL_DEADLINE_MS = 120_000;
  * of b stay blocked and are never claimed, while a, with a passing check, is verified.
  */
 export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions): Promise<DrillResult> {
-  const log = options.log ?? silentLog;
+  const progress = options.progress ?? options.log ?? silentLog;
   const repo = await createScriptedRepo();
   const fleet = await startWorkerFleet({ name: 'drill-d4', env: options.workerEnv, size: 2 });
   const client = createBatonClient({ db: options.pool, temporal: options.temporal, taskQueue: fleet.taskQueue });
@@ -148,7 +147,7 @@ export async function runRejectedCommitDrill(options: RejectedCommitDrillOptions
         // The dependents would wait for b forever: end the trial's workflows.
         await client.cancelGraph(graph.id, 'drill', 'D4 trial done').catch(() => undefined);
       }
-      log(`D4 trial ${trial + 1}/${options.trials}`);
+      progress(`D4 trial ${trial + 1}/${options.trials}`);
     }
   } finally {
     await fleet.stop();

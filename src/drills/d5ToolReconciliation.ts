@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Queryable } from '../db/queryable.js';
 import { eventRead, toolCallRead } from '../db/sql/reads.js';
-import { silentLog, type Log } from '../log.js';
+import { silentLog } from '../log.js';
 import { taskIdOf } from '../tasks/taskId.js';
 import { claimFence, reclaim } from '../testkit/claims.js';
 import { independentTasks, insertGraph } from '../testkit/graphs.js';
@@ -12,7 +12,7 @@ import { createHttpTool } from '../tools/httpTool.js';
 import { createToolGateway, toolCallKey, type CallTool } from '../tools/toolGateway.js';
 import { TOOL_CALL_DONE, type ToolAdapter } from '../tools/types.js';
 import { runToolKillTrials } from './d5WorkerKills.js';
-import { D5_AMBIGUOUS_CALLS_DEFAULT, drillResult, type DrillResult } from './types.js';
+import { D5_AMBIGUOUS_CALLS_DEFAULT, drillResult, type DrillOutput, type DrillResult } from './types.js';
 
 /** Builds the gateway under test around the drill's tool; the drill's broken variants replace it. */
 export type GatewayFactory = (db: Queryable, tools: Record<string, ToolAdapter>) => CallTool;
@@ -43,7 +43,7 @@ const SCENARIOS: ReadonlyArray<{ name: string; faults: ToolFault[]; inFlightAtRe
   { name: 'owner lost before the tool committed', faults: ['hold_before_commit'], inFlightAtReclaim: true },
 ];
 
-interface ToolReconciliationDrillOptions {
+interface ToolReconciliationDrillOptions extends DrillOutput {
   pool: pg.Pool;
   /** Calls made in this process, each meeting one fault that leaves its outcome uncertain. (Default: 500) */
   ambiguousCalls?: number;
@@ -56,7 +56,6 @@ interface ToolReconciliationDrillOptions {
   workerEnv?: Record<string, string>;
   /** Heartbeat timeout of the kill trials' tasks. (Default: 2s) */
   heartbeatTimeoutMs?: number;
-  log?: Log;
 }
 
 /**
@@ -66,6 +65,7 @@ interface ToolReconciliationDrillOptions {
  */
 export async function runToolReconciliationDrill(options: ToolReconciliationDrillOptions): Promise<DrillResult> {
   const log = options.log ?? silentLog;
+  const progress = options.progress ?? log;
   const total = options.ambiguousCalls ?? D5_AMBIGUOUS_CALLS_DEFAULT;
   const server = await spawnToolServer({ hangMs: 10 * CALL_TIMEOUT_MS });
   const violations: string[] = [];
@@ -143,7 +143,7 @@ export async function runToolReconciliationDrill(options: ToolReconciliationDril
         server,
         trials: options.kills,
         violations,
-        log,
+        progress,
       });
     }
     return drillResult(

@@ -22,7 +22,8 @@ interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 't
   server: ToolServerControl;
   /** Violations are appended here. */
   violations: string[];
-  log: Log;
+  /** Where each kill is counted. */
+  progress: Log;
 }
 
 /**
@@ -35,7 +36,7 @@ interface ToolKillTrialsOptions extends Pick<WorkerKillDrillOptions, 'pool' | 't
 export async function runToolKillTrials(
   options: ToolKillTrialsOptions,
 ): Promise<{ trials: number; reconciled: number; duplicates: number }> {
-  const { log, server, violations } = options;
+  const { progress, server, violations } = options;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   // From the kill: the next owner's run after a heartbeat timeout, then a verification; as in D2, a
   // killed worker's open polls can each hold one of those for a heartbeat timeout.
@@ -82,7 +83,7 @@ export async function runToolKillTrials(
           violations.push(`${key}: expected the ledger row sent while the answer is held, found ${sent?.status}`);
         const victim = fleet.ownerOf(task.owner);
         await fleet.killAndReplace(victim);
-        log(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);
+        progress(`D5 kill ${trial + 1}/${options.trials}: SIGKILLed ${victim.identity} between send and record of ${key}`);
 
         const outcome = await withDeadline(client.waitForGraph(graphId), Date.now() + recoveryDeadlineMs);
         const [row] = await toolCallRead(options.pool, taskId);

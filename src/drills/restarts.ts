@@ -13,11 +13,18 @@ import { startEmbeddedPostgres, type PostgresStopMode, type RunningPostgres } fr
 import { freePort } from '../dev/freePort.js';
 import { startTemporalDevServer, type TemporalDevServer } from '../dev/temporalDevServer.js';
 import { waitFor } from '../dev/waitFor.js';
-import { silentLog, type Log } from '../log.js';
+import { silentLog } from '../log.js';
 import { uniqueGraphId } from '../testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../testkit/workerFleet.js';
-import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT, DRILL_SETUP_DEADLINE_MS, drillResult, percentile, type DrillResult } from './types.js';
+import {
+  DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+  DRILL_SETUP_DEADLINE_MS,
+  drillResult,
+  percentile,
+  type DrillOutput,
+  type DrillResult,
+} from './types.js';
 
 // T11 as rows of `baton drill`: a graph of real agents (two `baton worker` processes, command
 // agents that commit in git worktrees) is interrupted mid-run by a restart of a server baton
@@ -50,7 +57,7 @@ const POSTGRES_STOPS: readonly PostgresStopMode[] = ['fast', 'immediate'];
  */
 const postgresStop = (trial: number) => POSTGRES_STOPS[Math.floor((trial + 1) / 2) % POSTGRES_STOPS.length]!;
 
-interface RestartDrillOptions {
+interface RestartDrillOptions extends DrillOutput {
   /**
    * DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE for the worker processes, as in the other
    * drills; the server the row restarts replaces its own part.
@@ -65,7 +72,6 @@ interface RestartDrillOptions {
   trialDeadlineMs?: number;
   /** How long the server stays down. (Default: 3 s) */
   downtimeMs?: number;
-  log?: Log;
 }
 
 interface PostgresRestartDrillOptions extends RestartDrillOptions {
@@ -187,7 +193,7 @@ async function runRestartTrials(
   options: RestartDrillOptions,
   target: RestartTarget,
 ): Promise<DrillResult> {
-  const log = options.log ?? silentLog;
+  const progress = options.progress ?? options.log ?? silentLog;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const downtimeMs = options.downtimeMs ?? DOWNTIME_MS_DEFAULT;
   const deadlineMs = options.trialDeadlineMs ?? TRIAL_DEADLINE_MS_DEFAULT;
@@ -197,7 +203,7 @@ async function runRestartTrials(
     for (let trial = 0; trial < options.trials; trial++) {
       const point = RESTART_POINTS[trial % RESTART_POINTS.length]!;
       await runRestartTrial({ drill, trial, point, repo, heartbeatTimeoutMs, downtimeMs, deadlineMs, target }, tally);
-      log(`${drill} trial ${trial + 1}/${options.trials}: restarted while the ${point.wave} wave ran`);
+      progress(`${drill} trial ${trial + 1}/${options.trials}: restarted while the ${point.wave} wave ran`);
     }
   } finally {
     await rm(repo, { recursive: true, force: true });

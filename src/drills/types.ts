@@ -1,3 +1,14 @@
+import type { Log } from '../log.js';
+
+/**
+ * Where a drill reports as it runs: `log` for lines that stay, `progress` for its trial count,
+ * which `baton drill` redraws in place on a terminal. (Default: both silent; progress: `log`)
+ */
+export interface DrillOutput {
+  log?: Log;
+  progress?: Log;
+}
+
 /** One drill's outcome: pass/fail plus the figures `baton drill` prints. */
 export interface DrillResult {
   /** D1-D5 (SPEC), R1 and R2 (restarts of Postgres and of the Temporal server, SPEC T11). */

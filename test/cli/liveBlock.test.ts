@@ -43,6 +43,17 @@ describe('a live block', () => {
     expect(tty.screen()).toBe('Freezing worker A\nstatus: 2/2 verified\na  verified\nb  verified');
   });
 
+  it('on a terminal, counts trials in one line and clears it for the line that stays (as `baton drill` does)', () => {
+    const tty = terminal({ rows: 24, columns: 80 });
+    const live = liveBlock(tty);
+    live.show('Running D2 ...');
+    for (let trial = 1; trial <= 3; trial++) live.show(`D2 trial ${trial}/3`);
+    live.clear();
+    live.log('D2 passed in 40 s');
+    live.show('Running D3 ...');
+    expect(tty.screen()).toBe('D2 passed in 40 s\nRunning D3 ...');
+  });
+
   it('counts wrapped lines, and leaves a block taller than the screen where it is', () => {
     const wide = terminal({ rows: 24, columns: 10 });
     const live = liveBlock(wide);
@@ -66,6 +77,7 @@ describe('a live block', () => {
     live.show('a  running');
     live.log('note');
     live.show('a  verified');
+    live.clear();
     expect(written).toBe('a  running\nnote\na  verified\n');
   });
 });

