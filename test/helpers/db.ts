@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, inject } from 'vitest';
 import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
 import { asLogin, ensureComponentLogin } from '../../src/db/logins.js';
@@ -27,9 +27,11 @@ export interface TestDatabase {
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('databaseUrl');
   const name = `baton_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  await ensureDatabase(adminUrl, name);
+  if (options.migrate === false) await ensureDatabase(adminUrl, name);
+  else await copyDatabase(adminUrl, inject('templateDatabase'), name);
   const url = withDatabase(adminUrl, name);
   const pool = createPool(url);
+  // On a copy, a no-op but for what a copy does not carry: the database's own grants (to baton_owner).
   if (options.migrate !== false) await migrate(pool);
   const logins = new Map<GroupRole, Promise<TestLogin>>();
   const makeLogin = async (group: GroupRole): Promise<TestLogin> => {
@@ -64,6 +66,30 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
       }
     },
   };
+}
+
+/** How long a copy waits for a session still leaving the template (one that migrated it, just closed). */
+const TEMPLATE_BUSY_WAIT_MS = 60_000;
+
+/** Creates `name` as a copy of the run's migrated template database. */
+async function copyDatabase(adminUrl: string, template: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const deadline = Date.now() + TEMPLATE_BUSY_WAIT_MS;
+    for (;;) {
+      try {
+        await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`);
+        return;
+      } catch (error) {
+        // object_in_use: "source database is being accessed by other users".
+        if ((error as { code?: string }).code !== '55006' || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    await client.end();
+  }
 }
 
 /**
