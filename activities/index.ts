@@ -1,4 +1,5 @@
 import type { Runner } from '../src/runners/types.js';
+import { isBatonName, unprefixedName } from '../src/temporal/batonNames.js';
 import { createToolGateway, type ToolGateway } from '../src/tools/toolGateway.js';
 import type { ToolAdapter } from '../src/tools/types.js';
 import { createHealthCheckActivities } from './healthCheck.js';
@@ -11,8 +12,10 @@ export interface ActivityDeps extends TaskActivityDeps {
 }
 
 /**
- * Builds baton's activities around their dependencies. Register the result in any worker:
- * `Worker.create({ activities: createActivities(deps), ... })`; tests spread it and override one.
+ * Builds baton's activities around their dependencies, each named with the `baton` prefix
+ * (`batonRunTask`), so they sit beside a host's own activities in one worker: register the result
+ * in any worker, `Worker.create({ activities: createActivities(deps), ... })`; tests spread it and
+ * override one. It holds none of the names baton 0.1 used (see `withUnprefixedAliases`).
  */
 export function createActivities(deps: ActivityDeps) {
   const gateway = deps.tools && Object.keys(deps.tools).length ? createToolGateway({ db: deps.db, tools: deps.tools }) : undefined;
@@ -43,3 +46,20 @@ function withToolAccess(runner: Runner, gateway: ToolGateway, identity: string):
 }
 
 export type BatonActivities = ReturnType<typeof createActivities>;
+
+/**
+ * `activities` plus each under the name baton 0.1 gave it (`runTask` beside `batonRunTask`), for what
+ * executions started by 0.1 scheduled under those names before an upgrade and is still queued or
+ * retried. baton's own worker (`createBatonWorker`, `baton worker`) registers them; `createActivities`
+ * does not, so a host keeps those plain names for its own activities. A host that ran baton 0.1 inside
+ * its own worker registers this too until none of those executions is open; workflows/index.ts says
+ * when the aliases go.
+ */
+export function withUnprefixedAliases<T extends Record<string, unknown>>(activities: T): T & Record<string, T[keyof T]> {
+  const aliases: Record<string, T[keyof T]> = {};
+  for (const [name, fn] of Object.entries(activities) as Array<[string, T[keyof T]]>) {
+    // A host's own activities spread in beside baton's keep their names and get no alias.
+    if (isBatonName(name)) aliases[unprefixedName(name)] = fn;
+  }
+  return { ...aliases, ...activities };
+}

@@ -26,48 +26,48 @@ type ObjectReadResult = ObjectState & { contentRef: string | null; hasInlineCont
 export function createObjectActivities(deps: ObjectActivityDeps) {
   const { db, actor } = deps;
   return withActivityFailures({
-    async takeObject(input: { key: string; reason?: string }): Promise<ObjectState> {
+    async batonTakeObject(input: { key: string; reason?: string }): Promise<ObjectState> {
       return store.takeObject(db, actor, input);
     },
     /** Records that this worker read the current version (O4). */
-    async readObject(input: { key: string }): Promise<ObjectReadResult> {
+    async batonReadObject(input: { key: string }): Promise<ObjectReadResult> {
       const { content, contentRef, ...state } = await store.readObject(db, actor, input);
       return { ...state, contentRef, hasInlineContent: content !== null };
     },
-    async writeObject(input: store.WriteObjectInput): Promise<ObjectState> {
+    async batonWriteObject(input: store.WriteObjectInput): Promise<ObjectState> {
       checkInlineSize(input);
       return store.writeObject(db, actor, input);
     },
-    async heartbeatObject(input: { key: string; token: number }): Promise<ObjectState> {
+    async batonHeartbeatObject(input: { key: string; token: number }): Promise<ObjectState> {
       return store.heartbeatObject(db, actor, input);
     },
-    async releaseObject(input: { key: string; token: number; reason?: string }): Promise<ObjectState> {
+    async batonReleaseObject(input: { key: string; token: number; reason?: string }): Promise<ObjectState> {
       return store.releaseObject(db, actor, input);
     },
-    async offerObject(input: { key: string; token: number; version: number; successor: string }): Promise<ObjectState> {
+    async batonOfferObject(input: { key: string; token: number; version: number; successor: string }): Promise<ObjectState> {
       return store.offerObject(db, actor, input);
     },
-    async acceptObject(input: { key: string; version: number }): Promise<ObjectState> {
+    async batonAcceptObject(input: { key: string; version: number }): Promise<ObjectState> {
       return store.acceptObject(db, actor, input);
     },
-    async declineObject(input: { key: string; reason?: string }): Promise<ObjectState> {
+    async batonDeclineObject(input: { key: string; reason?: string }): Promise<ObjectState> {
       return store.declineObject(db, actor, input);
     },
-    async withdrawOffer(input: { key: string; token: number }): Promise<ObjectState> {
+    async batonWithdrawOffer(input: { key: string; token: number }): Promise<ObjectState> {
       return store.withdrawOffer(db, actor, input);
     },
-    async suggestObjectChange(input: store.SuggestInput): Promise<{ suggestionId: number; state: ObjectState }> {
+    async batonSuggestObjectChange(input: store.SuggestInput): Promise<{ suggestionId: number; state: ObjectState }> {
       checkInlineSize(input);
       return store.suggestObjectChange(db, actor, input);
     },
-    async approveSuggestion(input: { key: string; token: number; suggestionId: number }): Promise<ObjectState> {
+    async batonApproveSuggestion(input: { key: string; token: number; suggestionId: number }): Promise<ObjectState> {
       return store.approveSuggestion(db, actor, input);
     },
     /** The check before an irreversible step (O4); fails with StaleViewError on a stale view. */
-    async checkObjectView(input: { key: string }): Promise<ObjectState> {
+    async batonCheckObjectView(input: { key: string }): Promise<ObjectState> {
       return store.checkObjectView(db, actor, input);
     },
-    async objectLog(input: { key: string; afterSeq?: number; limit?: number }): Promise<ObjectEvent[]> {
+    async batonObjectLog(input: { key: string; afterSeq?: number; limit?: number }): Promise<ObjectEvent[]> {
       return objectLog(db, actor, input);
     },
   });

@@ -132,7 +132,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
      * a silent owner is replaced by Temporal's own retry (heartbeat timeout + retry interval), with
      * no workflow task in between. Null when the task is not claimable now or has no attempts left.
      */
-    async runTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
+    async batonRunTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
       const ctx = Context.current();
       if (ctx.info.attempt > 1 && (await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
       const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs);
@@ -226,12 +226,12 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /** T6: a claim nobody runs (its lease expired on the database clock) is recovered. False when it had moved on. */
-    async recoverTask(input: { taskId: string; claimVersion: number; reason: string }): Promise<boolean> {
+    async batonRecoverTask(input: { taskId: string; claimVersion: number; reason: string }): Promise<boolean> {
       return recoverClaim(await taskRead(db, input.taskId), input.claimVersion, input.reason);
     },
 
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
-    async verifyTask(input: { taskId: string }): Promise<VerifyOutcome> {
+    async batonVerifyTask(input: { taskId: string }): Promise<VerifyOutcome> {
       const verifier = verifierIdentity(identity);
       // A retry after the outcome was recorded (its completion lost on the way to Temporal)
       // returns that outcome instead of verifying twice, with the dependents as they are now.
@@ -303,7 +303,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     },
 
     /** Applies the graph's policy after a rejected verification: run again, or fail the task. */
-    async afterRejection(input: { taskId: string; policy: GraphPolicy }): Promise<TaskStatus> {
+    async batonAfterRejection(input: { taskId: string; policy: GraphPolicy }): Promise<TaskStatus> {
       const task = await taskRead(db, input.taskId);
       if (task.status !== 'rejected') return task.status; // already decided by an earlier try
       const rerun = input.policy.onVerificationFailure === 'rerun' && task.attempts < input.policy.maxAttempts;
@@ -325,24 +325,24 @@ export function createTaskActivities(deps: TaskActivityDeps) {
      * upstream task not verified yet). Returns its status afterwards. (The name is 0.1's, which
      * recorded workflow histories call.)
      */
-    async rerunTask(input: { taskId: string; reason: string }): Promise<TaskStatus> {
+    async batonRerunTask(input: { taskId: string; reason: string }): Promise<TaskStatus> {
       return taskRerunStale(db, { taskId: input.taskId, actor: identity, reason: input.reason });
     },
 
     /** Marks the task cancelled (its workflow was cancelled); a finished task stays as it is. */
-    async cancelTask(input: { taskId: string; reason: string }): Promise<void> {
+    async batonCancelTask(input: { taskId: string; reason: string }): Promise<void> {
       const task = await taskRead(db, input.taskId);
       if (TERMINAL_STATUSES.has(task.status)) return;
       await taskSetStatus(db, { taskId: input.taskId, actor: identity, to: 'cancelled', kind: 'cancelled', reason: input.reason });
     },
 
     /** Gives up on a task whose attempts are used up (ready -> failed), recording why. */
-    async failExhaustedTask(input: { taskId: string; reason: string }): Promise<void> {
+    async batonFailExhaustedTask(input: { taskId: string; reason: string }): Promise<void> {
       await taskSetStatus(db, { taskId: input.taskId, actor: identity, to: 'failed', kind: 'failed', reason: input.reason });
     },
 
     /** The task's status and attempts, for the workflow's decisions. */
-    async readTask(input: { taskId: string }): Promise<TaskView> {
+    async batonReadTask(input: { taskId: string }): Promise<TaskView> {
       const task = await taskRead(db, input.taskId);
       return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
     },

@@ -10,8 +10,8 @@ import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
 import { isTaskId, taskIdOf } from './tasks/taskId.js';
 import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
-import type { graphWorkflow } from '../workflows/graphWorkflow.js';
-import type { taskWorkflow } from '../workflows/taskWorkflow.js';
+import type { batonGraphWorkflow } from '../workflows/graphWorkflow.js';
+import type { batonTaskWorkflow } from '../workflows/taskWorkflow.js';
 
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 interface CancelOutcome {
@@ -90,7 +90,7 @@ export function createBatonClient(options: BatonClientOptions) {
         policy: graph.policy,
         tasks: graph.tasks.map((t) => ({ taskId: byKey(t.key), dependsOn: t.dependsOn.map(byKey) })),
       };
-      await temporal.workflow.start<typeof graphWorkflow>('graphWorkflow', {
+      await temporal.workflow.start<typeof batonGraphWorkflow>('batonGraphWorkflow', {
         taskQueue,
         workflowId: graphWorkflowId(graph.id),
         args: [workflowInput],
@@ -109,7 +109,7 @@ export function createBatonClient(options: BatonClientOptions) {
       const task = await taskRead(db, taskId);
       const graph = await graphRead(db, task.graphId);
       await taskSetStatus(db, { taskId, actor, to: 'ready', kind: 'rerun_requested', reason });
-      await temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+      await temporal.workflow.start<typeof batonTaskWorkflow>('batonTaskWorkflow', {
         taskQueue,
         workflowId: taskWorkflowId(taskId),
         // Outside the graph's workflow: it starts the workflows of the dependents it releases.
@@ -137,7 +137,7 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
     waitForGraph(graphId: string): Promise<GraphWorkflowResult> {
-      return temporal.workflow.getHandle<typeof graphWorkflow>(graphWorkflowId(graphId)).result();
+      return temporal.workflow.getHandle<typeof batonGraphWorkflow>(graphWorkflowId(graphId)).result();
     },
 
     /**

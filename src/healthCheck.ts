@@ -5,7 +5,7 @@ import { healthCheckRead, type HealthCheckRow } from './db/sql/reads.js';
 import { connectClient, connectWorker, type TemporalSettings } from './temporal/connection.js';
 import { createBatonWorker } from './worker.js';
 import { silentLog, type Log } from './log.js';
-import type { healthCheckWorkflow } from '../workflows/healthCheckWorkflow.js';
+import type { batonHealthCheckWorkflow } from '../workflows/healthCheckWorkflow.js';
 
 /**
  * Proves the plumbing end to end: a worker on a private task queue runs the health-check
@@ -33,7 +33,7 @@ export async function runHealthCheck(options: {
     const client = new Client({ connection: clientConnection, namespace: options.temporal.namespace });
     log(`Running workflow ${workflowId} ...`);
     const row = await worker.runUntil(
-      client.workflow.execute<typeof healthCheckWorkflow>('healthCheckWorkflow', {
+      client.workflow.execute<typeof batonHealthCheckWorkflow>('batonHealthCheckWorkflow', {
         taskQueue,
         workflowId,
         args: [options.message ?? 'baton health check'],

@@ -1,5 +1,5 @@
 // baton's public API for teams that run their own Temporal workers and clients.
-export { createActivities, type ActivityDeps, type BatonActivities } from '../activities/index.js';
+export { createActivities, withUnprefixedAliases, type ActivityDeps, type BatonActivities } from '../activities/index.js';
 export { createBatonClient, type BatonClient, type BatonClientOptions } from './client.js';
 export {
   createBatonWorker,

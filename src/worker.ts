@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { createActivities, type BatonActivities } from '../activities/index.js';
+import { createActivities, withUnprefixedAliases, type BatonActivities } from '../activities/index.js';
 import { batonHome, readEnv, TASK_QUEUE_DEFAULT } from './config.js';
 import { workflowCode, workflowsPath } from './dev/workflowBundle.js';
 import type { Queryable } from './db/queryable.js';
@@ -79,7 +79,7 @@ export interface BatonWorkerOptions {
   log?: Log;
   /** Prebuilt workflow bundle. (Default: what `workflowCode` gives: the package's prebuilt bundle, a checkout's cached one, else `workflowsPath` bundled at start) */
   workflowBundle?: WorkerOptions['workflowBundle'];
-  /** Replaces individual activities, e.g. to instrument them; the rest stay baton's own. */
+  /** Replaces individual activities by their names (`batonVerifyTask`), e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
   /** Any other Temporal worker option (not its queue, identity, activities or workflows), passed through. */
   workerOptions?: Partial<WorkerOptions>;
@@ -116,7 +116,9 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   const poolRunner = createPoolRunner({ db: options.db, identity });
   const commandVerifier = createCommandVerifier({ workDir, isolation });
   const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
-  const activities = {
+  // This worker runs baton alone, so it also answers to the names of 0.1 (`runTask`) that executions
+  // started by 0.1 still schedule; an override serves under both names.
+  const activities = withUnprefixedAliases({
     ...createActivities({
       db: options.db,
       identity,
@@ -125,7 +127,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),
     ...options.activityOverrides,
-  };
+  });
   const worker = await Worker.create({
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     maxConcurrentActivityTaskPolls: ACTIVITY_TASK_POLLS_DEFAULT,

@@ -15,7 +15,7 @@ describe('plumbing: a workflow on the real Temporal server writes to real Postgr
     // On a worker's own login, as a deployment runs it (SPEC S1).
     const worker = await stack.temporal.createWorker((await stack.db.login('baton_worker')).pool);
     const result = await worker.runUntil(
-      stack.temporal.client.workflow.execute('healthCheckWorkflow', {
+      stack.temporal.client.workflow.execute('batonHealthCheckWorkflow', {
         taskQueue: stack.temporal.taskQueue,
         workflowId,
         args: ['hello from the plumbing test'],

@@ -1,6 +1,7 @@
 // Signals, queries and workflow inputs, importable by clients without pulling in activity code.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
+import { unprefixedName } from '../src/temporal/batonNames.js';
 
 /**
  * After a run ends without a word (heartbeat timeout) or fails, how soon Temporal starts its next
@@ -12,7 +13,13 @@ export const RUN_RETRY_INTERVAL_MS = 1_000;
  * Tells a task's workflow to look at its task again now rather than at its next poll, or rather than
  * end on what it last saw: an upstream task was verified, releasing this one or leaving it stale (T8).
  */
-export const recheckTaskSignal = defineSignal('recheckTask');
+export const recheckTaskSignal = defineSignal('batonRecheckTask');
+
+/**
+ * recheckTaskSignal under baton 0.1's name (`recheckTask`), which executions started by 0.1 still
+ * send; handled as long as those may run (workflows/index.ts says when that ends).
+ */
+export const recheckTaskSignalUnprefixed = defineSignal(unprefixedName(recheckTaskSignal.name));
 
 export interface TaskWorkflowInput {
   taskId: string;
@@ -56,7 +63,10 @@ export interface GraphWorkflowResult {
 }
 
 /** The graph workflow's view: task id -> last known lifecycle outcome. */
-export const graphProgressQuery = defineQuery<Record<string, string>>('graphProgress');
+export const graphProgressQuery = defineQuery<Record<string, string>>('batonGraphProgress');
+
+/** graphProgressQuery under baton 0.1's name (`graphProgress`), for clients of 0.1 querying a graph this code runs. */
+export const graphProgressQueryUnprefixed = defineQuery<Record<string, string>>(unprefixedName(graphProgressQuery.name));
 
 /** Workflow id of a task's lifecycle workflow. */
 export function taskWorkflowId(taskId: string): string {

@@ -11,15 +11,17 @@
 // rerun, that workflow starts the dependents it releases.
 // Runs begun before STARTS_RELEASED_PATCH counted each dependent's verified dependencies here
 // instead, and replay that way.
-import { condition, continueAsNew, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+import { condition, makeContinueAsNewFunc, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import {
   graphProgressQuery,
+  graphProgressQueryUnprefixed,
   taskWorkflowId,
   type GraphWorkflowInput,
   type GraphWorkflowResult,
   type TaskWorkflowResult,
 } from './definitions.js';
-import { taskWorkflow } from './taskWorkflow.js';
+import { batonName } from './prefixedNames.js';
+import type { batonTaskWorkflow } from './taskWorkflow.js';
 
 const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
 /** Below Temporal's `limit.numPendingChildExecutions.error` (2,000). */
@@ -37,13 +39,14 @@ interface Carried {
   releasable?: string[];
 }
 
-export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carried }): Promise<GraphWorkflowResult> {
+export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?: Carried }): Promise<GraphWorkflowResult> {
   const verified = new Set(input.carried?.verified ?? []);
   const failed = new Set(input.carried?.failed ?? []);
   const stale = new Set(input.carried?.stale ?? []);
   const done = (id: string) => verified.has(id) || failed.has(id) || stale.has(id);
   const progress: Record<string, string> = {};
   setHandler(graphProgressQuery, () => progress);
+  setHandler(graphProgressQueryUnprefixed, () => progress);
 
   const startsReleased = patched(STARTS_RELEASED_PATCH);
   const inGraph = new Set(input.tasks.map((t) => t.taskId));
@@ -91,7 +94,7 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
     startedThisRun++;
     progress[taskId] = 'started';
     // Postgres already made the task ready: its workflow claims it at once.
-    void startChild(taskWorkflow, {
+    void startChild<typeof batonTaskWorkflow>(batonName('batonTaskWorkflow'), {
       workflowId: taskWorkflowId(taskId),
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
@@ -111,7 +114,11 @@ export async function graphWorkflow(input: GraphWorkflowInput & { carried?: Carr
   }
   if (releasable.length) {
     const carried: Carried = { verified: [...verified], failed: [...failed], stale: [...stale] };
-    await continueAsNew<typeof graphWorkflow>({ ...input, carried: startsReleased ? { ...carried, releasable } : carried });
+    // Under the prefixed type, so an execution started under 0.1's type leaves it here.
+    await makeContinueAsNewFunc<typeof batonGraphWorkflow>({ workflowType: batonName('batonGraphWorkflow') })({
+      ...input,
+      carried: startsReleased ? { ...carried, releasable } : carried,
+    });
   }
   const blocked = input.tasks.filter((t) => !done(t.taskId)).map((t) => t.taskId);
   return { graphId: input.graphId, verified: [...verified], failed: [...failed], stale: [...stale], blocked };

@@ -1,12 +1,13 @@
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import type { BatonActivities } from '../activities/index.js';
+import { proxyBatonActivities } from './prefixedNames.js';
 
-const { recordHealthCheck } = proxyActivities<BatonActivities>({
+const acts = proxyBatonActivities<BatonActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 5 },
 });
 
 /** Runs one activity that writes to Postgres and returns the row it wrote. */
-export async function healthCheckWorkflow(message: string): Promise<Awaited<ReturnType<BatonActivities['recordHealthCheck']>>> {
-  return recordHealthCheck({ workflowId: workflowInfo().workflowId, message });
+export async function batonHealthCheckWorkflow(message: string): Promise<Awaited<ReturnType<BatonActivities['batonRecordHealthCheck']>>> {
+  return acts.batonRecordHealthCheck({ workflowId: workflowInfo().workflowId, message });
 }

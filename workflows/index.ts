@@ -1,4 +1,15 @@
 // Deterministic Temporal code only: activity *types* come from ../activities, never its code.
-export { healthCheckWorkflow } from './healthCheckWorkflow.js';
-export { taskWorkflow } from './taskWorkflow.js';
-export { graphWorkflow } from './graphWorkflow.js';
+export { batonHealthCheckWorkflow } from './healthCheckWorkflow.js';
+export { batonTaskWorkflow } from './taskWorkflow.js';
+export { batonGraphWorkflow } from './graphWorkflow.js';
+
+// The workflow types of baton 0.1, for executions started under them by 0.1: they keep running
+// on this code (and continue as new under the prefixed types). A host's own workflow of one of these
+// names, exported by its workflows file beside `export * from` this one, takes precedence over it.
+// Remove them, with withUnprefixedAliases and the unprefixed signal and query, in a release after
+// deployments have had no open execution of these types (`temporal workflow list --query
+// "WorkflowType IN ('graphWorkflow', 'taskWorkflow', 'healthCheckWorkflow') AND ExecutionStatus = 'Running'"`),
+// and after them the paths for histories from before the patch (prefixedNames.ts).
+export { batonHealthCheckWorkflow as healthCheckWorkflow } from './healthCheckWorkflow.js';
+export { batonTaskWorkflow as taskWorkflow } from './taskWorkflow.js';
+export { batonGraphWorkflow as graphWorkflow } from './graphWorkflow.js';

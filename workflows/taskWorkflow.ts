@@ -3,16 +3,22 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  continueAsNew,
   isCancellation,
+  makeContinueAsNewFunc,
   patched,
-  proxyActivities,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
-import { recheckTaskSignal, RUN_RETRY_INTERVAL_MS, type TaskWorkflowInput, type TaskWorkflowResult } from './definitions.js';
+import {
+  recheckTaskSignal,
+  recheckTaskSignalUnprefixed,
+  RUN_RETRY_INTERVAL_MS,
+  type TaskWorkflowInput,
+  type TaskWorkflowResult,
+} from './definitions.js';
+import { batonName, proxyBatonActivities } from './prefixedNames.js';
 import { wakeTask } from './wakeTask.js';
 
 /** How long the workflow first waits before looking again at a task it cannot act on. */
@@ -37,12 +43,12 @@ interface Recheck {
 }
 
 // Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
-const store = proxyActivities<TaskActivities>({
+const store = proxyBatonActivities<TaskActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
 });
 
-const verifier = proxyActivities<TaskActivities>({
+const verifier = proxyBatonActivities<TaskActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -59,19 +65,22 @@ function failureType(error: unknown): string | undefined {
  * A stale task is run again by the graph's policy (T8), and a verification wakes the workflows of the
  * dependents it left stale (and, outside the graph's workflow, of those it released).
  */
-export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
+export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId } = input;
   const recheck: Recheck = { pending: false };
-  setHandler(recheckTaskSignal, () => {
+  const onRecheck = () => {
     recheck.pending = true;
-  });
+  };
+  setHandler(recheckTaskSignal, onRecheck);
+  // Sent under 0.1's name by executions started by 0.1, to a workflow that may now run on this code.
+  setHandler(recheckTaskSignalUnprefixed, onRecheck);
   try {
     return await lifecycle(input, recheck);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled (by an operator or the graph): the task must not stay claimed by nobody.
     await CancellationScope.nonCancellable(() =>
-      store.cancelTask({ taskId, reason: `workflow ${workflowInfo().workflowId} was cancelled` }),
+      store.batonCancelTask({ taskId, reason: `workflow ${workflowInfo().workflowId} was cancelled` }),
     );
     throw error;
   }
@@ -92,10 +101,11 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
-      await continueAsNew<typeof taskWorkflow>({ ...input, released });
+      // Under the prefixed type, so an execution started under 0.1's type leaves it here.
+      await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow') })({ ...input, released });
     }
     if (!known) recheck.pending = false; // this read sees every change signalled so far
-    const task = known ?? (await store.readTask({ taskId }));
+    const task = known ?? (await store.batonReadTask({ taskId }));
     known = null;
     if (task.status !== 'blocked' && task.status !== 'running') delayMs = POLL_DELAY_MIN_MS;
     let result: TaskWorkflowResult | undefined;
@@ -109,7 +119,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
         break;
       case 'ready':
         if (task.attempts >= policy.maxAttempts) {
-          await store.failExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
+          await store.batonFailExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
         } else {
           known = await claimAndRun(taskId, policy);
         }
@@ -118,30 +128,30 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
         // T8: the store applies the graph's onUpstreamChange policy. Still stale (policy `mark`, or an
         // upstream task not verified yet): this workflow ends; the verification that completes its
         // upstream tasks wakes it again. (Histories of 0.1, whose activity returned nothing, look again.)
-        const now = await store.rerunTask({ taskId, reason: 'an upstream task moved: run again on its current revisions' });
+        const now = await store.batonRerunTask({ taskId, reason: 'an upstream task moved: run again on its current revisions' });
         if (now === 'stale') result = { taskId, status: 'stale', attempts: task.attempts };
         break;
       }
       case 'submitted':
       case 'verifying': {
         // verifying: a verifier was lost before recording its result
-        const outcome = await verifier.verifyTask({ taskId });
+        const outcome = await verifier.batonVerifyTask({ taskId });
         released.push(...outcome.released);
         await wakeAfterVerification(input, outcome);
         // stale: it passed on a superseded pin; the next look applies the policy.
         if (outcome.status === 'verified')
           result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
-        else if (outcome.status === 'rejected') await store.afterRejection({ taskId, policy });
+        else if (outcome.status === 'rejected') await store.batonAfterRejection({ taskId, policy });
         break;
       }
       case 'rejected':
-        await store.afterRejection({ taskId, policy });
+        await store.batonAfterRejection({ taskId, policy });
         break;
       case 'running':
         // A claim this execution is not running (e.g. the workflow was reset, or a run's retries
         // were cut short): nobody heartbeats it, so its lease runs out and it is recovered.
         if (task.leaseExpired) {
-          await store.recoverTask({
+          await store.batonRecoverTask({
             taskId,
             claimVersion: task.claimVersion,
             reason: `lease expired on the database clock: no heartbeat for claim version ${task.claimVersion}`,
@@ -179,7 +189,7 @@ async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOu
  * claim and claims again. Returns the task as the run left it, or null when the workflow must look.
  */
 async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<TaskView | null> {
-  const run = proxyActivities<TaskActivities>({
+  const run = proxyBatonActivities<TaskActivities>({
     heartbeatTimeout: policy.heartbeatTimeoutMs,
     startToCloseTimeout: RUN_START_TO_CLOSE,
     // Gentle growth: a frozen worker's open polls can each swallow an attempt (each then costs a
@@ -187,7 +197,7 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
     retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds' },
   });
   try {
-    const view = await run.runTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
+    const view = await run.batonRunTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
     if (!view) await sleep(POLL_DELAY_MIN_MS); // not claimable now: look again shortly
     return view;
   } catch (error) {

@@ -5,6 +5,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { recheckTaskSignal, taskWorkflowId, type TaskWorkflowInput } from './definitions.js';
+import { batonName } from './prefixedNames.js';
 
 /** Rounds of start-then-signal for a workflow that keeps ending between the two before giving up. */
 const WAKE_ROUNDS = 5;
@@ -20,7 +21,7 @@ export async function wakeTask(taskId: string, policy: GraphPolicy): Promise<voi
     try {
       // By name, not by function: this module is imported by taskWorkflow.ts, and imports nothing back.
       const input: TaskWorkflowInput = { taskId, policy, wakeDependents: true };
-      await startChild('taskWorkflow', {
+      await startChild(batonName('batonTaskWorkflow'), {
         workflowId,
         taskQueue: workflowInfo().taskQueue,
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -31,7 +32,8 @@ export async function wakeTask(taskId: string, policy: GraphPolicy): Promise<voi
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
     try {
-      await getExternalWorkflowHandle(workflowId).signal(recheckTaskSignal);
+      // Either name reaches a workflow on this code; 0.1's is what a history from before the prefix recorded.
+      await getExternalWorkflowHandle(workflowId).signal(batonName(recheckTaskSignal.name));
       return;
     } catch {
       // It ended between the start and the signal: start it again.

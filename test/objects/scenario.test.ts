@@ -155,18 +155,18 @@ describe('the Temporal activities', () => {
     await insertObject(db.pool, 'A', key, { B: 'write', D: 'write' });
     const asB = createObjectActivities({ db: db.pool, actor: 'B' });
     const asD = createObjectActivities({ db: db.pool, actor: 'D' });
-    const b = await asB.takeObject({ key });
-    await asD.takeObject({ key });
+    const b = await asB.batonTakeObject({ key });
+    await asD.batonTakeObject({ key });
 
-    const failure = await refusal(asB.writeObject({ key, version: 0, token: b.token, contentRef: 'file:///b.png' }));
+    const failure = await refusal(asB.batonWriteObject({ key, version: 0, token: b.token, contentRef: 'file:///b.png' }));
     expect(failure).toBeInstanceOf(ApplicationFailure);
     expect(failure).toMatchObject({ type: 'StaleWriteError', nonRetryable: true });
     expect((failure as ApplicationFailure).details?.[0]).toMatchObject({ refusal: 'token_moved', currentHolder: 'D', currentToken: 2 });
-    expect(await refusal(asB.writeObject({ key, version: 0, token: 2, content: 'x'.repeat(70_000) }))).toMatchObject({
+    expect(await refusal(asB.batonWriteObject({ key, version: 0, token: 2, content: 'x'.repeat(70_000) }))).toMatchObject({
       type: 'InvalidInputError',
       nonRetryable: true,
     });
-    expect(await asD.readObject({ key })).toMatchObject({ holder: 'D', contentRef: null, hasInlineContent: false });
+    expect(await asD.batonReadObject({ key })).toMatchObject({ holder: 'D', contentRef: null, hasInlineContent: false });
   });
 });
 

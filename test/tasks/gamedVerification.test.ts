@@ -194,7 +194,7 @@ describe('an agent that games its verification', () => {
       runnerFor: () => expect.unreachable('this test verifies only'),
       verifierFor: () => ({ verify: async () => expect.unreachable(`${(ran = true)}`) }),
     });
-    const outcome = (await new MockActivityEnvironment({ attempt: VERIFY_ATTEMPTS_MAX + 1 }).run(activities.verifyTask, {
+    const outcome = (await new MockActivityEnvironment({ attempt: VERIFY_ATTEMPTS_MAX + 1 }).run(activities.batonVerifyTask, {
       taskId: task.id,
     })) as VerifyOutcome;
     expect(outcome.status).toBe('rejected');
@@ -238,13 +238,13 @@ describe('negative control: a verifier that skips the artifact check', () => {
     worker: (db) => ({
       workDir: workspace.workDir,
       activityOverrides: {
-        verifyTask: createTaskActivities({
+        batonVerifyTask: createTaskActivities({
           db: db.pool,
           identity: 'unchecked-worker',
           runnerFor: () => expect.unreachable('the control verifies only'),
           verifierFor: () => createCommandVerifier({ workDir: workspace.workDir }),
           checkArtifact: async () => undefined,
-        }).verifyTask,
+        }).batonVerifyTask,
       },
     }),
   });

@@ -4,7 +4,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
-import { QUIET_BUNDLER_LOGGER } from '../../src/dev/workflowBundle.js';
+import { QUIET_BUNDLER_LOGGER, workflowsPath } from '../../src/dev/workflowBundle.js';
 import { installQuietTemporalRuntime } from '../helpers/temporal.js';
 
 installQuietTemporalRuntime();
@@ -14,6 +14,55 @@ const fixture = new URL('../fixtures/healthCheckWorkflow.history.json', import.m
 
 async function savedHistory() {
   return historyFromJSON(JSON.parse(await readFile(fixture, 'utf8')));
+}
+
+async function recordedHistories(file: string): Promise<Array<{ workflowId: string; what: string; history: unknown }>> {
+  return JSON.parse(await readFile(new URL(`../fixtures/${file}`, import.meta.url), 'utf8'));
+}
+
+/** The workflow types, activity types and signal names a history (as JSON) names. */
+function temporalNames(history: unknown): string[] {
+  type Attributes = { workflowType?: { name?: string }; activityType?: { name?: string }; signalName?: string };
+  return (history as { events: Array<Record<string, Attributes | string>> }).events
+    .flatMap((event) =>
+      Object.values(event).flatMap((a) => (typeof a === 'object' && a ? [a.workflowType?.name, a.activityType?.name, a.signalName] : [])),
+    )
+    .filter((n): n is string => n !== undefined);
+}
+
+/** What webpack lets a plugin change: the module a request names, before it is resolved. */
+interface ModuleRequests {
+  hooks: {
+    normalModuleFactory: {
+      tap(
+        name: string,
+        fn: (factory: { hooks: { beforeResolve: { tap(name: string, fn: (data: { request: string }) => void): void } } }) => void,
+      ): void;
+    };
+  };
+}
+
+/** baton's workflows bundled with every import of `module` (`./prefixedNames.js`) served by `replacement`: a broken build. */
+function bundleReplacing(module: string, replacement: URL) {
+  return bundleWorkflowCode({
+    workflowsPath,
+    logger: QUIET_BUNDLER_LOGGER,
+    webpackConfigHook: (config) => ({
+      ...config,
+      plugins: [
+        ...(config.plugins ?? []),
+        {
+          apply(compiler: ModuleRequests) {
+            compiler.hooks.normalModuleFactory.tap('replace', (factory) =>
+              factory.hooks.beforeResolve.tap('replace', (data) => {
+                if (data.request === module) data.request = fileURLToPath(replacement);
+              }),
+            );
+          },
+        },
+      ],
+    }),
+  });
 }
 
 describe('workflow replay (no server needed)', () => {
@@ -57,6 +106,38 @@ describe('workflow replay (no server needed)', () => {
         Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
         workflowId,
       ).resolves.toBeUndefined();
+    }
+  });
+
+  it.each([
+    ['before-prefix', "recorded before baton's names got their prefix: 0.1's names", false],
+    ['prefixed', 'recorded after: the prefixed names', true],
+  ])('replays task lifecycles %s (%s)', async (label, _what, prefixed) => {
+    // Recorded by scripts/recordTaskHistories.ts: an upstream task rerun while its dependent runs (a
+    // start by name and a signal), a rejected verification, used attempts and a cancelled graph.
+    // sdk-core checks each activity's and child workflow's type on replay: the old histories replay
+    // only because the names sit behind `patched` (workflows/prefixedNames.ts).
+    const recorded = await recordedHistories(`taskWorkflows.${label}.histories.json`);
+    const names = new Set(recorded.flatMap(({ history }) => temporalNames(history)));
+    const name = (plain: string) => (prefixed ? `baton${plain[0]!.toUpperCase()}${plain.slice(1)}` : plain);
+    for (const used of ['graphWorkflow', 'taskWorkflow', 'runTask', 'afterRejection', 'rerunTask', 'cancelTask', 'recheckTask'])
+      expect(names).toContain(name(used));
+    expect([...names].filter((n) => n.startsWith('baton') !== prefixed)).toEqual([]);
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).resolves.toBeUndefined();
+    }
+  });
+
+  it('fails to replay the task lifecycles recorded before the prefix when the prefixed names do not wait for the patch', async () => {
+    const unpatched = await bundleReplacing('./prefixedNames.js', new URL('../fixtures/unpatchedNames.ts', import.meta.url));
+    for (const { workflowId, history } of await recordedHistories('taskWorkflows.before-prefix.histories.json')) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: unpatched }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).rejects.toBeInstanceOf(DeterminismViolationError);
     }
   });
 
