@@ -7,6 +7,7 @@ export {
   workflowsPath,
   STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
   ACTIVITY_TASK_POLLS_DEFAULT,
+  type BatonActivityOptions,
   type BatonWorker,
   type BatonWorkerOptions,
 } from './worker.js';
