@@ -11,6 +11,7 @@ export {
   type BatonWorker,
   type BatonWorkerOptions,
 } from './worker.js';
+export { createBatonPlugin, type BatonPlugin, type BatonPluginOptions } from './batonPlugin.js';
 export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js';
 export { createPool, BATON_PG_TYPES } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
