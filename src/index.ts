@@ -12,6 +12,14 @@ export {
   type BatonWorkerOptions,
 } from './worker.js';
 export { createBatonPlugin, type BatonPlugin, type BatonPluginOptions } from './batonPlugin.js';
+export {
+  defineFunctionGraph,
+  type FunctionGraph,
+  type FunctionGraphDefinition,
+  type FunctionGraphInput,
+  type FunctionTask,
+  type GraphFunctions,
+} from './functionGraph.js';
 export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js';
 export { createPool, BATON_PG_TYPES } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
