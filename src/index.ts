@@ -72,6 +72,14 @@ export {
 } from './objects/objectStore.js';
 export { objectLog } from './objects/objectLog.js';
 export {
+  HandoffPendingError,
+  NoOpenOfferError,
+  ObjectRefusedError,
+  PermissionDeniedError,
+  StaleViewError,
+  StaleWriteError,
+} from './objects/errors.js';
+export {
   OBJECT_ACCESS_LEVELS,
   type ObjectAccess,
   type ObjectContent,
@@ -80,5 +88,6 @@ export {
   type ObjectState,
 } from './objects/types.js';
 export { agentEndpointFromEnv, AgentApiError, callAgentApi, type AgentEndpoint } from './api/agentClient.js';
+export type { AgentApiInput } from './api/operations.js';
 export { OPERATION_NAMES, TOKEN_SCOPES, type OperationName, type TokenScope } from './api/operationNames.js';
 export { createObjectActivities } from '../activities/objects.js';
