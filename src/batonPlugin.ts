@@ -17,6 +17,12 @@ export interface BatonPlugin extends WorkerPlugin, BundlerPlugin {
 }
 
 type WebpackConfig = Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0];
+// webpack's own types, reached through the SDK's (webpack is the SDK's dependency, not baton's).
+type WebpackPlugin = Exclude<
+  NonNullable<WebpackConfig['plugins']>[number],
+  ((...args: never[]) => unknown) | false | '' | 0 | null | undefined
+>;
+type WebpackCompiler = Parameters<WebpackPlugin['apply']>[0];
 
 /**
  * T9, U8: adds baton to a worker of the host's own in one line,
@@ -75,11 +81,15 @@ async function batonWorkflowCode(worker: Pick<WorkerOptions, 'workflowsPath' | '
   return worker.workflowsPath || worker.workflowBundle ? {} : await workflowCode();
 }
 
-/** `config` with HOST_WORKFLOWS_MODULE (that exact request only) resolving to the host's workflows. */
+/**
+ * `config` with HOST_WORKFLOWS_MODULE (that exact request only) resolving to the host's workflows,
+ * and a check that the bundle still exports every workflow of baton's.
+ */
 function withHostWorkflowsAlias(config: WebpackConfig, hostWorkflows: string): WebpackConfig {
   const alias = config.resolve?.alias;
   return {
     ...config,
+    plugins: [...(config.plugins ?? []), batonWorkflowsExported],
     resolve: {
       ...config.resolve,
       alias: Array.isArray(alias)
@@ -88,3 +98,30 @@ function withHostWorkflowsAlias(config: WebpackConfig, hostWorkflows: string): W
     },
   };
 }
+
+/**
+ * Fails the bundle when a workflow of the host's has the name of one of baton's: the two
+ * `export *`s of the name cancel out, by ES module rules, and webpack says nothing, so the worker
+ * would start without that workflow of baton's and its graphs would never run.
+ */
+const batonWorkflowsExported: WebpackPlugin = {
+  apply(compiler: WebpackCompiler) {
+    compiler.hooks.compilation.tap('baton', (compilation) => {
+      // After webpack's own hooks at this point, which work out what each module exports.
+      compilation.hooks.finishModules.tap({ name: 'baton', stage: 1_000 }, (modules) => {
+        const moduleOf = (file: string) => [...modules].find((m) => 'resource' in m && m.resource === file);
+        const [own, bundled] = [moduleOf(workflowsPath), moduleOf(workflowsWithHostPath)];
+        const ownNames = own && compilation.moduleGraph.getProvidedExports(own);
+        const bundledNames = bundled && compilation.moduleGraph.getProvidedExports(bundled);
+        if (!Array.isArray(ownNames) || !Array.isArray(bundledNames)) return;
+        const lost = ownNames.filter((name) => !bundledNames.includes(name));
+        if (lost.length)
+          compilation.errors.push(
+            new compiler.webpack.WebpackError(
+              `baton: the worker's own workflows export ${lost.map((n) => `'${n}'`).join(', ')}, the name of a workflow of baton's; rename the worker's`,
+            ),
+          );
+      });
+    });
+  },
+};

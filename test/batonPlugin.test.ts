@@ -1,6 +1,7 @@
 // The baton plugin as Temporal's SDK calls it: what it does to a host's worker options and to the
 // bundle of the host's workflows. test/examples/examples.test.ts runs it in a real worker.
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -68,5 +69,26 @@ describe('createBatonPlugin', () => {
     await expect(
       Worker.runReplayHistory({ workflowsPath: HOST_WORKFLOWS, plugins: [plugin()] }, history, 'saved-health-check'),
     ).resolves.toBeUndefined();
+  });
+
+  it("refuses to bundle a host workflow named like one of baton's, naming it", async () => {
+    // Whatever baton's workflows are called, the host's file claims the first name.
+    const [batonWorkflow] = Object.keys(await import('../workflows/index.js'));
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-clash-'));
+    const host = path.join(dir, 'workflows.ts');
+    await writeFile(host, `export async function ${batonWorkflow}(): Promise<string> {\n  return 'host';\n}\n`);
+    const errors: string[] = [];
+    const logger = { ...QUIET_BUNDLER_LOGGER, error: (message: string) => void errors.push(message) };
+    try {
+      // The outcome as text: a bundle that succeeded must not be printed whole.
+      const outcome = await bundleWorkflowCode({ workflowsPath: host, plugins: [plugin()], logger }).then(
+        () => 'bundled',
+        (error: unknown) => String(error),
+      );
+      expect(outcome).toMatch(/Webpack finished with errors/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(errors.join('\n')).toContain(`baton: the worker's own workflows export '${batonWorkflow}', the name of a workflow of baton's`);
   });
 });
