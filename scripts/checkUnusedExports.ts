@@ -13,6 +13,7 @@ const CHECKED_DIRS = ['src', 'activities', 'workflows', 'scripts'];
 const ENTRY_POINTS: Record<string, string> = {
   'src/index.ts': "the package's public API (package.json `exports`); what it re-exports counts as imported",
   'workflows/index.ts': "the worker's `workflowsPath`: Temporal starts each exported function by name as a workflow type",
+  'workflows/withHostWorkflows.ts': "the `workflowsPath` the baton plugin gives a host's worker: baton's workflows beside the host's",
 };
 
 interface UnusedExport {

@@ -7,9 +7,19 @@ export {
   workflowsPath,
   STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
   ACTIVITY_TASK_POLLS_DEFAULT,
+  type BatonActivityOptions,
   type BatonWorker,
   type BatonWorkerOptions,
 } from './worker.js';
+export { createBatonPlugin, type BatonPlugin, type BatonPluginOptions } from './batonPlugin.js';
+export {
+  defineFunctionGraph,
+  type FunctionGraph,
+  type FunctionGraphDefinition,
+  type FunctionGraphInput,
+  type FunctionTask,
+  type GraphFunctions,
+} from './functionGraph.js';
 export { migrate, loadMigrations, MigrationChangedError } from './db/migrate.js';
 export { createPool, BATON_PG_TYPES } from './db/pool.js';
 export type { Queryable } from './db/queryable.js';
@@ -62,6 +72,14 @@ export {
 } from './objects/objectStore.js';
 export { objectLog } from './objects/objectLog.js';
 export {
+  HandoffPendingError,
+  NoOpenOfferError,
+  ObjectRefusedError,
+  PermissionDeniedError,
+  StaleViewError,
+  StaleWriteError,
+} from './objects/errors.js';
+export {
   OBJECT_ACCESS_LEVELS,
   type ObjectAccess,
   type ObjectContent,
@@ -70,5 +88,6 @@ export {
   type ObjectState,
 } from './objects/types.js';
 export { agentEndpointFromEnv, AgentApiError, callAgentApi, type AgentEndpoint } from './api/agentClient.js';
+export type { AgentApiInput } from './api/operations.js';
 export { OPERATION_NAMES, TOKEN_SCOPES, type OperationName, type TokenScope } from './api/operationNames.js';
 export { createObjectActivities } from '../activities/objects.js';

@@ -43,23 +43,20 @@ export const ACTIVITY_TASK_POLLS_DEFAULT = 2;
 /** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
 const WORKER_ID_ENV = 'BATON_WORKER_ID';
 
-export interface BatonWorkerOptions {
-  connection: NativeConnection;
-  namespace: string;
+/** What baton's activities run with, wherever they are registered: `createBatonWorker` or `createBatonPlugin`. */
+export interface BatonActivityOptions {
   /**
    * baton's database: a pool from `createPool`, or any `pg.Pool` of the host's own (its int8 parsing
    * does not matter; see `Queryable`).
    */
   db: Queryable;
-  /** Task queue for workflows, runs and verification. (Default: `baton`) */
-  taskQueue?: string;
   /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>-<random>`) */
   identity?: string;
   /** Folder for worktrees and agent logs. (Default: `.baton/work`) */
   workDir?: string;
-  /** Agents for tasks whose spec says `run.function`. */
+  /** Agents for tasks whose spec says `run.function`. (Default: none) */
   agentFunctions?: Record<string, AgentFunction>;
-  /** Verifiers for tasks whose spec says `verify.function`. */
+  /** Verifiers for tasks whose spec says `verify.function`. (Default: none) */
   verifierFunctions?: Record<string, VerifierFunction>;
   /**
    * External tools this worker's agents may call through the gateway, by name (X1, X2): command
@@ -77,10 +74,17 @@ export interface BatonWorkerOptions {
   agentIsolation?: AgentIsolationOptions;
   /** Where the worker's start-up warnings go. (Default: stderr) */
   log?: Log;
-  /** Prebuilt workflow bundle. (Default: what `workflowCode` gives: the package's prebuilt bundle, a checkout's cached one, else `workflowsPath` bundled at start) */
-  workflowBundle?: WorkerOptions['workflowBundle'];
   /** Replaces individual activities by their names (`batonVerifyTask`), e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
+}
+
+export interface BatonWorkerOptions extends BatonActivityOptions {
+  connection: NativeConnection;
+  namespace: string;
+  /** Task queue for workflows, runs and verification. (Default: `baton`) */
+  taskQueue?: string;
+  /** Prebuilt workflow bundle. (Default: what `workflowCode` gives: the package's prebuilt bundle, a checkout's cached one, else `workflowsPath` bundled at start) */
+  workflowBundle?: WorkerOptions['workflowBundle'];
   /** Any other Temporal worker option (not its queue, identity, activities or workflows), passed through. */
   workerOptions?: Partial<WorkerOptions>;
 }
@@ -107,27 +111,9 @@ export function defaultWorkerIdentity(): string {
 export async function createBatonWorker(options: BatonWorkerOptions): Promise<BatonWorker> {
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
   const identity = options.identity ?? defaultWorkerIdentity();
-  const workDir = options.workDir ?? path.join(batonHome(), 'work');
-  const isolation = await resolveAgentIsolation(options.agentIsolation ?? agentIsolationFromEnv());
-  const warning = isolationWarning(await describeAgentIsolation(isolation));
-  if (warning) (options.log ?? stderrLog)(warning);
-  const commandRunner = createCommandRunner({ workDir, isolation });
-  const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
-  const poolRunner = createPoolRunner({ db: options.db, identity });
-  const commandVerifier = createCommandVerifier({ workDir, isolation });
-  const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
   // This worker runs baton alone, so it also answers to the names of 0.1 (`runTask`) that executions
   // started by 0.1 still schedule; an override serves under both names.
-  const activities = withUnprefixedAliases({
-    ...createActivities({
-      db: options.db,
-      identity,
-      tools: options.tools ?? httpToolsFromEnv(),
-      runnerFor: (spec) => (spec.run.pool ? poolRunner : spec.run.function ? functionRunner : commandRunner),
-      verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
-    }),
-    ...options.activityOverrides,
-  });
+  const activities = withUnprefixedAliases(await batonActivities(options, identity));
   const worker = await Worker.create({
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     maxConcurrentActivityTaskPolls: ACTIVITY_TASK_POLLS_DEFAULT,
@@ -147,5 +133,31 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
       if (worker.getState() === 'RUNNING') worker.shutdown();
     },
     runUntil: (until) => worker.runUntil(until),
+  };
+}
+
+/**
+ * baton's activities for a worker whose claims `identity` owns, with the runners and verifiers
+ * `options` configure; resolving the agents' isolation may refuse to start (see `agentIsolation`).
+ */
+export async function batonActivities(options: BatonActivityOptions, identity: string): Promise<BatonActivities> {
+  const workDir = options.workDir ?? path.join(batonHome(), 'work');
+  const isolation = await resolveAgentIsolation(options.agentIsolation ?? agentIsolationFromEnv());
+  const warning = isolationWarning(await describeAgentIsolation(isolation));
+  if (warning) (options.log ?? stderrLog)(warning);
+  const commandRunner = createCommandRunner({ workDir, isolation });
+  const functionRunner = createFunctionRunner(options.agentFunctions ?? {});
+  const poolRunner = createPoolRunner({ db: options.db, identity });
+  const commandVerifier = createCommandVerifier({ workDir, isolation });
+  const functionVerifier = createFunctionVerifier(options.verifierFunctions ?? {});
+  return {
+    ...createActivities({
+      db: options.db,
+      identity,
+      tools: options.tools ?? httpToolsFromEnv(),
+      runnerFor: (spec) => (spec.run.pool ? poolRunner : spec.run.function ? functionRunner : commandRunner),
+      verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
+    }),
+    ...options.activityOverrides,
   };
 }

@@ -7,6 +7,7 @@ import { httpRequest, HttpRequestError, type HttpAnswer } from '../tools/httpReq
 import { AgentApiUnreachableError } from './errors.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV } from './agentServer.js';
 import type { OperationName } from './operationNames.js';
+import type { AgentApiInput } from './operations.js';
 
 export interface AgentEndpoint {
   url: string;
@@ -75,11 +76,17 @@ function resultOf(answer: HttpAnswer): unknown {
 }
 
 /**
- * Performs `operation` and returns its result. An answer that is not a result throws AgentApiError;
- * nothing answering throws AgentApiUnreachableError (the call never arrived); no complete answer
- * otherwise throws HttpRequestError (it may have been performed).
+ * Performs `operation` and returns its result (JSON, as the OpenAPI document describes it). An
+ * answer that is not a result throws AgentApiError; nothing answering throws
+ * AgentApiUnreachableError (the call never arrived); no complete answer otherwise throws
+ * HttpRequestError (it may have been performed).
  */
-export async function callAgentApi(endpoint: AgentEndpoint, operation: OperationName, input: unknown, timeoutMs: number): Promise<unknown> {
+export async function callAgentApi<Op extends OperationName>(
+  endpoint: AgentEndpoint,
+  operation: Op,
+  input: AgentApiInput<Op>,
+  timeoutMs: number,
+): Promise<unknown> {
   return resultOf(await post(endpoint, `/v1/${operation}`, JSON.stringify(input ?? {}), {}, timeoutMs));
 }
 

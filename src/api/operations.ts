@@ -283,6 +283,9 @@ export const OPERATIONS = {
   },
 } as const satisfies Record<OperationName, Operation>;
 
+/** What an operation takes, as its schema reads it: the type a TypeScript caller of `callAgentApi` must give. */
+export type AgentApiInput<Op extends OperationName> = z.input<(typeof OPERATIONS)[Op]['input']>;
+
 /**
  * The arguments of `operation` from `input`, or InvalidInputError naming every problem. `undefined`
  * (no body, no MCP arguments) is `{}`; anything else must be an object, JSON `null` included.

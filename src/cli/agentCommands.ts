@@ -9,7 +9,8 @@ import {
 } from '../api/agentClient.js';
 import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/limits.js';
-import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT } from '../api/operationNames.js';
+import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT, type OperationName } from '../api/operationNames.js';
+import type { AgentApiInput } from '../api/operations.js';
 import type { NoteGrants } from '../api/tokens.js';
 import { errorResponseOf, InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
@@ -44,7 +45,8 @@ export async function cliCall(log: Log, endpoint: AgentEndpoint, operation: stri
   if (!isOperationName(operation))
     throw new InvalidInputError(`no operation ${operation}; the operations are ${OPERATION_NAMES.join(', ')}`);
   try {
-    return await callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS);
+    // Relayed as the user gave it: the server checks it against the operation's schema.
+    return await callAgentApi(endpoint, operation, input as AgentApiInput<OperationName>, API_CALL_TIMEOUT_MS);
   } catch (error) {
     if (error instanceof AgentApiError) {
       log(`baton: ${operation} refused (${error.code}): ${error.detail}`);
@@ -209,10 +211,13 @@ export function registerAgentCommands(program: Command, log: Log): void {
       ]);
       // stdout carries the protocol; failures are logged on stderr. The endpoint decides which
       // tools the token sees: its own tools/list, relayed.
-      const server = createMcpServer((operation, input) => callAgentApi(endpoint, operation, input, API_CALL_TIMEOUT_MS), {
-        operations: async () => (await listAgentTools(endpoint, TOOL_LIST_TIMEOUT_MS)).flatMap((name) => operationOfTool(name) ?? []),
-        log,
-      });
+      const server = createMcpServer(
+        (operation, input) => callAgentApi(endpoint, operation, input as AgentApiInput<OperationName>, API_CALL_TIMEOUT_MS),
+        {
+          operations: async () => (await listAgentTools(endpoint, TOOL_LIST_TIMEOUT_MS)).flatMap((name) => operationOfTool(name) ?? []),
+          log,
+        },
+      );
       const closed = new Promise<void>((resolve) => (server.onclose = resolve));
       await server.connect(new StdioServerTransport());
       await closed;

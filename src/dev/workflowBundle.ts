@@ -13,6 +13,19 @@ export const workflowsPath = fileURLToPath(
   new URL(`../../workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
 );
 
+/** baton's workflows under their prefixed types only, without the types of 0.1 (`workflowsPath` has both). */
+export const batonWorkflowsPath = fileURLToPath(
+  new URL(`../../workflows/batonWorkflows${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
+
+/**
+ * baton's workflows together with a host's own, as one module: what the baton plugin bundles when
+ * the host's worker names its own `workflowsPath` (src/batonPlugin.ts).
+ */
+export const workflowsWithHostPath = fileURLToPath(
+  new URL(`../../workflows/withHostWorkflows${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
+
 /** The bundle the package build writes beside the compiled code, and the workflow SDK version it holds. */
 export const PREBUILT_WORKFLOW_BUNDLE = path.join(PACKAGE_ROOT, 'dist', 'workflow-bundle.js');
 const PREBUILT_WORKFLOW_BUNDLE_SDK = path.join(PACKAGE_ROOT, 'dist', 'workflow-bundle.sdk-version');

@@ -11,6 +11,9 @@
 //   run's own Postgres and Temporal server, as least-privilege logins.
 // In both, the graph's command agent calls the installed `baton` through the shim the runner puts on
 // its PATH.
+// Beside the lowest SDK, the project's own TypeScript also adds baton to its own `Worker.create`
+// with the plugin, beside its own workflow and activity, and runs a graph of a function agent it
+// defines, compiled with the installed declarations and run as compiled JavaScript.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -38,6 +41,9 @@ const SDK_VERSIONS = {
 /** Long enough for `npm pack` (a full build) or `npm install` on a busy machine; a hang guard, not a speed limit. */
 const NPM_TIMEOUT_MS = 900_000;
 
+/** A hang guard for the project's own worker: one whose workflows no worker runs waits for ever. */
+const HOST_TIMEOUT_MS = 300_000;
+
 let work: string;
 let tarball: string;
 
@@ -62,6 +68,85 @@ tasks:
     run: baton api whoami > whoami.json && echo hello > hello.txt && git add hello.txt whoami.json && git -c user.name=agent -c user.email=agent@example.com commit -qm hello
     verify: grep -q hello hello.txt && test -s whoami.json
 `;
+
+/** The project's own code: a workflow and an activity of its own, and a worker that adds baton with the plugin. */
+const HOST_FILES: Record<string, string> = {
+  'activities.ts': `export async function shout(text: string): Promise<string> {
+  return text.toUpperCase();
+}
+`,
+  'workflows.ts': `import { proxyActivities } from '@temporalio/workflow';
+import type * as activities from './activities.js';
+
+const { shout } = proxyActivities<typeof activities>({ startToCloseTimeout: '1 minute' });
+
+export async function loud(text: string): Promise<string> {
+  return shout(text);
+}
+`,
+  'host.ts': `import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createBatonClient, createBatonPlugin, createPool, defineFunctionGraph, temporalSettings } from '${manifest.name}';
+import * as activities from './activities.js';
+import { loud } from './workflows.js';
+
+const graph = defineFunctionGraph({
+  name: 'scratch',
+  tasks: {
+    one: {
+      run: async (ctx) => ({ revision: 'rev-' + ctx.claim.key, testCommand: 'none', agentResult: { exitCode: 0, outputDigest: 'x' } }),
+      verify: async (ctx) => ({ exitCode: ctx.artifact.revision === 'rev-one' ? 0 : 1, outputDigest: 'x', outputTail: '' }),
+    },
+    two: {
+      dependsOn: ['one'],
+      run: async (ctx) => ({ revision: 'on-' + ctx.claim.upstreamRevisions.one, testCommand: 'none', agentResult: { exitCode: 0, outputDigest: 'x' } }),
+      verify: async (ctx) => ({ exitCode: ctx.artifact.revision === 'on-rev-one' ? 0 : 1, outputDigest: 'x', outputTail: '' }),
+    },
+  },
+});
+
+const taskQueue = process.env.TASK_QUEUE!;
+const { connectionOptions, namespace } = temporalSettings();
+const connection = await NativeConnection.connect(connectionOptions);
+const workerDb = createPool(process.env.WORKER_DATABASE_URL!);
+const clientDb = createPool(process.env.CLIENT_DATABASE_URL!);
+const worker = await Worker.create({
+  connection,
+  namespace,
+  taskQueue,
+  workflowsPath: fileURLToPath(new URL('./workflows.js', import.meta.url)),
+  activities,
+  plugins: [createBatonPlugin({ db: workerDb, ...graph.functions })],
+});
+const client = new Client({ connection, namespace });
+const baton = createBatonClient({ db: clientDb, temporal: client, taskQueue });
+const outcome = await worker.runUntil(async () => {
+  const own = await client.workflow.execute(loud, { taskQueue, workflowId: 'loud-' + randomUUID(), args: ['hello'] });
+  const submitted = await baton.submitGraph(graph.input(), 'scratch');
+  return { own, graph: await baton.waitForGraph(submitted.id) };
+});
+console.log(JSON.stringify(outcome));
+await Promise.all([workerDb.end(), clientDb.end()]);
+await connection.close();
+`,
+  // Compiled to dist/ and run from there, as a deployment runs it. The checkout's own type
+  // definitions of Node: the scratch project installs no @types.
+  'tsconfig.json': JSON.stringify({
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      strict: true,
+      outDir: 'dist',
+      skipLibCheck: true,
+      types: ['node'],
+      typeRoots: [path.join(PACKAGE_ROOT, 'node_modules', '@types')],
+    },
+    include: ['*.ts'],
+  }),
+};
 
 interface Install {
   sdkVersion: string;
@@ -97,6 +182,7 @@ async function scratchProject({ sdkVersion, omitOptional }: Install): Promise<Sc
     run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: path.join(dir, 'repo') });
   await git('init', '-q', '-b', 'main');
   await git('commit', '-q', '--allow-empty', '-m', 'start');
+  for (const [name, text] of Object.entries(HOST_FILES)) await writeFile(path.join(dir, name), text);
   await writeFile(path.join(dir, 'graph.yaml'), GRAPH);
   await writeFile(path.join(dir, 'broken.yaml'), GRAPH.replace('  - key: hello', '  - key: hello\n    dependsOn: [nobody]'));
   return { dir, baton: { bin: path.join(dir, 'node_modules', '.bin', 'baton'), cwd: dir } };
@@ -199,6 +285,35 @@ describe(`the packed package, installed with --omit=optional beside the lowest T
       }
       // Ctrl-C stops the worker in order: it shuts down, closes its connections and exits 0.
       expect(await worker.exited, worker.output()).toBe(0);
+    });
+
+    it("adds baton to the project's own worker with the plugin, beside its own workflow and activity, from its own TypeScript", async () => {
+      const { dir, baton } = project();
+      const migrated = await runCli(['migrate'], cleanEnv({ DATABASE_URL: db!.url }), baton);
+      expect(migrated.code, migrated.output).toBe(0);
+      // The checkout's compiler, on the project's files and its installed packages only. The worker
+      // bundles the compiled workflows: TypeScript ones would need @swc/core's binary, an optional
+      // dependency this install omits.
+      await run(process.execPath, [path.join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+        cwd: dir,
+      });
+      const { stdout } = await run(process.execPath, [path.join('dist', 'host.js')], {
+        cwd: dir,
+        env: cleanEnv({
+          WORKER_DATABASE_URL: (await db!.login('baton_worker')).url,
+          CLIENT_DATABASE_URL: (await db!.login('baton_client')).url,
+          TASK_QUEUE: `tarball-host-${randomUUID()}`,
+          ...temporalEnv(),
+        }),
+        timeoutMs: HOST_TIMEOUT_MS,
+      });
+      const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+        own: string;
+        graph: { graphId: string; verified: string[]; failed: string[] };
+      };
+      expect(outcome.own).toBe('HELLO');
+      expect(outcome.graph.verified.sort()).toEqual([`${outcome.graph.graphId}/one`, `${outcome.graph.graphId}/two`]);
+      expect(outcome.graph.failed).toEqual([]);
     });
   });
 });
