@@ -86,7 +86,12 @@ interface LeaseSample {
   heartbeatAt: string;
   /** The lease is exactly `leaseMs` past the last heartbeat, both on the database clock. */
   exact: boolean;
-  /** The lease ends no later than `leaseMs` from the database's now. */
+  /**
+   * The lease ends no later than `leaseMs` from the database's now: its clock as the row is read, not
+   * now(), the start of the reading transaction. A heartbeat that started after the reader did, and
+   * committed before the reader's snapshot, is seen with a heartbeat_at later than the reader's now()
+   * (on a loaded machine the gap between the two is long enough to be hit).
+   */
   bounded: boolean;
 }
 
@@ -94,7 +99,7 @@ async function sampleLease(db: Queryable, taskId: string, leaseMs: number): Prom
   const { rows } = await db.query(
     `SELECT status, claim_version, heartbeat_at::text AS heartbeat_at,
             lease_expires_at - heartbeat_at = $2 * interval '1 millisecond' AS exact,
-            lease_expires_at <= now() + $2 * interval '1 millisecond' AS bounded
+            lease_expires_at <= clock_timestamp() + $2 * interval '1 millisecond' AS bounded
        FROM baton.tasks WHERE id = $1`,
     [taskId, leaseMs],
   );
