@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { openStack } from '../src/cli/stack.js';
 import { createBatonClient } from '../src/client.js';
 import { stderrLog } from '../src/log.js';
-import { connectClient } from '../src/temporal/connection.js';
+import { connectClient, connectWorker } from '../src/temporal/connection.js';
 import { commitAll, createScriptedRepo } from '../src/testkit/scriptedRepo.js';
 import { createBatonWorker } from '../src/worker.js';
 import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
@@ -27,7 +27,7 @@ const target = new URL(`../test/fixtures/graphWorkflow.${label}.histories.json`,
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const open = await openStack(stderrLog, {}, 'admin');
 const connection = await connectClient(open.stack.temporal);
-const nativeConnection = await NativeConnection.connect(open.stack.temporal.connectionOptions);
+const nativeConnection = await connectWorker(open.stack.temporal);
 try {
   const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
   const taskQueue = `record-${randomUUID().slice(0, 8)}`;

@@ -10,13 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { openStack } from '../src/cli/stack.js';
 import { createBatonClient } from '../src/client.js';
 import { waitFor } from '../src/dev/waitFor.js';
 import { stderrLog } from '../src/log.js';
 import type { Artifact } from '../src/tasks/types.js';
-import { connectClient } from '../src/temporal/connection.js';
+import { connectClient, connectWorker } from '../src/temporal/connection.js';
 import { createBatonWorker } from '../src/worker.js';
 
 const label = process.argv[2];
@@ -29,7 +29,7 @@ const SCENARIO_TIMEOUT_MS = 120_000;
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const open = await openStack(stderrLog, {}, 'admin');
 const connection = await connectClient(open.stack.temporal);
-const nativeConnection = await NativeConnection.connect(open.stack.temporal.connectionOptions);
+const nativeConnection = await connectWorker(open.stack.temporal);
 try {
   const temporal = new Client({ connection, namespace: open.stack.temporal.namespace });
   const taskQueue = `record-${randomUUID().slice(0, 8)}`;

@@ -44,7 +44,7 @@ export function createBatonPlugin(options: BatonPluginOptions): BatonPlugin {
       activities ??= batonActivities(options, identity);
       const own = await activities;
       const hosts = Object.keys(worker.activities ?? {});
-      const clashes = hosts.filter((name) => name in own);
+      const clashes = hosts.filter((name) => Object.hasOwn(own, name));
       // Either side silently replacing the other's activity would run the wrong code under its name.
       if (clashes.length)
         throw new InvalidInputError(`the worker's own activities ${clashes.map((n) => `'${n}'`).join(', ')} have the names of baton's`);

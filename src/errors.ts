@@ -89,6 +89,8 @@ export const SQLSTATE = {
   toolParamsMismatch: 'BT040',
   /** Postgres's own: the login's roles may not do this (SPEC S1). */
   insufficientPrivilege: '42501',
+  /** Postgres's own: a database is in use by other sessions (CREATE DATABASE ... TEMPLATE). */
+  objectInUse: '55006',
 } as const;
 
 /** Thrown when a change would move a task or object through a transition the state machine forbids. */
@@ -221,11 +223,15 @@ export class StoreUnavailableError extends BatonError {
   }
 }
 
-/** Node's codes of a connection that failed, with what they mean and whether a call may have been sent on it. */
-const UNREACHABLE_NODE_CODES: Record<string, [reason: string, mayHaveActed: boolean]> = {
-  ECONNREFUSED: ['connection refused', false],
+/**
+ * Node's codes of a connection that failed, with what they mean and whether a call may have been
+ * sent on it: for the store (StoreUnavailableError) and the agent API's client (api_unreachable).
+ */
+export const NODE_CONNECTION_ERRORS: Record<string, [reason: string, mayHaveActed: boolean]> = {
+  ECONNREFUSED: ['nothing is listening there (connection refused)', false],
+  ENOENT: ['there is no socket at its path', false],
   ENOTFOUND: ['its host name does not resolve', false],
-  EAI_AGAIN: ['its host name does not resolve', false],
+  EAI_AGAIN: ['its host name does not resolve (for now)', false],
   EHOSTUNREACH: ['no route to its host', false],
   ENETUNREACH: ['no route to its host', false],
   ETIMEDOUT: ['the connection timed out', true],
@@ -267,7 +273,7 @@ function storeUnavailable(error: unknown): StoreUnavailableError | undefined {
   // Node tries each address of a host name and reports every failure together (AggregateError).
   const codes = [code, ...(Array.isArray(e.errors) ? e.errors.map((x) => (x as { code?: unknown } | null)?.code) : [])];
   const known = codes
-    .map((c) => (typeof c === 'string' ? (UNREACHABLE_NODE_CODES[c] ?? UNREACHABLE_SQLSTATES[c]) : undefined))
+    .map((c) => (typeof c === 'string' ? (NODE_CONNECTION_ERRORS[c] ?? UNREACHABLE_SQLSTATES[c]) : undefined))
     .find(Boolean);
   if (known) return new StoreUnavailableError(...known, error);
   const message = typeof e.message === 'string' ? e.message : '';

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { InvalidInputError } from './errors.js';
 import type { Json } from './json.js';
 import type { AgentFunction, VerifierFunction } from './runners/functionRunner.js';
-import { parseGraphSpec, type GraphPolicy } from './tasks/graphSpec.js';
+import { KEY_PATTERN, parseGraphSpec, type GraphPolicy } from './tasks/graphSpec.js';
 
-/** A function graph's name: a graph id's rules, short enough that `<name>-<8 hex digits>` is one too. */
-const FUNCTION_GRAPH_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,53}$/;
+/** Hex digits after a function graph's name in the ids of its graphs (`<name>-<random>`). */
+const GRAPH_ID_SUFFIX_HEX = 8;
 
 /** One task of a graph defined in TypeScript: the function that does the work and the one that checks it. */
 export interface FunctionTask<Key extends string> {
@@ -71,12 +71,15 @@ export interface FunctionGraph<Key extends string> {
  */
 export function defineFunctionGraph<Key extends string>(definition: FunctionGraphDefinition<Key>): FunctionGraph<Key> {
   const { name, policy } = definition;
-  if (!FUNCTION_GRAPH_NAME_PATTERN.test(name))
-    throw new InvalidInputError(`function graph name '${name}' must match ${FUNCTION_GRAPH_NAME_PATTERN}`);
+  // A name is good when the ids of its graphs are: a graph id's rules (KEY_PATTERN), with room for the suffix.
+  if (!KEY_PATTERN.test(`${name}-${'0'.repeat(GRAPH_ID_SUFFIX_HEX)}`))
+    throw new InvalidInputError(
+      `function graph name '${name}' must be lower case letters, digits, - and _, starting with a letter or digit, at most 54 characters`,
+    );
   const tasks = Object.entries<FunctionTask<Key>>(definition.tasks).map(([key, task]) => ({ key, ...task }));
   const functionName = (key: string) => `${name}/${key}`;
   const input: FunctionGraph<Key>['input'] = (options = {}) =>
-    graphInput(options.id ?? `${name}-${randomUUID().slice(0, 8)}`, policy, tasks, functionName, options.payloads ?? {});
+    graphInput(options.id ?? `${name}-${randomUUID().slice(0, GRAPH_ID_SUFFIX_HEX)}`, policy, tasks, functionName, options.payloads ?? {});
   parseGraphSpec(input());
   return {
     name,

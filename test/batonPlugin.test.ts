@@ -17,12 +17,17 @@ installQuietTemporalRuntime();
 const HOST_WORKFLOWS = path.join(PACKAGE_ROOT, 'examples', 'host', 'workflows.ts');
 // Building the activities touches no database; a store call here would be a bug.
 const db = { query: () => Promise.reject(new Error('no store call expected')) };
-const plugin = () => createBatonPlugin({ db, identity: 'plugin-test', log: () => {} });
+// No agent runs here: no isolation to probe (the sandbox check starts a process, and fails where none can run).
+const plugin = () =>
+  createBatonPlugin({ db, identity: 'plugin-test', log: () => {}, agentIsolation: { sandbox: 'none', user: 'worker', network: 'host' } });
+/** baton's activity names, as a host's worker with the plugin gets them beside its own. */
+const batonActivityNames = async () =>
+  Object.keys((await plugin().configureWorker!({ taskQueue: 'q', workflowsPath: HOST_WORKFLOWS })).activities!);
 const hostActivity = async () => 'host';
 
 describe('createBatonPlugin', () => {
   it("adds baton's activities beside the host's and names the worker after the claims' owner", async () => {
-    const batonOnly = Object.keys((await plugin().configureWorker!({ taskQueue: 'q' })).activities!);
+    const batonOnly = await batonActivityNames();
     expect(batonOnly.length).toBeGreaterThan(5);
     const options = await plugin().configureWorker!({ taskQueue: 'q', activities: { hostActivity }, workflowsPath: HOST_WORKFLOWS });
     const activities = options.activities as Record<string, unknown>;
@@ -41,8 +46,12 @@ describe('createBatonPlugin', () => {
   });
 
   it("refuses a host activity named like one of baton's, naming it", async () => {
-    const [batonActivity] = Object.keys((await plugin().configureWorker!({ taskQueue: 'q' })).activities!);
-    const clashing: WorkerOptions = { taskQueue: 'q', activities: { [batonActivity!]: hostActivity, hostActivity } };
+    const [batonActivity] = await batonActivityNames();
+    const clashing: WorkerOptions = {
+      taskQueue: 'q',
+      workflowsPath: HOST_WORKFLOWS,
+      activities: { [batonActivity!]: hostActivity, hostActivity },
+    };
     const refusal = await Promise.resolve(plugin().configureWorker!(clashing)).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(InvalidInputError);
     expect((refusal as Error).message).toContain(`the worker's own activities '${batonActivity}' have the names of baton's`);

@@ -57,6 +57,11 @@ describe('defineFunctionGraph', () => {
     expect(cyclic).toThrow(InvalidGraphError);
     expect(cyclic).toThrow(/dependency cycle: a -> b -> a/);
     expect(() => defineFunctionGraph({ name: 'Not A Key', tasks: { a: { run: agent, verify: verifier } } })).toThrow(InvalidInputError);
+    // Room for `-<8 hex digits>` in a graph id of at most 63 characters.
+    expect(() => defineFunctionGraph({ name: 'n'.repeat(54), tasks: { a: { run: agent, verify: verifier } } })).not.toThrow();
+    expect(() => defineFunctionGraph({ name: 'n'.repeat(55), tasks: { a: { run: agent, verify: verifier } } })).toThrow(
+      /at most 54 characters/,
+    );
   });
 
   it('names only its own tasks as dependencies, which the compiler checks', () => {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
-import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/db/pool.js';
+import { createPool, dropDatabase, ensureDatabase, withClient, withDatabase } from '../src/db/pool.js';
 import { startDevStack, type DevStack } from '../src/dev/devStack.js';
 import { resolveTemporalCli } from '../src/dev/temporalCli.js';
 import { cachedWorkflowBundle } from '../src/dev/workflowBundle.js';
@@ -88,21 +88,11 @@ async function createTemplateDatabase(adminUrl: string): Promise<string> {
   } finally {
     await pool.end();
   }
-  await adminQuery(adminUrl, `ALTER DATABASE ${pg.escapeIdentifier(name)} IS_TEMPLATE true ALLOW_CONNECTIONS false`);
+  await withClient(adminUrl, (c) => c.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} IS_TEMPLATE true ALLOW_CONNECTIONS false`));
   return name;
 }
 
 async function dropTemplateDatabase(adminUrl: string, name: string): Promise<void> {
-  await adminQuery(adminUrl, `ALTER DATABASE ${pg.escapeIdentifier(name)} IS_TEMPLATE false`);
+  await withClient(adminUrl, (c) => c.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} IS_TEMPLATE false`));
   await dropDatabase(adminUrl, name);
-}
-
-async function adminQuery(adminUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }

@@ -96,10 +96,14 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
       await checkToken(caller, operation, true);
       throw error;
     }
+    return forgettingRefused(caller, () => dispatch(caller.secret, operation as OperationName, args, caller.signal));
+  }
+
+  /** `fn`'s result; a token the store refuses (revoked or expired since it was accepted) is checked again before the next call's body is read. */
+  async function forgettingRefused<T>(caller: Caller, fn: () => Promise<T>): Promise<T> {
     try {
-      return await dispatch(caller.secret, operation as OperationName, args, caller.signal);
+      return await fn();
     } catch (error) {
-      // Revoked or expired since it was accepted: the next call is checked before its body is read.
       if (error instanceof UnauthenticatedError) gate.forget(secretSha256(caller.secret));
       throw error;
     }
@@ -111,13 +115,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
    */
   async function operationsFor(caller: Caller): Promise<OperationName[]> {
     limiter.take(secretSha256(caller.secret));
-    let allowed: OperationName[];
-    try {
-      allowed = await agentOperations(db, caller.secret, OPERATION_NAMES);
-    } catch (error) {
-      if (error instanceof UnauthenticatedError) gate.forget(secretSha256(caller.secret));
-      throw error;
-    }
+    const allowed = await forgettingRefused(caller, () => agentOperations(db, caller.secret, OPERATION_NAMES));
     return options.localRun?.callTool ? allowed : allowed.filter((name) => name !== 'tool.call');
   }
 

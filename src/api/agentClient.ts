@@ -3,6 +3,7 @@
 // details and are thrown as AgentApiError with their stable code; an endpoint where nothing
 // answers is AgentApiUnreachableError.
 import { readEnv } from '../config.js';
+import { NODE_CONNECTION_ERRORS } from '../errors.js';
 import { httpRequest, HttpRequestError, type HttpAnswer } from '../tools/httpRequest.js';
 import { AgentApiUnreachableError } from './errors.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV } from './agentServer.js';
@@ -37,14 +38,6 @@ export class AgentApiError extends Error {
   }
 }
 
-/** Why a request surely never arrived, by Node's error code; a code not here may have reached the server. */
-const NEVER_ARRIVED: Record<string, string> = {
-  ECONNREFUSED: 'nothing is listening there (connection refused)',
-  ENOENT: 'there is no socket at its path',
-  ENOTFOUND: 'its host name does not resolve',
-  EAI_AGAIN: 'its host name does not resolve (for now)',
-};
-
 /** One POST to the endpoint: its answer, or AgentApiUnreachableError when it surely never arrived. */
 async function post(endpoint: AgentEndpoint, path: string, body: string, headers: Record<string, string>, timeoutMs: number) {
   try {
@@ -56,8 +49,9 @@ async function post(endpoint: AgentEndpoint, path: string, body: string, headers
       ...(endpoint.socketPath ? { socketPath: endpoint.socketPath } : {}),
     });
   } catch (error) {
-    const reason = error instanceof HttpRequestError ? NEVER_ARRIVED[error.code] : undefined;
-    if (reason === undefined) throw error;
+    // Only a failure of a request that surely never arrived; any other may have reached the server.
+    const [reason, mayHaveActed] = (error instanceof HttpRequestError && NODE_CONNECTION_ERRORS[error.code]) || [];
+    if (reason === undefined || mayHaveActed) throw error;
     throw new AgentApiUnreachableError(endpoint.socketPath ? `${endpoint.url} (socket ${endpoint.socketPath})` : endpoint.url, reason);
   }
 }

@@ -1,8 +1,9 @@
 // How the agent API answers what it did not do: RFC 9457 problem details, the same over HTTP and
-// MCP. A failure that is not a refusal (a 5xx) is logged with its stack under the request's id,
+// MCP. A failure that is not a refusal (a 5xx) is logged with its stack and causes under the request's id,
 // and the caller gets that id, so a report of one can be found in the log.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
+import { inspect } from 'node:util';
 import { BatonError, errorResponse } from '../errors.js';
 import type { Log } from '../log.js';
 
@@ -54,14 +55,8 @@ export function answerProblem(log: Log, requestId: string, what: string, error: 
   const problem = problemOf(error);
   // A relayed 5xx was logged where it happened, under the id it carries.
   if (problem.status < 500 || typeof problem.requestId === 'string') return problem;
-  log(`baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${described(error)}`);
+  log(`baton agent API: request ${requestId} (${what}) failed with ${problem.status}: ${inspect(error, { depth: 4 })}`);
   return { ...problem, requestId };
-}
-
-/** An error's stack, and its causes' (what pg said beneath a StoreUnavailableError). */
-function described(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return `${error.stack ?? error.message}${error.cause === undefined ? '' : `\ncaused by: ${described(error.cause)}`}`;
 }
 
 /** Answers with a problem, unless an answer has begun; 401 and 429 with the headers they call for. */

@@ -9,6 +9,7 @@ import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
 import type { AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
 import { registerAgentCommands } from './agentCommands.js';
+import { COMPLETION_SHELLS, completionScript, type CompletionShell } from './completion.js';
 import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
@@ -276,9 +277,8 @@ program
 program
   .command('completion')
   .description("print a completion script for bash or zsh, of this version's commands and options: source <(baton completion bash)")
-  .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh']))
-  .action(async (shell: 'bash' | 'zsh') => {
-    const { completionScript } = await import('./completion.js');
+  .addArgument(new Argument('<shell>', 'the shell').choices(COMPLETION_SHELLS))
+  .action(async (shell: CompletionShell) => {
     process.stdout.write(completionScript(program, shell));
   });
 

@@ -239,7 +239,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
     'sweep',
     'administrators: record the loss of the role for every holder silent past its timeout (on the database)',
     'each holder reclaimed as one JSON object per line',
-  ).action(async (opts: ActorOptions & { json?: boolean }) => {
+  ).action(async (opts: ActorOptions) => {
     const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);
     await withCliContext(log, { migrate: false, applicationName: 'baton object' }, async ({ pool }) => {
       const swept = await store.sweepSilentHolders(pool, declaredActor(opts.as));
@@ -255,7 +255,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
   });
 
   leaf('log <key>', "print the object's event log, oldest first", 'one JSON event per line').action(
-    async (key: string, opts: ActorOptions & { json?: boolean }) => {
+    async (key: string, opts: ActorOptions) => {
       const events = await perform(opts, 'object.log', { key }, (db, actor, store) => store.objectLog(db, actor, { key }));
       for (const e of events ?? []) process.stdout.write(`${opts.json ? JSON.stringify(e) : describeEvent(e)}\n`);
     },

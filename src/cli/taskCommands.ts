@@ -9,7 +9,7 @@ import { graphOf, isTaskId, taskIdOf } from '../tasks/taskId.js';
 import type { TaskRow } from '../tasks/types.js';
 import type { CliContext } from './context.js';
 import { formatEvents, formatGraphs, formatTasks, summarise } from '../tasks/format.js';
-import { liveBlock } from './liveBlock.js';
+import { liveBlock, type LiveOutput } from './liveBlock.js';
 import { jsonOption, parseDuration, parsePositiveInt, taskQueueOption } from './options.js';
 
 /** How often `baton status` looks again while a graph runs. */
@@ -41,7 +41,7 @@ const printLine: Log = (line) => process.stdout.write(`${line}\n`);
  * stderr, for `--watch`) whenever they change, until every task is settled; true when all are
  * verified. A terminal redraws the table in place.
  */
-async function watchGraph(client: BatonClient, graphId: string, out: NodeJS.WriteStream, options: { follow: boolean }): Promise<boolean> {
+async function watchGraph(client: BatonClient, graphId: string, out: LiveOutput, options: { follow: boolean }): Promise<boolean> {
   const { policy } = await client.graph(graphId);
   const live = liveBlock(out);
   let last = '';

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { readEnv } from '../config.js';
+import { SQLSTATE } from '../errors.js';
 
 const parseInt8 = (value: string) => Number(value);
 
@@ -61,53 +62,96 @@ export function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-/** How long `dropDatabase` waits for sessions it may not end (an autovacuum worker) to leave. */
-const DROP_WAIT_MS = 60_000;
+/**
+ * Runs `fn` on a client of its own connected to `url` (an administrator's, for statements that
+ * cannot run in a transaction or a pool's session: CREATE and DROP DATABASE), and closes it.
+ */
+export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** How long a database statement refused for a session that leaves by itself is tried again. */
+const SESSION_WAIT_MS = 60_000;
+
+/**
+ * Runs `sql`, again every `intervalMs` for up to `SESSION_WAIT_MS` while `passing(error)` says what
+ * refused it will pass (a session that leaves by itself); any other refusal is thrown at once.
+ */
+async function whilePassing(
+  client: pg.Client,
+  sql: string,
+  passing: (error: unknown) => Promise<boolean>,
+  intervalMs: number,
+): Promise<void> {
+  const deadline = Date.now() + SESSION_WAIT_MS;
+  for (;;) {
+    try {
+      await client.query(sql);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline || !(await passing(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  }
+}
+
+const codeOf = (error: unknown) => (error as { code?: string }).code;
+
+/** The sessions in `database` other than `client`'s own. */
+async function sessionsIn(client: pg.Client, database: string): Promise<{ pid: number; who: string }[]> {
+  const { rows } = await client.query<{ pid: number; who: string }>(
+    'SELECT pid, coalesce(usename, backend_type) AS who FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
+  return rows;
+}
 
 /**
  * Drops `database` on the server at `url`, closing its connections; nothing when it is gone.
  * `WITH (FORCE)` ends only sessions of roles the caller belongs to: a non-superuser administrator
  * cannot end an autovacuum worker that happens to be in the database, and PostgreSQL 15 refuses the
  * whole drop (insufficient_privilege). Such a session leaves by itself, so the drop is tried again
- * until it does, and the error names what stayed if it never does.
+ * while one is there, and the error names what stayed if it never leaves. Any other refusal (say,
+ * a login that does not own the database) is thrown at once.
  */
 export async function dropDatabase(url: string, database: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const deadline = Date.now() + DROP_WAIT_MS;
-    for (;;) {
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
-        return;
-      } catch (error) {
-        if ((error as { code?: string }).code !== '42501' || Date.now() > deadline) throw await withSessions(client, database, error);
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    }
-  } finally {
-    await client.end();
-  }
+  await withClient(url, async (client) => {
+    const drop = `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`;
+    const sessionStays = async (error: unknown) =>
+      codeOf(error) === SQLSTATE.insufficientPrivilege && (await sessionsIn(client, database)).length > 0;
+    await whilePassing(client, drop, sessionStays, 250).catch(async (error: unknown) => {
+      throw await withSessions(client, database, error);
+    });
+  });
+}
+
+/**
+ * Creates `database` as a copy of `template` (CREATE DATABASE ... TEMPLATE copies its files). No
+ * session may be in the template meanwhile; one that is just closing (say, the one that filled it)
+ * is waited out (object_in_use).
+ */
+export async function copyDatabase(url: string, template: string, database: string): Promise<void> {
+  const copy = `CREATE DATABASE ${pg.escapeIdentifier(database)} TEMPLATE ${pg.escapeIdentifier(template)}`;
+  await withClient(url, (client) => whilePassing(client, copy, async (error) => codeOf(error) === SQLSTATE.objectInUse, 100));
 }
 
 /** `error` with the sessions still in `database` added to its message, for a drop that gave up. */
 async function withSessions(client: pg.Client, database: string, error: unknown): Promise<unknown> {
   if (!(error instanceof Error)) return error;
-  const { rows } = await client
-    .query<{ pid: number; who: string }>(
-      'SELECT pid, coalesce(usename, backend_type) AS who FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-      [database],
-    )
-    .catch(() => ({ rows: [] as { pid: number; who: string }[] }));
-  if (rows.length) error.message += ` (still in database ${database}: ${rows.map((r) => `pid ${r.pid} (${r.who})`).join(', ')})`;
+  const sessions = await sessionsIn(client, database).catch(() => []);
+  if (sessions.length) error.message += ` (still in database ${database}: ${sessions.map((r) => `pid ${r.pid} (${r.who})`).join(', ')})`;
   return error;
 }
 
 /** Creates `database` on the server at `url` unless it exists. */
 export async function ensureDatabase(url: string, database: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  await withClient(url, async (client) => {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (!rowCount) {
       await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`).catch((error: { code?: string }) => {
@@ -115,7 +159,5 @@ export async function ensureDatabase(url: string, database: string): Promise<voi
         if (error.code !== '42P04' && error.code !== '23505') throw error;
       });
     }
-  } finally {
-    await client.end();
-  }
+  });
 }

@@ -65,10 +65,7 @@ const withScope = (...scopes: string[]) => OPERATION_NAMES.filter((o) => scopes.
 /** A pooled run's token, taken through `baton serve` by a token with `scopes` (submit among them). */
 async function pooledRunToken(scopes: TokenScope[]): Promise<string> {
   const worker = await db.login('baton_worker');
-  const pool = `mcp-${newTokenSecret()
-    .slice(-8)
-    .toLowerCase()
-    .replace(/[^a-z0-9]/g, 'x')}`;
+  const pool = uniqueObjectKey('mcp');
   await poolOffer(worker.pool, await runningTask(db.pool), pool);
   const taker = await tokenFor(db, 'mcp-taker', scopes);
   const taken = await call(serve.url, taker.secret, 'pool.claim', { pool });

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { asLogin } from '../../src/db/logins.js';
 import { createPool, dropDatabase } from '../../src/db/pool.js';
+import { waitFor } from '../../src/dev/waitFor.js';
 import { createTestDatabase } from '../helpers/db.js';
 
 describe('dropDatabase', () => {
@@ -26,8 +27,17 @@ describe('dropDatabase', () => {
         () => (settled = 'dropped'),
         (error: Error) => (settled = `refused: ${error.message}`),
       );
-      // While the stranger's session stays, the drop can neither succeed nor give up.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // The drop was tried and refused (its session's last statement is the drop, and the stranger is
+      // still in); while the stranger stays, it neither succeeds nor gives up.
+      const drop = `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db.name)} WITH (FORCE)`;
+      await waitFor(
+        'the drop to be tried',
+        async () => {
+          const { rowCount } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()', [drop]);
+          if (!rowCount) throw new Error('not tried yet');
+        },
+        { timeoutMs: 120_000, intervalMs: 50 },
+      );
       expect(settled).toBeUndefined();
       await session.end();
       await dropping;

@@ -45,7 +45,8 @@ async function importsOf(file: string): Promise<string[]> {
 }
 
 describe('examples/', () => {
-  it('reach baton only through its public entry, and typecheck against it', async () => {
+  // They typecheck against that entry in `npm run lint` (the root tsconfig includes examples/ and maps the package name to it).
+  it('reach baton only through its public entry', async () => {
     const files = (await readdir(EXAMPLES, { recursive: true })).filter((f) => f.endsWith('.ts')).map((f) => path.join(EXAMPLES, f));
     expect(files.map((f) => path.relative(EXAMPLES, f))).toEqual(
       expect.arrayContaining(['embed-worker.ts', 'typescript-graph.ts', 'shared-object.ts']),
@@ -57,8 +58,6 @@ describe('examples/', () => {
         expect(!outside && (allowed || specifier.startsWith('.')), `${path.relative(EXAMPLES, file)} imports '${specifier}'`).toBe(true);
       }
     }
-    const tsc = path.join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    await run(process.execPath, [tsc, '-p', path.join(EXAMPLES, 'tsconfig.json')], { cwd: PACKAGE_ROOT });
   });
 
   it("embed-worker: one plugin adds baton to the host's worker, which runs the host's workflow and a baton graph", async () => {

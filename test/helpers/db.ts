@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, inject } from 'vitest';
-import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
+import { copyDatabase, createPool, dropDatabase, ensureDatabase, withDatabase } from '../../src/db/pool.js';
 import { asLogin, ensureComponentLogin } from '../../src/db/logins.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { GroupRole } from '../../src/db/roles.js';
@@ -66,30 +66,6 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
       }
     },
   };
-}
-
-/** How long a copy waits for a session still leaving the template (one that migrated it, just closed). */
-const TEMPLATE_BUSY_WAIT_MS = 60_000;
-
-/** Creates `name` as a copy of the run's migrated template database. */
-async function copyDatabase(adminUrl: string, template: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const deadline = Date.now() + TEMPLATE_BUSY_WAIT_MS;
-    for (;;) {
-      try {
-        await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`);
-        return;
-      } catch (error) {
-        // object_in_use: "source database is being accessed by other users".
-        if ((error as { code?: string }).code !== '55006' || Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-  } finally {
-    await client.end();
-  }
 }
 
 /**
