@@ -1,10 +1,12 @@
 // `npm run build` (also before `npm pack`): compiles baton into dist/ as the installed package runs
 // it: the JavaScript and its type declarations, the SQL beside the code that reads it, and the
-// workflow bundle, prebuilt so an installed worker starts without bundling.
+// workflow bundle, prebuilt so an installed worker starts without bundling. Last, the stamp that
+// tells a checkout's `bin/baton.js` that dist/ holds its sources as they are (bin/checkoutBuild.js).
 import { execFileSync } from 'node:child_process';
 import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fileSystemNow, writeBuildStamp } from '../bin/checkoutBuild.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = path.join(root, 'dist');
@@ -12,6 +14,7 @@ const step = (what: string) => process.stderr.write(`build: ${what}\n`);
 
 step('removing dist/');
 await rm(dist, { recursive: true, force: true });
+const startedAt = fileSystemNow(dist);
 step('compiling TypeScript');
 execFileSync(
   process.execPath,
@@ -29,4 +32,5 @@ const { writePrebuiltWorkflowBundle } = (await import(
   path.join(dist, 'src', 'dev', 'workflowBundle.js')
 )) as typeof import('../src/dev/workflowBundle.js');
 await writePrebuiltWorkflowBundle();
+writeBuildStamp(root, startedAt);
 step('done');

@@ -204,7 +204,7 @@ describe('refusals', () => {
     const [line, ...stack] = verbose.stderr.trimEnd().split('\n');
     expect(line).toBe('baton: graph nosuchgraph does not exist');
     expect(stack[0]).toBe('NotFoundError: graph nosuchgraph does not exist');
-    expect(stack).toContainEqual(expect.stringMatching(/^ {4}at .*src\/db\/storeCall\.ts/));
+    expect(stack).toContainEqual(expect.stringMatching(/^ {4}at .*src\/db\/storeCall\.[jt]s/));
   });
 
   it('of what baton did not expect are one line and a hint to use --verbose, exit 1', async () => {

@@ -1,6 +1,7 @@
-// The package as a user gets it: packed with `npm pack` (which runs the build), installed into a
-// scratch project beside the project's own Temporal SDK, and run from there — never from this
-// checkout. Two installs, each proving what the other does not:
+// The package as a user gets it: packed with `npm pack` from the build the test setup made (the
+// build is the package's `prepack` script; building again here would pull dist/ from under the
+// `baton` processes of other test files, which run it), installed into a scratch project beside the
+// project's own Temporal SDK, and run from there — never from this checkout. Two installs, each proving what the other does not:
 // - beside the current SDK (the one the prebuilt workflow bundle is built with), optional
 //   dependencies included: `baton dev` starts an embedded Postgres and a Temporal dev server from
 //   inside the installed package and runs a one-task graph;
@@ -20,6 +21,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { compiledIsCurrent } from '../../bin/checkoutBuild.js';
 import { run } from '../../src/dev/run.js';
 import { PACKAGE_ROOT, packageVersion } from '../../src/packageRoot.js';
 import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
@@ -27,6 +29,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const manifest = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   name: string;
+  scripts: Record<string, string>;
   peerDependencies: Record<string, string>;
   devDependencies: Record<string, string>;
 };
@@ -38,7 +41,7 @@ const SDK_VERSIONS = {
   current: manifest.devDependencies['@temporalio/worker']!,
 };
 
-/** Long enough for `npm pack` (a full build) or `npm install` on a busy machine; a hang guard, not a speed limit. */
+/** Long enough for `npm install` on a busy machine; a hang guard, not a speed limit. */
 const NPM_TIMEOUT_MS = 900_000;
 
 /** A hang guard for the project's own worker: one whose workflows no worker runs waits for ever. */
@@ -51,7 +54,9 @@ beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'baton-tarball-'));
   // Per-run agent users read the installed package, as they would in a project folder of mode 0755.
   await chmod(work, 0o755);
-  await run('npm', ['pack', '--pack-destination', work], { cwd: PACKAGE_ROOT, timeoutMs: NPM_TIMEOUT_MS });
+  expect(manifest.scripts.prepack).toBe('npm run build');
+  expect(compiledIsCurrent(PACKAGE_ROOT), 'the test setup builds dist/ from the sources as they are').toBe(true);
+  await run('npm', ['pack', '--ignore-scripts', '--pack-destination', work], { cwd: PACKAGE_ROOT, timeoutMs: NPM_TIMEOUT_MS });
   tarball = path.join(work, `${manifest.name.replace('@', '').replace('/', '-')}-${packageVersion()}.tgz`);
 }, NPM_TIMEOUT_MS);
 
