@@ -61,7 +61,8 @@ export class RateLimitedError extends BatonError {
   }
 
   override get details(): Record<string, unknown> {
-    return { retryAfterMs: this.retryAfterMs };
+    // Whole milliseconds, as the published Problem schema says (a bucket refills in fractions).
+    return { retryAfterMs: Math.ceil(this.retryAfterMs) };
   }
 }
 

@@ -17,6 +17,15 @@ function makeOpenApiDocument(): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   const requestId = { [REQUEST_ID_HEADER]: { description: 'the id the server logs the request under', schema: { type: 'string' } } };
   const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+  // Refusals that say when to call again: their Retry-After header is always sent (problems.ts).
+  const callAgainLater = (description: string) => ({
+    description: `${description}; call again after Retry-After seconds`,
+    headers: {
+      ...requestId,
+      'retry-after': { description: 'seconds to wait before calling again', required: true, schema: { type: 'integer' } },
+    },
+    content: problem,
+  });
   for (const name of Object.keys(OPERATIONS) as OperationName[]) {
     const operation = OPERATIONS[name];
     const schema = openApiSchema(operationJsonSchema(name));
@@ -30,14 +39,10 @@ function makeOpenApiDocument(): Record<string, unknown> {
         requestBody: { required: (schema.required ?? []).length > 0, content: { 'application/json': { schema } } },
         responses: {
           '200': { description: 'done', headers: requestId, content: { 'application/json': {} } },
-          '503': {
-            description: 'store_unavailable: the server cannot reach PostgreSQL, its store; call again after Retry-After seconds',
-            headers: {
-              ...requestId,
-              'retry-after': { description: 'seconds to wait before calling again', required: true, schema: { type: 'integer' } },
-            },
-            content: problem,
-          },
+          '429': callAgainLater(
+            'rate_limited: this token, or this client address, made calls faster than its limit, or the address presented too many refused tokens',
+          ),
+          '503': callAgainLater('store_unavailable: the server cannot reach PostgreSQL, its store'),
           default: { description: 'refused or failed', headers: requestId, content: problem },
         },
       },

@@ -271,7 +271,9 @@ describe('the agent API over MCP and HTTP', () => {
       const refused = await fetch(`${limited.url}/v1/whoami`, { method: 'POST', headers: { authorization: `Bearer ${t.secret}` } });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(await refused.json()).toMatchObject({ code: 'rate_limited' });
+      const problem = (await refused.json()) as { code: string; retryAfterMs: number };
+      expect(problem.code).toBe('rate_limited');
+      expect(Number.isInteger(problem.retryAfterMs) && problem.retryAfterMs > 0, `retryAfterMs ${problem.retryAfterMs}`).toBe(true);
       // Made-up tokens each have a bucket of their own; the address's bucket (4 x 3) still runs out.
       const guesses = [];
       for (let i = 0; i < 12; i++) guesses.push((await call(limited.url, `baton_guess${i}`, 'whoami')).status);
@@ -291,5 +293,8 @@ describe('the agent API over MCP and HTTP', () => {
     const write = doc.paths['/v1/object.write'].post.requestBody.content['application/json'].schema;
     expect(write.required).toEqual(['key', 'version', 'token']);
     expect(write.additionalProperties).toBe(false);
+    // The refusals that come with Retry-After (the rate limit above, the store down) say so.
+    for (const status of ['429', '503'])
+      expect(doc.paths['/v1/whoami'].post.responses[status].headers['retry-after']).toMatchObject({ required: true });
   });
 });
