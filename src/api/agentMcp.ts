@@ -11,6 +11,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { NotFoundError } from '../errors.js';
 import type { Log } from '../log.js';
+import { packageVersion } from '../packageRoot.js';
 import { OPERATION_NAMES, type OperationName } from './operationNames.js';
 import { OPERATIONS, operationJsonSchema } from './operations.js';
 import { answerProblem, newRequestId } from './problems.js';
@@ -91,7 +92,7 @@ export function createMcpServer(
   perform: (operation: OperationName, input: unknown) => Promise<unknown>,
   options: McpServerOptions,
 ): Server {
-  const server = new Server({ name: 'baton', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const server = new Server({ name: 'baton', version: packageVersion() }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const all = mcpTools();
     return { tools: (await options.operations()).map((name) => all.get(name)!) };

@@ -15,7 +15,7 @@ import { OPERATIONS } from '../../src/api/operations.js';
 import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { runTokenIssue } from '../../src/db/sql/tokens.js';
-import { BATON_BIN } from '../../src/packageRoot.js';
+import { BATON_BIN, packageVersion } from '../../src/packageRoot.js';
 import { cleanEnv } from '../helpers/cli.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
@@ -165,6 +165,7 @@ describe('the MCP tools of the agent API', () => {
       ] as const) {
         const tool = async (name: string, args: Record<string, unknown>) =>
           (await client.callTool({ name, arguments: args })) as CallResult;
+        expect(client.getServerVersion(), via).toEqual({ name: 'baton', version: packageVersion() });
         const whoami = await tool('whoami', {});
         expect(whoami.isError ?? false, via).toBe(false);
         expect(whoami.structuredContent, via).toEqual(JSON.parse(whoami.content[0]!.text));
