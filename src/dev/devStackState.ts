@@ -3,7 +3,7 @@
 // process ids and the home, never a secret (the logins' passwords stay in `<home>/credentials`).
 // Made before anything starts, it is also the home's lock: another start there is refused while
 // the process it names is alive, and takes the home over once that process is gone.
-import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BATON_HOME_DIR_NAME, BATON_HOME_ENV, DEV_STACK_STATE_FILE_NAME, readEnv } from '../config.js';
 import type { Log } from '../log.js';
@@ -137,7 +137,10 @@ export interface FoundDevStack {
  * The stack a command uses when DATABASE_URL does not name a database, found the way git finds its
  * folder: `$BATON_HOME/dev-stack.json` when BATON_HOME is set (and nowhere else), otherwise
  * `.baton/dev-stack.json` in `cwd` or the nearest parent folder that has one whose process runs.
- * A state file whose process is gone is passed over with a note.
+ * A state file whose process is gone is passed over with a note. So is one found by looking up
+ * that another user owns (the file or its folder), as git refuses a repository another user owns:
+ * anyone who can write a folder above this one (an agent's checkout, a shared /tmp) could
+ * otherwise point this user's commands at a stack of theirs.
  */
 export async function findDevStack(options: { log: Log; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<FoundDevStack | undefined> {
   const cwd = path.resolve(options.cwd ?? process.cwd());
@@ -156,8 +159,27 @@ export async function findDevStack(options: { log: Log; cwd?: string; env?: Node
       return undefined;
     });
     if (!state) continue;
+    const owner = given ? undefined : await anotherOwner([home, file]);
+    if (owner !== undefined) {
+      options.log(
+        `baton: passing over ${file}: owned by uid ${owner}, not by you (uid ${process.geteuid!()}); ` +
+          `to use a stack another user started, set ${BATON_HOME_ENV} to its folder`,
+      );
+      continue;
+    }
     if (await processAlive(state.pid)) return { file, home, state };
     options.log(`baton: passing over ${file}: \`${state.command}\` (pid ${state.pid}) is gone; it did not stop cleanly.`);
+  }
+  return undefined;
+}
+
+/** The owner (uid) of the first of `paths` this process's user does not own, if any (none where there are no uids). */
+async function anotherOwner(paths: string[]): Promise<number | undefined> {
+  const me = process.geteuid?.();
+  if (me === undefined) return undefined;
+  for (const p of paths) {
+    const { uid } = await stat(p);
+    if (uid !== me) return uid;
   }
   return undefined;
 }
