@@ -89,5 +89,6 @@ export {
 } from './objects/types.js';
 export { agentEndpointFromEnv, AgentApiError, callAgentApi, type AgentEndpoint } from './api/agentClient.js';
 export type { AgentApiInput } from './api/operations.js';
+export type { AgentApiResult, AgentApiResults, TaskContext, TaskNote } from './api/operationResults.js';
 export { OPERATION_NAMES, TOKEN_SCOPES, type OperationName, type TokenScope } from './api/operationNames.js';
 export { createObjectActivities } from '../activities/objects.js';

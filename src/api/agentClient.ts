@@ -8,6 +8,7 @@ import { httpRequest, HttpRequestError, type HttpAnswer } from '../tools/httpReq
 import { AgentApiUnreachableError } from './errors.js';
 import { AGENT_SOCKET_ENV, AGENT_TOKEN_ENV, AGENT_URL_ENV } from './agentServer.js';
 import type { OperationName } from './operationNames.js';
+import type { AgentApiResult } from './operationResults.js';
 import type { AgentApiInput } from './operations.js';
 
 export interface AgentEndpoint {
@@ -70,7 +71,7 @@ function resultOf(answer: HttpAnswer): unknown {
 }
 
 /**
- * Performs `operation` and returns its result (JSON, as the OpenAPI document describes it). An
+ * Performs `operation` and returns its result (`AgentApiResult<operation>`, JSON as the server sent it). An
  * answer that is not a result throws AgentApiError; nothing answering throws
  * AgentApiUnreachableError (the call never arrived); no complete answer otherwise throws
  * HttpRequestError (it may have been performed).
@@ -80,8 +81,8 @@ export async function callAgentApi<Op extends OperationName>(
   operation: Op,
   input: AgentApiInput<Op>,
   timeoutMs: number,
-): Promise<unknown> {
-  return resultOf(await post(endpoint, `/v1/${operation}`, JSON.stringify(input ?? {}), {}, timeoutMs));
+): Promise<AgentApiResult<Op>> {
+  return resultOf(await post(endpoint, `/v1/${operation}`, JSON.stringify(input ?? {}), {}, timeoutMs)) as AgentApiResult<Op>;
 }
 
 /**

@@ -6,7 +6,12 @@ import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { agentTokenCreate, type TokenInfo } from '../../src/api/tokens.js';
 import type { OperationName, TokenScope } from '../../src/api/operationNames.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
+import { taskNoteAdd, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { artifact, LEASE_MS } from '../helpers/tasks.js';
 
 /** `baton serve` as a test runs it: the agent API on 127.0.0.1, on its own baton_agent login. */
 export function useAgentServer(db: () => TestDatabase, options: Omit<AgentApiOptions, 'db'> = {}): { readonly url: string } {
@@ -72,4 +77,30 @@ export async function mcpClient(url: string, secret: string) {
     return body;
   };
   return { client, use };
+}
+
+/**
+ * A graph of `up` (submitted as revision a...a, verified, with a note of its agent's) and `down`
+ * (pinned to it, claimed by worker w-1 on the worker login): their ids, and `down`'s fence.
+ */
+export async function pinnedPair(db: TestDatabase, prefix: string) {
+  const graphId = await insertGraph(db.pool, { up: [], down: ['up'] }, { prefix });
+  const [up, down] = [`${graphId}/up`, `${graphId}/down`];
+  const upClaim = (await taskClaim(db.pool, up, 'w-0', LEASE_MS))!;
+  await taskSubmit(db.pool, { taskId: up, owner: 'w-0', claimVersion: upClaim.claimVersion }, artifact('a'.repeat(40)));
+  await verificationStart(db.pool, up, 'verifier');
+  await verificationRecord(db.pool, {
+    taskId: up,
+    verifier: 'verifier',
+    claimVersion: upClaim.claimVersion,
+    revision: 'a'.repeat(40),
+    command: 'check',
+    exitCode: 0,
+    outputDigest: 'sha256:x',
+    outputTail: '',
+  });
+  await taskNoteAdd(db.pool, up, 'up-agent', 'the upstream found a bug in the parser');
+  const worker = await db.login('baton_worker');
+  const downClaim = (await taskClaim(worker.pool, down, 'w-1', LEASE_MS))!;
+  return { graphId, up, down, fence: { taskId: down, owner: 'w-1', claimVersion: downClaim.claimVersion } };
 }

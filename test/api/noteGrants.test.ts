@@ -7,16 +7,15 @@ import { createAgentApi } from '../../src/api/agentApi.js';
 import { newTokenSecret, secretSha256 } from '../../src/api/tokenSecret.js';
 import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js';
 import { agentTokenCreate, agentTokenList } from '../../src/api/tokens.js';
-import { taskClaim } from '../../src/db/sql/claims.js';
-import { taskNoteAdd, taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { taskNoteAdd } from '../../src/db/sql/ownerWrites.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { runTokenIssue } from '../../src/db/sql/tokens.js';
-import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
 import { NotFoundError } from '../../src/errors.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
-import { artifact, LEASE_MS } from '../helpers/tasks.js';
-import { call, tokenFor, useAgentServer } from './helpers.js';
+import { LEASE_MS } from '../helpers/tasks.js';
+import { call, pinnedPair, tokenFor, useAgentServer } from './helpers.js';
 
 const db = useTestDatabase();
 const serve = useAgentServer(() => db);
@@ -31,27 +30,11 @@ afterAll(async () => {
  * one, and `other` (with a note nobody outside it may read) in the other.
  */
 async function scenario() {
-  const graphId = await insertGraph(db.pool, { up: [], down: ['up'] }, { prefix: 'notes' });
+  const pair = await pinnedPair(db, 'notes');
   const otherGraphId = await insertGraph(db.pool, { other: [] }, { prefix: 'notes-other' });
-  const [up, down, other] = [`${graphId}/up`, `${graphId}/down`, `${otherGraphId}/other`];
-  const upClaim = (await taskClaim(db.pool, up, 'w-0', LEASE_MS))!;
-  await taskSubmit(db.pool, { taskId: up, owner: 'w-0', claimVersion: upClaim.claimVersion }, artifact('a'.repeat(40)));
-  await verificationStart(db.pool, up, 'verifier');
-  await verificationRecord(db.pool, {
-    taskId: up,
-    verifier: 'verifier',
-    claimVersion: upClaim.claimVersion,
-    revision: 'a'.repeat(40),
-    command: 'check',
-    exitCode: 0,
-    outputDigest: 'sha256:x',
-    outputTail: '',
-  });
-  await taskNoteAdd(db.pool, up, 'up-agent', 'the upstream found a bug in the parser');
+  const other = `${otherGraphId}/other`;
   await taskNoteAdd(db.pool, other, 'other-agent', 'a secret of another graph');
-  const worker = await db.login('baton_worker');
-  const downClaim = (await taskClaim(worker.pool, down, 'w-1', LEASE_MS))!;
-  return { graphId, otherGraphId, up, down, other, fence: { taskId: down, owner: 'w-1', claimVersion: downClaim.claimVersion } };
+  return { ...pair, otherGraphId, other };
 }
 
 /** A command run's endpoint and token, as activities/tasks.ts makes them: on the worker's login, the token bound to the claim. */
