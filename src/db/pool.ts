@@ -118,13 +118,17 @@ async function sessionsIn(client: pg.Client, database: string): Promise<{ pid: n
  * cannot end an autovacuum worker that happens to be in the database, and PostgreSQL 15 refuses the
  * whole drop (insufficient_privilege). Such a session leaves by itself, so the drop is tried again
  * while one is there, and the error names what stayed if it never leaves. Any other refusal (say,
- * a login that does not own the database) is thrown at once.
+ * a login that does not own the database) is thrown at once, or at the second try when it looks like
+ * that one (insufficient_privilege with nobody else in the database).
  */
 export async function dropDatabase(url: string, database: string): Promise<void> {
   await withClient(url, async (client) => {
     const drop = `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`;
+    // A refusal with nobody else in the database is final (a login that may not drop it at all),
+    // but only the second time: the session that caused the first may have left before we looked.
+    let refusedAlone = 0;
     const sessionStays = async (error: unknown) =>
-      codeOf(error) === SQLSTATE.insufficientPrivilege && (await sessionsIn(client, database)).length > 0;
+      codeOf(error) === SQLSTATE.insufficientPrivilege && ((await sessionsIn(client, database)).length > 0 || ++refusedAlone < 2);
     await whilePassing(client, drop, sessionStays, 250).catch(async (error: unknown) => {
       throw await withSessions(client, database, error);
     });

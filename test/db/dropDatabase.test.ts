@@ -51,4 +51,23 @@ describe('dropDatabase', () => {
       await admin.end();
     }
   });
+
+  it('throws the refusal of a login that may not drop the database, and leaves the database there', async () => {
+    const adminUrl = inject('databaseUrl');
+    const db = await createTestDatabase({ migrate: false });
+    const admin = createPool(adminUrl, { max: 1 });
+    const outsider = `t_outsider_${randomBytes(6).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await admin.query(`CREATE ROLE ${outsider} LOGIN PASSWORD '${password}'`);
+    try {
+      await db.pool.end();
+      await expect(dropDatabase(asLogin(adminUrl, outsider, password), db.name)).rejects.toThrow(/must be owner of database/);
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db.name]);
+      expect(rowCount).toBe(1);
+    } finally {
+      await dropDatabase(adminUrl, db.name);
+      await admin.query(`DROP ROLE IF EXISTS ${outsider}`);
+      await admin.end();
+    }
+  });
 });
