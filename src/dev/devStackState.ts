@@ -160,9 +160,9 @@ export async function findDevStack(options: { log: Log; cwd?: string; env?: Node
     });
     if (!state) continue;
     const owner = given ? undefined : await anotherOwner([home, file]);
-    if (owner !== undefined) {
+    if (owner) {
       options.log(
-        `baton: passing over ${file}: owned by uid ${owner}, not by you (uid ${process.geteuid!()}); ` +
+        `baton: passing over ${file}: owned by uid ${owner.uid}, not by you (uid ${owner.me}); ` +
           `to use a stack another user started, set ${BATON_HOME_ENV} to its folder`,
       );
       continue;
@@ -173,13 +173,13 @@ export async function findDevStack(options: { log: Log; cwd?: string; env?: Node
   return undefined;
 }
 
-/** The owner (uid) of the first of `paths` this process's user does not own, if any (none where there are no uids). */
-async function anotherOwner(paths: string[]): Promise<number | undefined> {
+/** The owner of the first of `paths` this process's user (`me`) does not own, if any (none where there are no uids). */
+async function anotherOwner(paths: string[]): Promise<{ uid: number; me: number } | undefined> {
   const me = process.geteuid?.();
   if (me === undefined) return undefined;
   for (const p of paths) {
     const { uid } = await stat(p);
-    if (uid !== me) return uid;
+    if (uid !== me) return { uid, me };
   }
   return undefined;
 }

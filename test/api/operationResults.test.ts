@@ -26,7 +26,10 @@ async function answer<Op extends keyof typeof STORE_RESULTS>(
   const endpoint: AgentEndpoint = { url: serve.url, token };
   const result: unknown = await callAgentApi(endpoint, operation, input as never, 30_000);
   const parsed = STORE_RESULTS[operation].safeParse(result);
-  expect(parsed.error?.issues ?? [], `${operation} answered ${JSON.stringify(result)}`).toEqual([]);
+  expect(
+    parsed.error?.issues ?? [],
+    `${operation} answered ${JSON.stringify(result, (k, v) => (k === 'runToken' ? '(secret)' : v))}`,
+  ).toEqual([]);
   return parsed.data as z.infer<(typeof STORE_RESULTS)[Op]>;
 }
 

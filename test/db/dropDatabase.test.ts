@@ -10,14 +10,25 @@ import { createPool, dropDatabase } from '../../src/db/pool.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { createTestDatabase } from '../helpers/db.js';
 
+/** A test database, the administrator's pool, and a new login (`role`, `password`) that neither owns nor may end anything. */
+async function withStrangerLogin(prefix: string) {
+  const adminUrl = inject('databaseUrl');
+  const db = await createTestDatabase({ migrate: false });
+  const admin = createPool(adminUrl, { max: 1 });
+  const role = `t_${prefix}_${randomBytes(6).toString('hex')}`;
+  const password = randomBytes(18).toString('base64url');
+  await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  const cleanUp = async () => {
+    await dropDatabase(adminUrl, db.name);
+    await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    await admin.end();
+  };
+  return { adminUrl, db, admin, role, password, cleanUp };
+}
+
 describe('dropDatabase', () => {
   it('waits for a session it may not end to leave, then drops the database', async () => {
-    const adminUrl = inject('databaseUrl');
-    const db = await createTestDatabase({ migrate: false });
-    const admin = createPool(adminUrl, { max: 1 });
-    const stranger = `t_stranger_${randomBytes(6).toString('hex')}`;
-    const password = randomBytes(18).toString('base64url');
-    await admin.query(`CREATE ROLE ${stranger} LOGIN PASSWORD '${password}'`);
+    const { adminUrl, db, admin, role: stranger, password, cleanUp } = await withStrangerLogin('stranger');
     const session = new pg.Client({ connectionString: asLogin(db.url, stranger, password) });
     try {
       await session.connect();
@@ -46,28 +57,19 @@ describe('dropDatabase', () => {
       expect(rowCount).toBe(0);
     } finally {
       await session.end().catch(() => undefined);
-      await dropDatabase(adminUrl, db.name);
-      await admin.query(`DROP ROLE IF EXISTS ${stranger}`);
-      await admin.end();
+      await cleanUp();
     }
   });
 
   it('throws the refusal of a login that may not drop the database, and leaves the database there', async () => {
-    const adminUrl = inject('databaseUrl');
-    const db = await createTestDatabase({ migrate: false });
-    const admin = createPool(adminUrl, { max: 1 });
-    const outsider = `t_outsider_${randomBytes(6).toString('hex')}`;
-    const password = randomBytes(18).toString('base64url');
-    await admin.query(`CREATE ROLE ${outsider} LOGIN PASSWORD '${password}'`);
+    const { adminUrl, db, admin, role: outsider, password, cleanUp } = await withStrangerLogin('outsider');
     try {
       await db.pool.end();
       await expect(dropDatabase(asLogin(adminUrl, outsider, password), db.name)).rejects.toThrow(/must be owner of database/);
       const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db.name]);
       expect(rowCount).toBe(1);
     } finally {
-      await dropDatabase(adminUrl, db.name);
-      await admin.query(`DROP ROLE IF EXISTS ${outsider}`);
-      await admin.end();
+      await cleanUp();
     }
   });
 });
