@@ -218,9 +218,17 @@ describe('one task against a model of the state machine (fast-check commands)', 
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 30 }), async (cmds) => {
         const graphId = await insertGraph(db.pool, { t: [] });
-        const real = { db: db.pool, taskId: `${graphId}/t` };
+        // One connection, so each step starts after the last has ended. A refused call is answered
+        // before its statement's row lock is let go, and the pool then drops that connection: on a
+        // fresh one, a claim's SKIP LOCKED could still find the row locked and (rightly) skip it.
+        const connection = await db.pool.connect();
+        const real = { db: connection, taskId: `${graphId}/t` };
         const model: Model = { status: 'ready', owner: null, claimVersion: 0, refusals: 0, submitted: false };
-        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        try {
+          await fc.asyncModelRun(() => ({ model, real }), cmds);
+        } finally {
+          connection.release();
+        }
         const task = await taskRead(db.pool, real.taskId);
         expect({ status: task.status, claimVersion: task.claimVersion }).toEqual({
           status: model.status,
