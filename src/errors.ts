@@ -49,6 +49,7 @@ export const ERROR_RESPONSES = {
   port_taken: { httpStatus: 503, exitCode: 1 },
   dev_stack_running: { httpStatus: 503, exitCode: 1 },
   dev_stack_not_found: { httpStatus: 503, exitCode: 1 },
+  temporal_not_named: { httpStatus: 503, exitCode: 1 },
 } as const satisfies Record<string, ErrorResponse>;
 
 export type ErrorCode = keyof typeof ERROR_RESPONSES;

@@ -16,7 +16,7 @@ import { DEV_LOGINS, devLoginUrl, ensureDevLogins, type DevComponent } from '../
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import { devStackSearchPath, findDevStack, type FoundDevStack } from '../dev/devStackState.js';
 import { EMBEDDED_SUPERUSER, embeddedPostgresSecretFile, embeddedPostgresUrl, pingPostgres } from '../dev/embeddedPostgres.js';
-import { DevStackNotFoundError } from '../dev/errors.js';
+import { DevStackNotFoundError, TemporalNotNamedError } from '../dev/errors.js';
 import { readSecretFile } from '../dev/secretFile.js';
 import type { Log } from '../log.js';
 import { connectWorker, temporalSettings, type TemporalSettings } from '../temporal/connection.js';
@@ -68,6 +68,12 @@ export interface CliContextOptions {
   login?: DevComponent | 'admin';
   /** Refuse, at start, a login that is not in this group role (nor the owner's, nor a superuser). */
   requireRole?: GroupRole;
+  /**
+   * The command works through Temporal (a worker, the health check): refuse before anything is
+   * touched when the deployment names no Temporal server (no `TEMPORAL_ADDRESS`, no address in a
+   * Temporal config profile, no `baton dev` found). (Default: refuse at the first call that dials)
+   */
+  needsTemporal?: boolean;
 }
 
 export interface CliContext {
@@ -120,6 +126,13 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
   // Without DATABASE_URL, the database and (unless TEMPORAL_ADDRESS says otherwise) Temporal are
   // the running `baton dev`'s, as a pair: never its database with some other Temporal.
   const dev = stack || env.databaseUrl ? undefined : await reachDevStack(log);
+  const devTemporal = env.temporalAddress ? undefined : dev?.state.temporal;
+  const settings =
+    stack?.temporal ?? temporalSettings(devTemporal ? { address: devTemporal.address, namespace: devTemporal.namespace } : {});
+  // Never Temporal's own default (localhost:7233) for a deployment that names its database: a
+  // setting left out would send this command's workflows to whatever answers there.
+  const unnamed = settings.connectionOptions.address ? undefined : new TemporalNotNamedError();
+  if (options.needsTemporal && unnamed) throw unnamed;
   const component = options.login === 'admin' || !options.login ? 'client' : options.login;
   let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(dev ? { dev } : { databaseUrl: env.databaseUrl! }, component));
   let pool = createPool(databaseUrl, poolOptions);
@@ -144,9 +157,6 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     throw error;
   }
 
-  const devTemporal = env.temporalAddress ? undefined : dev?.state.temporal;
-  const settings =
-    stack?.temporal ?? temporalSettings(devTemporal ? { address: devTemporal.address, namespace: devTemporal.namespace } : {});
   let connection: Connection | undefined;
   let client: Client | undefined;
   let worker: Promise<NativeConnection> | undefined;
@@ -164,6 +174,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
       connection ??= Connection.lazy(settings.connectionOptions as ConnectionOptions);
       client ??= new Client({ connection, namespace: settings.namespace });
       if (connect) {
+        if (unnamed) throw unnamed;
         try {
           await connection.ensureConnected();
         } catch (error) {
@@ -173,10 +184,12 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
       return client;
     },
     workerConnection: () =>
-      (worker ??= connectWorker(settings).catch((error: Error) => {
-        worker = undefined;
-        throw unreachable(error);
-      })),
+      unnamed
+        ? Promise.reject(unnamed)
+        : (worker ??= connectWorker(settings).catch((error: Error) => {
+            worker = undefined;
+            throw unreachable(error);
+          })),
     close: async () => {
       await connection?.close();
       await (await worker?.catch(() => undefined))?.close();

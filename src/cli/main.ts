@@ -61,8 +61,9 @@ const program = new Command()
   .description(
     'Safe shared work for many agents: atomic claims in PostgreSQL, fencing tokens, Temporal heartbeats.\n' +
       `Reads ${DATABASE_URL_ENV}, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*;\n` +
-      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, dev, worker, demo and check start an embedded one with its state in ./.baton,\n' +
-      'and the other commands use the running baton dev they find in .baton/dev-stack.json (from this folder up, or in BATON_HOME).\n' +
+      'where DATABASE_URL or TEMPORAL_ADDRESS is unset, dev, demo and drill start an embedded one with its state in ./.baton;\n' +
+      'the other commands use the running baton dev they find in .baton/dev-stack.json (from this folder up, or in BATON_HOME),\n' +
+      'and refuse, naming the missing setting, when there is none (never a server of their own, never localhost:7233 by default).\n' +
       'migrate, dev, worker, demo, check and drill apply pending migrations as they start (dev, worker and ' +
       'check: unless --no-migrate); the other commands never change the schema and refuse a database that is not migrated.',
   )
@@ -172,10 +173,14 @@ program
   .action(async (opts: { migrate: boolean }) => {
     const [{ withCliContext }, { runHealthCheck }] = await Promise.all([import('./context.js'), import('../healthCheck.js')]);
     await installTemporalRuntime();
-    await withCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker' }, async (open) => {
-      const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
-      process.stdout.write(`${JSON.stringify(row)}\n`);
-    });
+    await withCliContext(
+      log,
+      { migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker', needsTemporal: true },
+      async (open) => {
+        const row = await runHealthCheck({ pool: open.pool, temporal: open.temporalSettings, log });
+        process.stdout.write(`${JSON.stringify(row)}\n`);
+      },
+    );
   });
 
 program
@@ -209,7 +214,9 @@ program
 
 program
   .command('worker')
-  .description(`run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings`)
+  .description(
+    `run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings, else the running baton dev's`,
+  )
   .addOption(taskQueueOption('task queue to poll (workflows, runs and verifications)'))
   .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
   .option(
@@ -221,13 +228,13 @@ program
   .addOption(agentSandboxFlag())
   .addOption(agentNetworkFlag())
   .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean } & AgentIsolationFlags) => {
-    const [{ openCliContext }, { describeStack }, { createBatonWorker }] = await Promise.all([
+    const [{ openCliContext }, { describeDeployment }, { createBatonWorker }] = await Promise.all([
       import('./context.js'),
       import('./stack.js'),
       import('../worker.js'),
     ]);
     await installTemporalRuntime();
-    const open = await openCliContext(log, { start: {}, migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker' });
+    const open = await openCliContext(log, { migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker', needsTemporal: true });
     const worker = await createBatonWorker({
       connection: await open.workerConnection(),
       namespace: open.temporalSettings.namespace,
@@ -240,7 +247,7 @@ program
       await open.close();
       throw error;
     });
-    describeStack(open.stack, log);
+    describeDeployment(open, log);
     log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
     const running = worker.run();
     await Promise.race([running.catch(() => undefined), untilSignal()]);

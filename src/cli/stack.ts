@@ -5,7 +5,7 @@ import { DEV_LOGINS, devLoginSecretFile } from '../dev/devLogins.js';
 import type { DevStack, DevStackOptions } from '../dev/devStack.js';
 import type { Log } from '../log.js';
 import { shellQuote } from '../shellQuote.js';
-import { openCliContext, type CliContextOptions, type StackContext } from './context.js';
+import { openCliContext, type CliContext, type CliContextOptions, type StackContext } from './context.js';
 
 /** A running (or reached) stack with an up-to-date schema; what the demo and scripts/ work on. */
 type OpenStack = StackContext;
@@ -25,6 +25,14 @@ export function describeStack(stack: DevStack, log: Log): void {
   const version = stack.temporalServerVersion ? ` ${stack.temporalServerVersion}` : '';
   log(`Temporal${version}: ${stack.temporal.connectionOptions.address} (namespace ${stack.temporal.namespace})`);
   if (stack.temporalUiUrl) log(`Temporal UI: ${stack.temporalUiUrl}`);
+}
+
+/** Prints where a command's deployment is: the stack it started, else the one it was given or found. */
+export function describeDeployment(context: CliContext, log: Log): void {
+  if (context.stack) return describeStack(context.stack, log);
+  log(`Postgres: ${withoutPassword(context.databaseUrl)}${context.devHome ? ` (baton dev in ${context.devHome})` : ''}`);
+  const { connectionOptions, namespace } = context.temporalSettings;
+  log(`Temporal: ${connectionOptions.address} (namespace ${namespace})`);
 }
 
 /**

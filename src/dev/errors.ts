@@ -1,4 +1,5 @@
 import { BatonError } from '../errors.js';
+import { DATABASE_URL_ENV, TEMPORAL_ADDRESS_ENV } from '../config.js';
 
 /** A server of the local stack, with the `baton dev` flag that moves it. */
 const DEV_SERVERS = {
@@ -60,5 +61,21 @@ export class DevStackNotFoundError extends BatonError {
   readonly code = 'dev_stack_not_found';
   constructor(readonly detail: string) {
     super(detail);
+  }
+}
+
+/**
+ * Thrown when a command that works through Temporal is given a database (DATABASE_URL) but no
+ * Temporal server: no TEMPORAL_ADDRESS and no address in a Temporal config profile. Nothing was
+ * touched; Temporal's own default, localhost:7233, is never assumed for a deployment.
+ */
+export class TemporalNotNamedError extends BatonError {
+  override readonly name = 'TemporalNotNamedError';
+  readonly code = 'temporal_not_named';
+  constructor() {
+    super(
+      `${TEMPORAL_ADDRESS_ENV} is not set: ${DATABASE_URL_ENV} names a deployment, so name its Temporal server too ` +
+        `(${TEMPORAL_ADDRESS_ENV}, or an address in a Temporal config profile)`,
+    );
   }
 }

@@ -122,6 +122,21 @@ describe('commands that migrate as they start', () => {
     });
   });
 
+  it('refuse a deployment that names no Temporal server before touching its database', async () => {
+    await withEmptyDatabase(async (db, env) => {
+      const { TEMPORAL_ADDRESS: _named, ...unnamed } = env;
+      for (const args of [['worker'], ['check']]) {
+        const result = await runCli(args, unnamed);
+        expect(result.code, `baton ${args.join(' ')}: ${result.output}`).toBe(1);
+        expect(result.output.trim()).toBe(
+          'baton: TEMPORAL_ADDRESS is not set: DATABASE_URL names a deployment, so name its Temporal server too ' +
+            '(TEMPORAL_ADDRESS, or an address in a Temporal config profile)',
+        );
+      }
+      expect(await hasBatonSchema(db)).toBe(false);
+    });
+  });
+
   it('baton worker migrates an empty database before it polls, and stops cleanly', async () => {
     await withEmptyDatabase(async (db, env) => {
       const taskQueue = `migrate-on-start-${randomUUID().slice(0, 8)}`;

@@ -2,7 +2,7 @@
 // without DATABASE_URL finds it the way git finds its folder: from any subfolder of the project,
 // whichever ports it was started on; BATON_HOME, when set, names the home instead. A stack that
 // was killed leaves a stale file that commands pass over, and the next start there takes over.
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -92,6 +92,10 @@ describe('finding baton dev from anywhere in the project', () => {
     const status = await baton(['status', 'found-from-below', '--json'], below);
     expect(status.code, status.output).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ key: 'hello', status: 'verified' });
+    // A command that works through Temporal takes the stack's as well, as its worker login.
+    const check = await baton(['check'], below);
+    expect(check.code, check.output).toBe(0);
+    expect(JSON.parse(check.stdout)).toMatchObject({ id: expect.any(Number), workflowId: expect.any(String) });
   });
 
   it('is found through BATON_HOME from outside the project, and BATON_HOME is the only place looked at when set', async () => {
@@ -101,12 +105,16 @@ describe('finding baton dev from anywhere in the project', () => {
 
     const elsewhere = await mkdtemp(path.join(tmpdir(), 'baton-other-home-'));
     try {
-      const notThere = await baton(['graphs'], below, { BATON_HOME: elsewhere });
-      expect(notThere.code).toBe(1);
-      expect(notThere.output.trim()).toBe(
-        `baton: DATABASE_URL is not set and no running baton dev was found (looked for ${elsewhere} (BATON_HOME)); ` +
-          "set DATABASE_URL and TEMPORAL_ADDRESS, or start 'npx baton dev' in this project",
-      );
+      // A worker or a health check refuses too, and starts nothing of its own in that home.
+      for (const args of [['graphs'], ['worker'], ['check']]) {
+        const notThere = await baton(args, below, { BATON_HOME: elsewhere });
+        expect(notThere.code, notThere.output).toBe(1);
+        expect(notThere.output.trim(), args[0]).toBe(
+          `baton: DATABASE_URL is not set and no running baton dev was found (looked for ${elsewhere} (BATON_HOME)); ` +
+            "set DATABASE_URL and TEMPORAL_ADDRESS, or start 'npx baton dev' in this project",
+        );
+      }
+      expect(await readdir(elsewhere)).toEqual([]);
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }
