@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
 import type { Confinement } from './isolation/confinement.js';
 import { killAgentProcesses } from './isolation/isolateOwner.js';
 import { spawnWithOutsideNetwork } from './isolation/sandboxNetwork.js';
@@ -85,23 +86,26 @@ export function runShell(
     const child = spawnConfined(options.confinement, ['sh', '-c', command], { cwd: options.cwd, env: options.env, stdout: 'pipe' });
     const hash = createHash('sha256');
     let tail = '';
-    let partial = '';
-    const onData = (chunk: Buffer) => {
+    // Lines are put together per stream: half a line of one (a shell's error message is written in
+    // parts) must not swallow a whole line of the other; nor is a character split across reads.
+    const partial = { stdout: '', stderr: '' };
+    const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+    const onData = (stream: keyof typeof partial) => (chunk: Buffer) => {
       hash.update(chunk);
-      const text = chunk.toString();
+      const text = decoders[stream].write(chunk);
       tail = (tail + text).slice(-OUTPUT_TAIL_BYTES);
-      const lines = (partial + text).split('\n');
-      partial = lines.pop() ?? '';
+      const lines = (partial[stream] + text).split('\n');
+      partial[stream] = lines.pop() ?? '';
       for (const line of lines) options.onLine?.(line);
       // Output that never ends a line is passed on in pieces: what is held back stays bounded, so
       // reading any output costs time in proportion to its size (S6).
-      while (partial.length > OUTPUT_LINE_MAX_CHARS) {
-        options.onLine?.(partial.slice(0, OUTPUT_LINE_MAX_CHARS));
-        partial = partial.slice(OUTPUT_LINE_MAX_CHARS);
+      while (partial[stream].length > OUTPUT_LINE_MAX_CHARS) {
+        options.onLine?.(partial[stream].slice(0, OUTPUT_LINE_MAX_CHARS));
+        partial[stream] = partial[stream].slice(OUTPUT_LINE_MAX_CHARS);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout!.on('data', onData('stdout'));
+    child.stderr!.on('data', onData('stderr'));
     const kill = () => void killAgentProcesses({ pgid: child.pid, user });
     if (options.signal.aborted) kill();
     options.signal.addEventListener('abort', kill, { once: true });
@@ -112,7 +116,7 @@ export function runShell(
     if (user) child.once('exit', () => (leftoversKilled = killAgentProcesses({ user })));
     child.once('close', (code, sig) => {
       options.signal.removeEventListener('abort', kill);
-      if (partial) options.onLine?.(partial);
+      for (const rest of [partial.stdout, partial.stderr]) if (rest) options.onLine?.(rest);
       void leftoversKilled.then(() => {
         // Only a process our kill ended counts as cancelled: one that had already exited on its own
         // (even if not yet reaped when cancellation came) keeps its result.

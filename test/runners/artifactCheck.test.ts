@@ -192,4 +192,16 @@ describe("an agent's output", () => {
     expect(Math.max(...lengths)).toBe(OUTPUT_LINE_MAX_CHARS);
     expect(lengths.reduce((a, b) => a + b, 0)).toBe(bytes);
   });
+
+  it('keeps a line of stdout whole when stderr has half a line pending (a shell error message written in parts)', async () => {
+    const lines: string[] = [];
+    const outcome = await runShell(`printf 'err-start' >&2; sleep 0.2; echo 'ATTACK out-line'; sleep 0.2; echo ' err-end' >&2`, {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      signal: new AbortController().signal,
+      onLine: (line) => lines.push(line),
+    });
+    expect(outcome.exitCode).toBe(0);
+    expect(lines.sort()).toEqual(['ATTACK out-line', 'err-start err-end']);
+  });
 });
