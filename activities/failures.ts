@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { BatonError } from '../src/errors.js';
 
 /**
@@ -32,4 +32,24 @@ export function withActivityFailures<T extends ActivityFunctions>(activities: T)
     };
   }
   return wrapped as T;
+}
+
+/** How soon Temporal runs again what a shutting-down worker handed back: at once, on another worker. */
+const HANDED_BACK_RETRY_DELAY_MS = 10;
+
+/**
+ * Whether `signal` (an activity's cancellation signal) was aborted because this worker is shutting
+ * down and its grace ran out, rather than because the workflow cancelled the activity or Temporal
+ * timed it out.
+ */
+export function shuttingDown(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof CancelledFailure && signal.reason.message === 'WORKER_SHUTDOWN';
+}
+
+/**
+ * What an activity cut off by its worker's shutdown throws once it has handed its work back:
+ * retryable, and retried at once (not after the retry interval, nor a heartbeat timeout).
+ */
+export function handedBack(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ message, type: 'HandedBack', nextRetryDelay: HANDED_BACK_RETRY_DELAY_MS });
 }

@@ -17,7 +17,7 @@ import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
-import { withActivityFailures } from './failures.js';
+import { handedBack, shuttingDown, withActivityFailures } from './failures.js';
 
 export interface TaskActivityDeps {
   db: Queryable;
@@ -206,19 +206,25 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           throw agentError;
         }
         // The database or the worktree failed under the run, or the run was cancelled (its
-        // workflow was, or Temporal gave up on this attempt): give this claim back, then let
-        // Temporal retry; the attempt count decides whether the task runs again. Keyed on the
-        // claim version, so a claim another attempt already recovered is left alone.
+        // workflow was, or Temporal gave up on this attempt), or this worker is shutting down and
+        // the run outlived its grace: give this claim back, then let Temporal retry (at once after
+        // a hand-back); the attempt count decides whether the task runs again, and a hand-back
+        // returns its attempt. Keyed on the claim version, so a claim another attempt already
+        // recovered is left alone.
+        const handingBack = shuttingDown(ctx.cancellationSignal);
+        const reason = handingBack
+          ? `worker ${identity} is shutting down and the run had not finished: handed back for another worker to take at once`
+          : `run ${ctx.cancellationSignal.aborted ? 'cancelled' : 'failed'} before submitting: ${error instanceof Error ? error.message : String(error)}`;
         await claimRelease(db, {
           taskId: input.taskId,
           claimVersion: claim.claimVersion,
           actor: identity,
-          kind: 'claim_released',
-          reason: `run ${ctx.cancellationSignal.aborted ? 'cancelled' : 'failed'} before submitting: ${error instanceof Error ? error.message : String(error)}`,
+          kind: handingBack ? 'handed_back' : 'claim_released',
+          reason,
         }).catch((e: unknown) =>
           ctx.log.warn('claim not released; the next attempt recovers it', { taskId: input.taskId, error: String(e) }),
         );
-        throw error;
+        throw handingBack ? handedBack(reason) : error;
       } finally {
         finished = true;
         clearInterval(keepAlive);
@@ -289,6 +295,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
               )
             : await check();
       } catch (error) {
+        // Cut off by this worker's shutdown: another worker verifies it at once (and says so, `verification_restarted`).
+        if (shuttingDown(ctx.cancellationSignal))
+          throw handedBack(`worker ${identity} shut down before the verification of ${input.taskId} finished`);
         if (ctx.cancellationSignal.aborted || ctx.info.attempt < VERIFY_ATTEMPTS_MAX) throw error;
         result = refusedArtifact(
           artifact.revision,

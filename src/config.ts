@@ -21,6 +21,12 @@ export const BATON_ACTOR_ENV = 'BATON_ACTOR';
 export const GRAPH_LIST_LIMIT_DEFAULT = 50;
 /** Task queue baton's worker polls unless told otherwise. */
 export const TASK_QUEUE_DEFAULT = 'baton';
+/**
+ * How long `baton worker`, told to stop, lets running agents and verifications finish before it
+ * hands their claims back: room for a short step to end, inside the 30 s a container platform
+ * usually waits before it kills (Kubernetes' default; set Docker's `stop_grace_period` above it).
+ */
+export const WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT = 20;
 /** Port of the embedded Postgres started by `baton dev`. */
 export const DEV_POSTGRES_PORT_DEFAULT = 54329;
 /**

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../src/config.js';
 
 // Static checks only: there is no Docker engine here, so the files are parsed, not run.
 
@@ -15,6 +16,7 @@ interface Service {
   depends_on?: DependsOn;
   ports?: Array<string | number | { target?: number | string; published?: number | string }>;
   deploy?: { replicas?: number };
+  stop_grace_period?: string;
 }
 
 interface ComposeFile {
@@ -129,6 +131,17 @@ describe('docker-compose.yml: the production topology', () => {
     expectOf('baton-worker', `DATABASE_URL '${databaseUrl}' is a postgresql:// URL`, databaseUrl).toMatch(/^postgres(ql)?:\/\//);
     expectOf('baton-worker', 'DATABASE_URL host', URL.canParse(databaseUrl) ? new URL(databaseUrl).hostname : databaseUrl).toBe('postgres');
     expectOf('baton-worker', 'TEMPORAL_ADDRESS', worker.TEMPORAL_ADDRESS).toBe('temporal:7233');
+  });
+
+  it("gives baton-worker longer to stop than its drain's grace, so a redeploy hands claims back instead of killing runs", () => {
+    const stopGrace = /^(\d+)s$/.exec(String(service('baton-worker').stop_grace_period ?? ''));
+    expectOf('baton-worker', `stop_grace_period ${service('baton-worker').stop_grace_period} in seconds`, stopGrace).toBeTruthy();
+    expectOf(
+      'baton-worker',
+      'runs baton worker with the default grace',
+      (service('baton-worker').command as string[]).join(' '),
+    ).not.toMatch(/--shutdown-grace/);
+    expectOf('baton-worker', 'stop_grace_period (s)', Number(stopGrace![1])).toBeGreaterThan(WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT);
   });
 
   it('serves the agent API from baton-agent-api on a login of its own that the migrator creates in the agent group', () => {

@@ -3,7 +3,7 @@
 // in a blink.
 import { inspect } from 'node:util';
 import { Argument, Command, Option } from 'commander';
-import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT } from '../config.js';
+import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT, WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../config.js';
 import { BatonError, errorResponse } from '../errors.js';
 import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
@@ -14,7 +14,7 @@ import { registerDoctorCommand } from './doctorCommand.js';
 import { registerDrillCommand } from './drillCommand.js';
 import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
-import { jsonOption, noMigrateOption, parsePort, taskQueueOption, untilSignal } from './options.js';
+import { jsonOption, noMigrateOption, parseNonNegativeInt, parsePort, taskQueueOption, untilSignal } from './options.js';
 import { registerTaskCommands } from './taskCommands.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 import { registerToolCommands } from './toolCommands.js';
@@ -223,41 +223,69 @@ program
     '--workflow-bundle <file>',
     "prebuilt workflow bundle (default: the installed package's own, else the workflows bundled at start)",
   )
+  .option(
+    '--shutdown-grace <seconds>',
+    'on SIGTERM or SIGINT, stop taking work and give running agents and verifications this long to finish; ' +
+      'then hand their claims back for another worker to take at once (0: at once; a second signal stops without waiting)',
+    parseNonNegativeInt,
+    WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT,
+  )
   .addOption(noMigrateOption())
   .addOption(agentUserFlag())
   .addOption(agentSandboxFlag())
   .addOption(agentNetworkFlag())
-  .action(async (opts: { taskQueue: string; workDir?: string; workflowBundle?: string; migrate: boolean } & AgentIsolationFlags) => {
-    const [{ openCliContext }, { describeDeployment }, { createBatonWorker }] = await Promise.all([
-      import('./context.js'),
-      import('./stack.js'),
-      import('../worker.js'),
-    ]);
-    await installTemporalRuntime();
-    const open = await openCliContext(log, { migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker', needsTemporal: true });
-    const worker = await createBatonWorker({
-      connection: await open.workerConnection(),
-      namespace: open.temporalSettings.namespace,
-      taskQueue: opts.taskQueue,
-      db: open.pool,
-      workDir: opts.workDir,
-      workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
-      agentIsolation: await agentIsolationOf(opts),
-    }).catch(async (error: unknown) => {
+  .action(
+    async (
+      opts: { taskQueue: string; workDir?: string; workflowBundle?: string; shutdownGrace: number; migrate: boolean } & AgentIsolationFlags,
+    ) => {
+      const [{ openCliContext }, { describeDeployment }, { createBatonWorker }] = await Promise.all([
+        import('./context.js'),
+        import('./stack.js'),
+        import('../worker.js'),
+      ]);
+      await installTemporalRuntime();
+      const open = await openCliContext(log, { migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker', needsTemporal: true });
+      const worker = await createBatonWorker({
+        connection: await open.workerConnection(),
+        namespace: open.temporalSettings.namespace,
+        taskQueue: opts.taskQueue,
+        db: open.pool,
+        workDir: opts.workDir,
+        workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
+        agentIsolation: await agentIsolationOf(opts),
+        workerOptions: { shutdownGraceTime: opts.shutdownGrace * 1000 },
+      }).catch(async (error: unknown) => {
+        await open.close();
+        throw error;
+      });
+      describeDeployment(open, log);
+      log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
+      const running = worker.run();
+      const signal = await Promise.race([
+        running.then(
+          () => undefined,
+          () => undefined,
+        ),
+        untilSignal(),
+      ]);
+      if (signal) {
+        log(
+          `${signal}: draining. No new work is taken; running agents and verifications have ${opts.shutdownGrace} s to finish, ` +
+            'then their claims are handed back. Another signal stops at once.',
+        );
+        // A second signal takes its default action and ends the process: its runs are then recovered
+        // after their heartbeat timeout, as a killed worker's are.
+        process.removeAllListeners('SIGINT');
+        process.removeAllListeners('SIGTERM');
+      }
+      worker.shutdown();
+      await running.catch((error: unknown) => {
+        log(`worker failed: ${String(error)}`);
+        process.exitCode = 1;
+      });
       await open.close();
-      throw error;
-    });
-    describeDeployment(open, log);
-    log(`Worker ${worker.identity} polling task queue '${opts.taskQueue}'. Press Ctrl-C to stop.`);
-    const running = worker.run();
-    await Promise.race([running.catch(() => undefined), untilSignal()]);
-    worker.shutdown();
-    await running.catch((error: unknown) => {
-      log(`worker failed: ${String(error)}`);
-      process.exitCode = 1;
-    });
-    await open.close();
-  });
+    },
+  );
 
 registerValidateCommand(program, log);
 registerTaskCommands(program, log);

@@ -886,7 +886,7 @@ AS $function$
 DECLARE
   v_owner text;
 BEGIN
-  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released') THEN
+  IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released', 'handed_back') THEN
     RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
   END IF;
   SELECT owner INTO v_owner FROM baton.tasks
@@ -894,7 +894,14 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  UPDATE baton.tasks SET status = baton.task_ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL WHERE id = p_task_id;
+  IF p_kind = 'handed_back' AND v_owner IS DISTINCT FROM p_actor THEN
+    RAISE EXCEPTION '% may not hand back claim version % of task %: % holds it', p_actor, p_claim_version, p_task_id, v_owner
+      USING ERRCODE = 'BT003';
+  END IF;
+  UPDATE baton.tasks
+     SET status = baton.task_ready_or_blocked(p_task_id), owner = NULL, lease_expires_at = NULL,
+         attempts = attempts - CASE WHEN p_kind = 'handed_back' THEN 1 ELSE 0 END
+   WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
     coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
   RETURN true;

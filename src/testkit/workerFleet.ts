@@ -15,8 +15,8 @@ export interface WorkerFleet {
   spawn(identity?: string): WorkerProcess;
   /** The fleet's process with this owner identity; throws for an owner outside the fleet. */
   ownerOf(owner: string | null): WorkerProcess;
-  /** SIGKILLs `victim`, waits for it to exit and starts a replacement in its place. */
-  killAndReplace(victim: WorkerProcess): Promise<WorkerProcess>;
+  /** Sends `victim` `signal` (Default: SIGKILL), waits for it to exit and starts a replacement in its place. */
+  killAndReplace(victim: WorkerProcess, signal?: NodeJS.Signals): Promise<WorkerProcess>;
   /** Sends every process SIGCONT (a frozen one could not stop) then `signal` (Default: SIGKILL), waits for them to exit, and removes the work dir (and the bundle, when it made its own). */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -25,7 +25,13 @@ export interface WorkerFleet {
  * Finds or makes the workflow bundle (`workflowBundleFile`) and starts `size` worker processes on a task queue named
  * `baton-<name>-<random>`, with `env` (DATABASE_URL, TEMPORAL_ADDRESS, ...) added to this process's.
  */
-export async function startWorkerFleet(options: { name: string; env: Record<string, string>; size?: number }): Promise<WorkerFleet> {
+export async function startWorkerFleet(options: {
+  name: string;
+  env: Record<string, string>;
+  size?: number;
+  /** More `baton worker` flags for every process. */
+  args?: string[];
+}): Promise<WorkerFleet> {
   const suffix = randomUUID().slice(0, 8);
   const taskQueue = `baton-${options.name}-${suffix}`;
   const workDir = path.join(tmpdir(), `baton-${options.name}-work-${suffix}`);
@@ -34,7 +40,7 @@ export async function startWorkerFleet(options: { name: string; env: Record<stri
   const workers: WorkerProcess[] = [];
   let spawned = 0;
   const start = (identity = `${options.name}-worker-${++spawned}`) =>
-    spawnWorkerProcess({ identity, taskQueue, env: options.env, workflowBundle, workDir });
+    spawnWorkerProcess({ identity, taskQueue, env: options.env, workflowBundle, workDir, args: options.args });
   const spawn = (identity?: string) => {
     const worker = start(identity);
     workers.push(worker);
@@ -50,8 +56,8 @@ export async function startWorkerFleet(options: { name: string; env: Record<stri
       if (!worker) throw new Error(`task claimed by unknown owner ${owner}`);
       return worker;
     },
-    killAndReplace: async (victim) => {
-      victim.child.kill('SIGKILL');
+    killAndReplace: async (victim, signal = 'SIGKILL') => {
+      victim.child.kill(signal);
       await victim.exited;
       const replacement = start();
       workers.splice(workers.indexOf(victim), 1, replacement);

@@ -43,8 +43,10 @@ export function spawnWorkerProcess(options: {
   env: Record<string, string>;
   workflowBundle?: string;
   workDir: string;
+  /** More of `baton worker`'s flags, e.g. `['--shutdown-grace', '0']`. */
+  args?: string[];
 }): WorkerProcess {
-  const args = ['worker', '--task-queue', options.taskQueue, '--work-dir', options.workDir];
+  const args = ['worker', '--task-queue', options.taskQueue, '--work-dir', options.workDir, ...(options.args ?? [])];
   if (options.workflowBundle) args.push('--workflow-bundle', options.workflowBundle);
   const child = spawnBaton(args, { ...process.env, ...options.env, BATON_WORKER_ID: options.identity });
   return { identity: options.identity, child, ...watchChild(child) };

@@ -9,7 +9,7 @@ export interface AgentRun {
 }
 
 /** Events that end a claim: after one, nothing may land under that claim version. */
-const CLAIM_ENDED = new Set(['reclaimed_after_silence', 'claim_released', 'attempt_failed', 'failed']);
+const CLAIM_ENDED = new Set(['reclaimed_after_silence', 'claim_released', 'handed_back', 'attempt_failed', 'failed']);
 
 /**
  * What must hold after any fault, read from a graph's event log (ordered by id) and the agent runs:

@@ -116,6 +116,20 @@ describe('claims (T3)', () => {
     await expect(taskClaim(db.pool, task.id, 'me', 0)).rejects.toBeInstanceOf(InvalidInputError);
     expect((await taskRead(db.pool, task.id)).status).toBe('ready');
   });
+
+  it('takes a claim handed back only from its owner, and gives the attempt back with it', async () => {
+    const task = await insertTask(db.pool, { status: 'running', owner: 'leaving' });
+    const handBack = (actor: string) =>
+      claimRelease(db.pool, { taskId: task.id, claimVersion: 1, actor, kind: 'handed_back', reason: 'shutting down' });
+    await expect(handBack('someone-else')).rejects.toThrow(/someone-else may not hand back claim version 1 of task .*: leaving holds it/);
+    expect(await taskRead(db.pool, task.id)).toMatchObject({ status: 'running', owner: 'leaving', attempts: 1 });
+    expect(await handBack('leaving')).toBe(true);
+    expect(await taskRead(db.pool, task.id)).toMatchObject({ status: 'ready', owner: null, claimVersion: 1, attempts: 0 });
+    expect((await eventRead(db.pool, 'task', task.id)).at(-1)).toMatchObject({ kind: 'handed_back', actor: 'leaving', fence: 1 });
+    // The next claim bumps the version as any claim does; the attempt it counts is its own.
+    expect(await taskClaim(db.pool, task.id, 'next', LEASE_MS)).toMatchObject({ claimVersion: 2, attempts: 1 });
+    expect(await handBack('leaving')).toBe(false);
+  });
 });
 
 describe('fenced writes (T4)', () => {

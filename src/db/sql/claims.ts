@@ -41,8 +41,11 @@ export async function taskClaimNext(db: Queryable, owner: string, leaseMs: numbe
   return row ? toClaim(row) : undefined;
 }
 
-/** Why a claim is given back: its owner went silent, or its run failed under the agent. */
-type ReleaseKind = 'reclaimed_after_silence' | 'claim_released';
+/**
+ * Why a claim is given back: its owner went silent, its run failed under the agent, or its owner
+ * handed it back unfinished as it shut down (only the owner may; the attempt is given back too).
+ */
+type ReleaseKind = 'reclaimed_after_silence' | 'claim_released' | 'handed_back';
 
 /**
  * T6: makes a running task claimable again, but only if `claimVersion` is still the current claim.

@@ -1,0 +1,197 @@
+// A deploy drains: `baton worker` told to stop (SIGTERM) takes no new work, lets its running agents
+// finish within `--shutdown-grace`, and hands back what is still running then, so another worker
+// takes it at once instead of after a heartbeat timeout.
+import { rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatonClient, type BatonClient } from '../../src/client.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { TERMINAL_STATUSES } from '../../src/tasks/states.js';
+import type { TaskEvent, TaskRow } from '../../src/tasks/types.js';
+import { uniqueGraphId } from '../../src/testkit/graphs.js';
+import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
+import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
+import type { WorkerProcess } from '../../src/testkit/workerProcess.js';
+import { claimViolations } from '../faults/claimInvariants.js';
+import { useTaskStack } from '../helpers/taskStack.js';
+
+const stack = useTaskStack();
+
+/** A command task of a graph spec, as submitted. */
+interface TaskInput {
+  key: string;
+  run: { command: string };
+  verify: { command: string };
+  dependsOn?: string[];
+}
+
+/**
+ * Long enough that a task handed back only after it (a worker that hands nothing back) would
+ * time the test out: every recovery seen here is a hand-back's.
+ */
+const HEARTBEAT_TIMEOUT_MS = 300_000;
+/** As long as a test may wait for a state (a hang guard on a busy machine, never a measure). */
+const STATE_TIMEOUT_MS = 600_000;
+
+let repo: string;
+const fleets: WorkerFleet[] = [];
+
+beforeAll(async () => {
+  repo = await createScriptedRepo();
+});
+
+afterAll(async () => {
+  await Promise.all(fleets.map((f) => f.stop()));
+  if (repo) await rm(repo, { recursive: true, force: true });
+});
+
+async function fleetOf(size: number, graceSeconds: number): Promise<{ fleet: WorkerFleet; client: BatonClient }> {
+  const fleet = await startWorkerFleet({ name: 'drain', env: stack.workerEnv, size, args: ['--shutdown-grace', String(graceSeconds)] });
+  fleets.push(fleet);
+  return { fleet, client: createBatonClient({ db: stack.db.pool, temporal: stack.temporal.client, taskQueue: fleet.taskQueue }) };
+}
+
+async function submit(client: BatonClient, tasks: TaskInput[]): Promise<string> {
+  const graph = await client.submitGraph(
+    { id: uniqueGraphId('drain'), repo, policy: { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, maxAttempts: 1 }, tasks },
+    'drain-test',
+  );
+  return graph.id;
+}
+
+/**
+ * Waits until a task of the graph is running (owned by one of `owners`, when given) and its agent
+ * has printed 3 lines, so 57 of its 60 or more steps (50 ms each) are still ahead; returns it, or
+ * undefined once every task is verified.
+ */
+function midRun(client: BatonClient, graphId: string, owners?: Set<string>): Promise<TaskRow | undefined> {
+  return waitFor(
+    'a task mid-run',
+    async () => {
+      const tasks = await client.graphTasks(graphId);
+      const running = tasks.find((t) => t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3 && (!owners || owners.has(t.owner!)));
+      if (!running && tasks.some((t) => t.status !== 'verified')) throw new Error('no task mid-run yet');
+      return running;
+    },
+    { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 50 },
+  );
+}
+
+/** Waits until every task of the graph is verified; fails at once when one ends otherwise (failed, cancelled). */
+function allVerified(client: BatonClient, graphId: string): Promise<TaskRow[]> {
+  let ended: Error | undefined;
+  return waitFor(
+    'every task verified',
+    async () => {
+      const tasks = await client.graphTasks(graphId);
+      const left = tasks.filter((t) => t.status !== 'verified');
+      const lost = left.filter((t) => TERMINAL_STATUSES.has(t.status));
+      if (lost.length) ended = new Error(`ended unverified: ${lost.map((t) => `${t.key} ${t.status}`).join(', ')}`);
+      if (left.length) throw new Error(left.map((t) => `${t.key}: ${t.status}`).join(', '));
+      return tasks;
+    },
+    { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 200, abort: () => ended },
+  );
+}
+
+/** Sends SIGTERM and waits for the worker to exit; its exit code. */
+async function terminate(worker: WorkerProcess): Promise<number | null> {
+  worker.child.kill('SIGTERM');
+  await worker.exited;
+  return worker.child.exitCode;
+}
+
+const ofKind = (events: TaskEvent[], kind: string) => events.filter((e) => e.kind === kind);
+
+describe('a worker told to stop drains', () => {
+  it('hands back a run that outlives its grace, and another worker claims it at once', async () => {
+    const { fleet, client } = await fleetOf(2, 1);
+    const graphId = await submit(client, [
+      { key: 'long', run: { command: steppingAgent(200, 'long.txt') }, verify: { command: 'test -f long.txt' } },
+    ]);
+    const running = (await midRun(client, graphId))!;
+    const victim = fleet.ownerOf(running.owner);
+    expect(await terminate(victim)).toBe(0);
+    expect(victim.output()).toMatch(/SIGTERM: draining\. No new work is taken; running agents and verifications have 1 s to finish/);
+
+    const [task] = await allVerified(client, graphId);
+    const events = await client.events(task!.id);
+    const [handBack, ...more] = ofKind(events, 'handed_back');
+    expect(more).toEqual([]);
+    expect(handBack).toMatchObject({ actor: victim.identity, fence: running.claimVersion });
+    expect(handBack!.reason).toMatch(/is shutting down and the run had not finished: handed back/);
+    const next = ofKind(events, 'claimed').find((e) => e.fence === running.claimVersion + 1)!;
+    expect(next.actor).not.toBe(victim.identity);
+    // Taken again long before the heartbeat timeout could have handed it on (the database's clock).
+    const handedOnMs = new Date(next.at).getTime() - new Date(handBack!.at).getTime();
+    expect(handedOnMs).toBeLessThan(HEARTBEAT_TIMEOUT_MS);
+    console.log(`hand-back to the next claim: ${handedOnMs} ms`);
+    expect(ofKind(events, 'reclaimed_after_silence')).toEqual([]);
+    // The hand-back gave its attempt back: with one attempt allowed, the task still ran to the end.
+    expect(task!.attempts).toBe(1);
+    expect(claimViolations([task!.id], events, [])).toEqual([]);
+  }, 900_000);
+
+  it('lets a run that ends within its grace submit, and hands nothing back', async () => {
+    const { fleet, client } = await fleetOf(2, 600);
+    const graphId = await submit(client, [
+      { key: 'short', run: { command: steppingAgent(60, 'short.txt') }, verify: { command: 'test -f short.txt' } },
+    ]);
+    const running = (await midRun(client, graphId))!;
+    const victim = fleet.ownerOf(running.owner);
+    expect(await terminate(victim)).toBe(0);
+
+    const [task] = await allVerified(client, graphId);
+    const events = await client.events(task!.id);
+    expect(ofKind(events, 'submitted')).toEqual([expect.objectContaining({ actor: victim.identity, fence: running.claimVersion })]);
+    expect(ofKind(events, 'handed_back')).toEqual([]);
+    expect(ofKind(events, 'claimed')).toHaveLength(1);
+    // Verified by the worker still running: the draining one took no new work.
+    expect(ofKind(events, 'verification_started')[0]!.actor).not.toMatch(new RegExp(`^${victim.identity}`));
+  }, 900_000);
+
+  it('survives a rolling restart of every worker while a 20-task graph runs: all verified, nothing cut off without a hand-back', async () => {
+    const { fleet, client } = await fleetOf(3, 1);
+    // Four chains of five: four tasks at a time, each a few seconds of agent work.
+    const tasks: TaskInput[] = [];
+    for (let chain = 0; chain < 4; chain++) {
+      for (let link = 0; link < 5; link++) {
+        const key = `c${chain}-${link}`;
+        tasks.push({
+          key,
+          run: { command: steppingAgent(60, `${key}.txt`) },
+          verify: { command: `test -f ${key}.txt` },
+          dependsOn: link ? [`c${chain}-${link - 1}`] : [],
+        });
+      }
+    }
+    const graphId = await submit(client, tasks);
+    // One by one, each original worker is stopped, while it owns a run mid-way where one does, and replaced.
+    const originals = [...fleet.workers];
+    const left = new Set(originals.map((w) => w.identity));
+    const stoppedMidRun = new Set<string>();
+    while (left.size) {
+      const running = await midRun(client, graphId, left);
+      const victim = running ? fleet.ownerOf(running.owner) : fleet.workers.find((w) => left.has(w.identity))!;
+      left.delete(victim.identity);
+      if (running) stoppedMidRun.add(victim.identity);
+      await fleet.killAndReplace(victim, 'SIGTERM');
+      expect(victim.child.exitCode, victim.output()).toBe(0);
+    }
+
+    const verified = await allVerified(client, graphId);
+    expect(verified).toHaveLength(20);
+    const events = await client.events(graphId);
+    expect(
+      claimViolations(
+        verified.map((t) => t.id),
+        events,
+        [],
+      ),
+    ).toEqual([]);
+    // Every stopped owner handed its run back: none waited out a heartbeat timeout.
+    expect(ofKind(events, 'reclaimed_after_silence')).toEqual([]);
+    expect(stoppedMidRun.size).toBeGreaterThan(0);
+    expect(new Set(ofKind(events, 'handed_back').map((e) => e.actor))).toEqual(stoppedMidRun);
+    expect(verified.every((t) => t.attempts === 1)).toBe(true);
+  }, 1_200_000);
+});
