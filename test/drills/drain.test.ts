@@ -10,7 +10,6 @@ import type { TaskEvent, TaskRow } from '../../src/tasks/types.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
-import type { WorkerProcess } from '../../src/testkit/workerProcess.js';
 import { claimViolations } from '../faults/claimInvariants.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
@@ -93,28 +92,30 @@ function allVerified(client: BatonClient, graphId: string): Promise<TaskRow[]> {
   );
 }
 
-/** Sends SIGTERM and waits for the worker to exit; its exit code. */
-async function terminate(worker: WorkerProcess): Promise<number | null> {
-  worker.child.kill('SIGTERM');
-  await worker.exited;
-  return worker.child.exitCode;
+/**
+ * One task whose agent takes `steps` steps, on two workers that drain with `graceSeconds`: once it
+ * is mid-run, its owner is sent SIGTERM and must exit 0. Returns what the test reads after.
+ */
+async function stopOwnerMidRun(key: string, steps: number, graceSeconds: number) {
+  const { fleet, client } = await fleetOf(2, graceSeconds);
+  const graphId = await submit(client, [
+    { key, run: { command: steppingAgent(steps, `${key}.txt`) }, verify: { command: `test -f ${key}.txt` } },
+  ]);
+  const running = (await midRun(client, graphId))!;
+  const victim = fleet.ownerOf(running.owner);
+  victim.child.kill('SIGTERM');
+  await victim.exited;
+  expect(victim.child.exitCode, victim.output()).toBe(0);
+  const [task] = await allVerified(client, graphId);
+  return { running, victim, task: task!, events: await client.events(task!.id) };
 }
 
 const ofKind = (events: TaskEvent[], kind: string) => events.filter((e) => e.kind === kind);
 
 describe('a worker told to stop drains', () => {
   it('hands back a run that outlives its grace, and another worker claims it at once', async () => {
-    const { fleet, client } = await fleetOf(2, 1);
-    const graphId = await submit(client, [
-      { key: 'long', run: { command: steppingAgent(200, 'long.txt') }, verify: { command: 'test -f long.txt' } },
-    ]);
-    const running = (await midRun(client, graphId))!;
-    const victim = fleet.ownerOf(running.owner);
-    expect(await terminate(victim)).toBe(0);
+    const { running, victim, task, events } = await stopOwnerMidRun('long', 200, 1);
     expect(victim.output()).toMatch(/SIGTERM: draining\. No new work is taken; running agents and verifications have 1 s to finish/);
-
-    const [task] = await allVerified(client, graphId);
-    const events = await client.events(task!.id);
     const [handBack, ...more] = ofKind(events, 'handed_back');
     expect(more).toEqual([]);
     expect(handBack).toMatchObject({ actor: victim.identity, fence: running.claimVersion });
@@ -127,21 +128,12 @@ describe('a worker told to stop drains', () => {
     console.log(`hand-back to the next claim: ${handedOnMs} ms`);
     expect(ofKind(events, 'reclaimed_after_silence')).toEqual([]);
     // The hand-back gave its attempt back: with one attempt allowed, the task still ran to the end.
-    expect(task!.attempts).toBe(1);
-    expect(claimViolations([task!.id], events, [])).toEqual([]);
+    expect(task.attempts).toBe(1);
+    expect(claimViolations([task.id], events, [])).toEqual([]);
   }, 900_000);
 
   it('lets a run that ends within its grace submit, and hands nothing back', async () => {
-    const { fleet, client } = await fleetOf(2, 600);
-    const graphId = await submit(client, [
-      { key: 'short', run: { command: steppingAgent(60, 'short.txt') }, verify: { command: 'test -f short.txt' } },
-    ]);
-    const running = (await midRun(client, graphId))!;
-    const victim = fleet.ownerOf(running.owner);
-    expect(await terminate(victim)).toBe(0);
-
-    const [task] = await allVerified(client, graphId);
-    const events = await client.events(task!.id);
+    const { running, victim, events } = await stopOwnerMidRun('short', 60, 600);
     expect(ofKind(events, 'submitted')).toEqual([expect.objectContaining({ actor: victim.identity, fence: running.claimVersion })]);
     expect(ofKind(events, 'handed_back')).toEqual([]);
     expect(ofKind(events, 'claimed')).toHaveLength(1);
