@@ -126,15 +126,16 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
   // Without DATABASE_URL, the database and (unless TEMPORAL_ADDRESS says otherwise) Temporal are
   // the running `baton dev`'s, as a pair: never its database with some other Temporal.
   const dev = stack || env.databaseUrl ? undefined : await reachDevStack(log);
+  const component = options.login === 'admin' || !options.login ? 'client' : options.login;
+  let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(dev ? { dev } : { databaseUrl: env.databaseUrl! }, component));
   const devTemporal = env.temporalAddress ? undefined : dev?.state.temporal;
   const settings =
     stack?.temporal ?? temporalSettings(devTemporal ? { address: devTemporal.address, namespace: devTemporal.namespace } : {});
-  // Never Temporal's own default (localhost:7233) for a deployment that names its database: a
-  // setting left out would send this command's workflows to whatever answers there.
+  // Read once the database answers: a Temporal config file out of this user's reach is not the first
+  // thing to report. Never Temporal's own default (localhost:7233) for a deployment that names its
+  // database: a setting left out would send this command's workflows to whatever answers there.
   const unnamed = settings.connectionOptions.address ? undefined : new TemporalNotNamedError();
   if (options.needsTemporal && unnamed) throw unnamed;
-  const component = options.login === 'admin' || !options.login ? 'client' : options.login;
-  let databaseUrl = stack?.databaseUrl ?? (await reachDatabase(dev ? { dev } : { databaseUrl: env.databaseUrl! }, component));
   let pool = createPool(databaseUrl, poolOptions);
   let migration: MigrateResult | undefined;
   let componentUrls: Record<DevComponent, string> | undefined;
