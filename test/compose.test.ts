@@ -158,6 +158,15 @@ describe('docker-compose.yml: the production topology', () => {
     expectOf('baton-agent-api', 'publishes 8484', (service('baton-agent-api').ports ?? []).map(String).join(' ')).toMatch(/8484:8484/);
   });
 
+  it('publishes ports on 127.0.0.1 only: Postgres, Temporal, its UI and the agent API are not open to the network', () => {
+    const published = Object.entries(services).flatMap(([name, s]) => (s?.ports ?? []).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, port] of published) {
+      const where = typeof port === 'object' ? (port as { host_ip?: string }).host_ip : String(port).split(':').slice(0, -2).join(':');
+      expectOf(name, `port ${JSON.stringify(port)} binds`, where).toBe('127.0.0.1');
+    }
+  });
+
   it('writes no password: each is a required variable from .env', () => {
     for (const name of Object.keys(services)) {
       for (const [key, value] of Object.entries(env(name))) {
