@@ -22,6 +22,10 @@ FROM node:20.20-bookworm-slim
 # The Temporal SDK version baton is developed and tested against (package.json's devDependencies).
 ARG TEMPORAL_SDK_VERSION=1.24.0
 
+# git: the command runner's worktrees, the pool runner's commit check and the verifier all need it.
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY --from=pack /tmp/baton.tgz /tmp/baton.tgz
 # No optional dependencies: an image talks to the Postgres it is given, never an embedded one.

@@ -216,6 +216,8 @@ describe('docker-compose.yml: the production topology', () => {
       expect(dockerfile, name).toContain(`${name}@\${TEMPORAL_SDK_VERSION}`);
     // The compose services run `node bin/baton.js ...` in /app: the image links the package's bin there.
     expect(dockerfile).toMatch(/ln -s node_modules\/@batonhq\/baton\/bin bin/);
+    // The runtime stage (after the last FROM) has git: worktrees, commit checks and verification use it.
+    expect(dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))).toMatch(/apt-get install [^\n]*\bgit\b/);
   });
 
   it('only depends on services it defines', () => {
