@@ -8,7 +8,7 @@ import { waitFor } from '../../src/dev/waitFor.js';
 import { TERMINAL_STATUSES } from '../../src/tasks/states.js';
 import type { TaskEvent, TaskRow } from '../../src/tasks/types.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
-import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
+import { commitAll, createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { claimViolations } from '../faults/claimInvariants.js';
 import { useTaskStack } from '../helpers/taskStack.js';
@@ -93,14 +93,13 @@ function allVerified(client: BatonClient, graphId: string): Promise<TaskRow[]> {
 }
 
 /**
- * One task whose agent takes `steps` steps, on two workers that drain with `graceSeconds`: once it
- * is mid-run, its owner is sent SIGTERM and must exit 0. Returns what the test reads after.
+ * One task whose agent runs `command` (writing `<key>.txt`), on two workers that drain with
+ * `graceSeconds`: once it is mid-run, its owner is sent SIGTERM and must exit 0. Returns what the
+ * test reads after.
  */
-async function stopOwnerMidRun(key: string, steps: number, graceSeconds: number) {
+async function stopOwnerMidRun(key: string, command: string, graceSeconds: number) {
   const { fleet, client } = await fleetOf(2, graceSeconds);
-  const graphId = await submit(client, [
-    { key, run: { command: steppingAgent(steps, `${key}.txt`) }, verify: { command: `test -f ${key}.txt` } },
-  ]);
+  const graphId = await submit(client, [{ key, run: { command }, verify: { command: `test -f ${key}.txt` } }]);
   const running = (await midRun(client, graphId))!;
   const victim = fleet.ownerOf(running.owner);
   victim.child.kill('SIGTERM');
@@ -114,7 +113,9 @@ const ofKind = (events: TaskEvent[], kind: string) => events.filter((e) => e.kin
 
 describe('a worker told to stop drains', () => {
   it('hands back a run that outlives its grace, and another worker claims it at once', async () => {
-    const { running, victim, task, events } = await stopOwnerMidRun('long', 200, 1);
+    // Under its first claim the agent would take hours, so only a hand-back ends that claim; later claims finish quickly.
+    const firstClaimNeverEnds = `if [ "$BATON_CLAIM_VERSION" = 1 ]; then n=100000; else n=5; fi; for i in $(seq 1 $n); do echo "step $i"; sleep 0.05; done; echo long > long.txt; ${commitAll('long')}`;
+    const { running, victim, task, events } = await stopOwnerMidRun('long', firstClaimNeverEnds, 1);
     expect(victim.output()).toMatch(/SIGTERM: draining\. No new work is taken; running agents and verifications have 1 s to finish/);
     const [handBack, ...more] = ofKind(events, 'handed_back');
     expect(more).toEqual([]);
@@ -133,7 +134,7 @@ describe('a worker told to stop drains', () => {
   }, 900_000);
 
   it('lets a run that ends within its grace submit, and hands nothing back', async () => {
-    const { running, victim, events } = await stopOwnerMidRun('short', 60, 600);
+    const { running, victim, events } = await stopOwnerMidRun('short', steppingAgent(60, 'short.txt'), 600);
     expect(ofKind(events, 'submitted')).toEqual([expect.objectContaining({ actor: victim.identity, fence: running.claimVersion })]);
     expect(ofKind(events, 'handed_back')).toEqual([]);
     expect(ofKind(events, 'claimed')).toHaveLength(1);
@@ -160,16 +161,20 @@ describe('a worker told to stop drains', () => {
     // One by one, each original worker is stopped, while it owns a run mid-way where one does, and replaced.
     const originals = [...fleet.workers];
     const left = new Set(originals.map((w) => w.identity));
-    const stoppedMidRun = new Set<string>();
+    /** The claims each stopped worker held as it was told to stop. */
+    const heldAtStop: { owner: string; taskId: string; claimVersion: number }[] = [];
     while (left.size) {
       const running = await midRun(client, graphId, left);
       const victim = running ? fleet.ownerOf(running.owner) : fleet.workers.find((w) => left.has(w.identity))!;
       left.delete(victim.identity);
-      if (running) stoppedMidRun.add(victim.identity);
+      // Its claims as it is told to stop, the one just seen mid-run included (it may have finished since).
+      const held = (await client.graphTasks(graphId)).filter((t) => t.status === 'running' && t.owner === victim.identity);
+      for (const t of running && !held.some((h) => h.id === running.id) ? [...held, running] : held)
+        heldAtStop.push({ owner: victim.identity, taskId: t.id, claimVersion: t.claimVersion });
       await fleet.killAndReplace(victim, 'SIGTERM');
       expect(victim.child.exitCode, victim.output()).toBe(0);
     }
-
+    expect(heldAtStop.length).toBeGreaterThan(0);
     const verified = await allVerified(client, graphId);
     expect(verified).toHaveLength(20);
     const events = await client.events(graphId);
@@ -180,10 +185,17 @@ describe('a worker told to stop drains', () => {
         [],
       ),
     ).toEqual([]);
-    // Every stopped owner handed its run back: none waited out a heartbeat timeout.
+    // No run was cut off without a hand-back: each claim a stopped worker held ended with its own
+    // submit (finished within the grace) or its hand-back, and none waited out a heartbeat timeout.
     expect(ofKind(events, 'reclaimed_after_silence')).toEqual([]);
-    expect(stoppedMidRun.size).toBeGreaterThan(0);
-    expect(new Set(ofKind(events, 'handed_back').map((e) => e.actor))).toEqual(stoppedMidRun);
+    for (const held of heldAtStop) {
+      const ended = events.filter((e) => e.subjectId === held.taskId && e.fence === held.claimVersion && e.actor === held.owner);
+      expect(
+        ended.filter((e) => e.kind === 'submitted' || e.kind === 'handed_back').map((e) => e.kind),
+        `${held.taskId}@${held.claimVersion} of ${held.owner}`,
+      ).toHaveLength(1);
+    }
+    console.log(`rolling restart: ${heldAtStop.length} runs held at a stop, ${ofKind(events, 'handed_back').length} handed back`);
     expect(verified.every((t) => t.attempts === 1)).toBe(true);
   }, 1_200_000);
 });
