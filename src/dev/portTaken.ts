@@ -17,7 +17,8 @@ export async function requirePortFree(port: number, server: DevServer): Promise<
   throw new PortTakenError(port, server, await portHolder(port));
 }
 
-function canBind(port: number): Promise<boolean> {
+/** Whether `port` on 127.0.0.1 can be bound now (it is free, on every interface). */
+export function canBind(port: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.unref();

@@ -4,10 +4,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../dev/freePort.js';
+import { canBind } from '../dev/portTaken.js';
 import { run } from '../dev/run.js';
 import { waitFor } from '../dev/waitFor.js';
 import type { Log } from '../log.js';
@@ -30,15 +30,6 @@ interface TemporalServerBuild {
 /** Where builds are kept across clones: `$XDG_CACHE_HOME/baton`, else `~/.cache/baton`. */
 function machineCache(): string {
   return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'baton', `temporal-server-${TEMPORAL_SERVER_VERSION}`);
-}
-
-/** Whether `port` on 127.0.0.1 may be listened on now. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 const exists = (file: string) =>
@@ -92,8 +83,6 @@ export interface TemporalServer {
   namespace: string;
   /** The server's own databases on the Postgres it was given: persistence, then visibility. */
   databases: [string, string];
-  /** Everything the server printed so far. */
-  output(): string;
   /** Stops the server and drops its databases. */
   stop(): Promise<void>;
 }
@@ -141,7 +130,7 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
   const membership: number[] = [];
   while (membership.length < 4) {
     const port = 10_000 + Math.floor(Math.random() * 22_000);
-    if (!membership.includes(port) && (await portFree(port))) membership.push(port);
+    if (!membership.includes(port) && (await canBind(port))) membership.push(port);
   }
   const store = (database: string, conns: number) => ({
     sql: {
@@ -192,13 +181,18 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
     cwd: home,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  // The end of what it printed, for the error when it stops at start.
+  const collect = (c: Buffer) => (output = (output + c.toString()).slice(-8_000));
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
+      // A hang guard, as for the dev server: a server that ignores SIGTERM is killed.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
+      clearTimeout(timer);
     }
     for (const database of databases) await sql(database, 'drop', '-f').catch(() => undefined);
     await rm(home, { recursive: true, force: true });
@@ -218,5 +212,5 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
     await stop();
     throw error;
   }
-  return { address, namespace: 'default', databases, output: () => output, stop };
+  return { address, namespace: 'default', databases, stop };
 }

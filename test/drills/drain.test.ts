@@ -4,13 +4,12 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatonClient, type BatonClient } from '../../src/client.js';
-import { waitFor } from '../../src/dev/waitFor.js';
-import { TERMINAL_STATUSES } from '../../src/tasks/states.js';
-import type { TaskEvent, TaskRow } from '../../src/tasks/types.js';
+import type { TaskEvent } from '../../src/tasks/types.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
 import { commitAll, createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { claimViolations } from '../faults/claimInvariants.js';
+import { graphVerified, taskMidRun } from '../helpers/graphStates.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const stack = useTaskStack();
@@ -28,8 +27,6 @@ interface TaskInput {
  * time the test out: every recovery seen here is a hand-back's.
  */
 const HEARTBEAT_TIMEOUT_MS = 300_000;
-/** As long as a test may wait for a state (a hang guard on a busy machine, never a measure). */
-const STATE_TIMEOUT_MS = 600_000;
 
 let repo: string;
 const fleets: WorkerFleet[] = [];
@@ -58,41 +55,6 @@ async function submit(client: BatonClient, tasks: TaskInput[]): Promise<string> 
 }
 
 /**
- * Waits until a task of the graph is running (owned by one of `owners`, when given) and its agent
- * has printed 3 lines, so 57 of its 60 or more steps (50 ms each) are still ahead; returns it, or
- * undefined once every task is verified.
- */
-function midRun(client: BatonClient, graphId: string, owners?: Set<string>): Promise<TaskRow | undefined> {
-  return waitFor(
-    'a task mid-run',
-    async () => {
-      const tasks = await client.graphTasks(graphId);
-      const running = tasks.find((t) => t.status === 'running' && Number(t.progress?.lines ?? 0) >= 3 && (!owners || owners.has(t.owner!)));
-      if (!running && tasks.some((t) => t.status !== 'verified')) throw new Error('no task mid-run yet');
-      return running;
-    },
-    { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 50 },
-  );
-}
-
-/** Waits until every task of the graph is verified; fails at once when one ends otherwise (failed, cancelled). */
-function allVerified(client: BatonClient, graphId: string): Promise<TaskRow[]> {
-  let ended: Error | undefined;
-  return waitFor(
-    'every task verified',
-    async () => {
-      const tasks = await client.graphTasks(graphId);
-      const left = tasks.filter((t) => t.status !== 'verified');
-      const lost = left.filter((t) => TERMINAL_STATUSES.has(t.status));
-      if (lost.length) ended = new Error(`ended unverified: ${lost.map((t) => `${t.key} ${t.status}`).join(', ')}`);
-      if (left.length) throw new Error(left.map((t) => `${t.key}: ${t.status}`).join(', '));
-      return tasks;
-    },
-    { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 200, abort: () => ended },
-  );
-}
-
-/**
  * One task whose agent runs `command` (writing `<key>.txt`), on two workers that drain with
  * `graceSeconds`: once it is mid-run, its owner is sent SIGTERM and must exit 0. Returns what the
  * test reads after.
@@ -100,12 +62,12 @@ function allVerified(client: BatonClient, graphId: string): Promise<TaskRow[]> {
 async function stopOwnerMidRun(key: string, command: string, graceSeconds: number) {
   const { fleet, client } = await fleetOf(2, graceSeconds);
   const graphId = await submit(client, [{ key, run: { command }, verify: { command: `test -f ${key}.txt` } }]);
-  const running = (await midRun(client, graphId))!;
+  const running = (await taskMidRun(client, graphId))!;
   const victim = fleet.ownerOf(running.owner);
   victim.child.kill('SIGTERM');
   await victim.exited;
   expect(victim.child.exitCode, victim.output()).toBe(0);
-  const [task] = await allVerified(client, graphId);
+  const [task] = await graphVerified(client, graphId);
   return { running, victim, task: task!, events: await client.events(task!.id) };
 }
 
@@ -164,7 +126,7 @@ describe('a worker told to stop drains', () => {
     /** The claims each stopped worker held as it was told to stop. */
     const heldAtStop: { owner: string; taskId: string; claimVersion: number }[] = [];
     while (left.size) {
-      const running = await midRun(client, graphId, left);
+      const running = await taskMidRun(client, graphId, left);
       const victim = running ? fleet.ownerOf(running.owner) : fleet.workers.find((w) => left.has(w.identity))!;
       left.delete(victim.identity);
       // Its claims as it is told to stop, the one just seen mid-run included (it may have finished since).
@@ -175,7 +137,7 @@ describe('a worker told to stop drains', () => {
       expect(victim.child.exitCode, victim.output()).toBe(0);
     }
     expect(heldAtStop.length).toBeGreaterThan(0);
-    const verified = await allVerified(client, graphId);
+    const verified = await graphVerified(client, graphId);
     expect(verified).toHaveLength(20);
     const events = await client.events(graphId);
     expect(

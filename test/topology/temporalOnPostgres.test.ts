@@ -5,19 +5,15 @@
 import { rm } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createBatonClient, type BatonClient } from '../../src/client.js';
+import { createBatonClient } from '../../src/client.js';
 import { createPool, withDatabase } from '../../src/db/pool.js';
-import { waitFor } from '../../src/dev/waitFor.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
-import type { TaskRow } from '../../src/tasks/types.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
 import { startTemporalServer, TEMPORAL_SERVER_VERSION, type TemporalServer } from '../../src/testkit/temporalServer.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-
-/** As long as a test may wait for a state (a hang guard on a busy machine, never a measure). */
-const STATE_TIMEOUT_MS = 600_000;
+import { graphVerified, taskMidRun } from '../helpers/graphStates.js';
 
 let server: TemporalServer | undefined;
 let db: TestDatabase | undefined;
@@ -39,18 +35,6 @@ afterAll(async () => {
   await db?.drop();
   if (repo) await rm(repo, { recursive: true, force: true });
 });
-
-function settled(client: BatonClient, taskId: string): Promise<TaskRow> {
-  return waitFor(
-    `${taskId} verified`,
-    async () => {
-      const task = await client.task(taskId);
-      if (task.status !== 'verified') throw new Error(`${taskId} is ${task.status}`);
-      return task;
-    },
-    { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 200 },
-  );
-}
 
 describe(`baton on a Temporal server ${TEMPORAL_SERVER_VERSION} whose persistence is PostgreSQL`, () => {
   it('runs, verifies and releases through it, and recovers the task of a worker killed mid-run', async () => {
@@ -85,20 +69,15 @@ describe(`baton on a Temporal server ${TEMPORAL_SERVER_VERSION} whose persistenc
       'topology-test',
     );
     const build = taskIdOf(graph.id, 'build');
-    const running = await waitFor(
-      'build mid-run',
-      async () => {
-        const task = await client.task(build);
-        if (task.status !== 'running' || Number(task.progress?.lines ?? 0) < 3) throw new Error(`build is ${task.status}`);
-        return task;
-      },
-      { timeoutMs: STATE_TIMEOUT_MS, intervalMs: 50 },
-    );
+    // Only `build` can run first: `test` waits for it.
+    const running = (await taskMidRun(client, graph.id))!;
+    expect(running.id).toBe(build);
     const victim = fleet.ownerOf(running.owner);
     await fleet.killAndReplace(victim);
 
-    const built = await settled(client, build);
-    const tested = await settled(client, taskIdOf(graph.id, 'test'));
+    const tasks = await graphVerified(client, graph.id);
+    const built = tasks.find((t) => t.id === build)!;
+    const tested = tasks.find((t) => t.key === 'test')!;
     const events = await client.events(build);
     expect(events.find((e) => e.kind === 'reclaimed_after_silence')).toMatchObject({ fence: running.claimVersion });
     expect(built.claimVersion).toBe(running.claimVersion + 1);
