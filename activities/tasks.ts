@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { createAgentApi } from '../src/api/agentApi.js';
 import { newTokenSecret, secretSha256 } from '../src/api/tokenSecret.js';
@@ -9,9 +10,11 @@ import { taskFailAttempt, taskHeartbeat, taskSubmit } from '../src/db/sql/ownerW
 import { graphReadSource, graphReadTasks, taskRead } from '../src/db/sql/reads.js';
 import { runTokenIssue } from '../src/db/sql/tokens.js';
 import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
+import { batonHome } from '../src/config.js';
 import { InvalidInputError, StaleClaimError } from '../src/errors.js';
 import { checkArtifact } from '../src/runners/artifactCheck.js';
-import { resolveCommit } from '../src/runners/git.js';
+import { runBranch } from '../src/runners/git.js';
+import { repositoryMirrors, type RepositoryMirrors } from '../src/runners/repository.js';
 import { AgentFailedError, type Runner, type VerificationResult, type Verifier } from '../src/runners/types.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
@@ -28,6 +31,11 @@ export interface TaskActivityDeps {
   verifierFor(spec: { verify: { command?: string; function?: string } }): Verifier;
   /** T12: what an artifact must be before anything of it is verified. (Default: `checkArtifact`) */
   checkArtifact?: typeof checkArtifact;
+  /**
+   * The repositories runs and verifications work in: a graph's path, or this worker's mirror of its
+   * remote. (Default: mirrors in `<baton home>/work/mirrors`)
+   */
+  repositories?: RepositoryMirrors;
 }
 
 /** How often a verification tells Temporal it is alive, whatever the verifier does. */
@@ -87,6 +95,7 @@ export interface TaskView {
 /** Activities of the task lifecycle. Inputs and outputs are ids and versions only (S3). */
 export function createTaskActivities(deps: TaskActivityDeps) {
   const { db, identity } = deps;
+  const repositories = deps.repositories ?? repositoryMirrors(path.join(batonHome(), 'work', 'mirrors'));
 
   /** T6: stops the agent of a silent claim where possible and releases exactly that claim. */
   async function recoverClaim(task: TaskRow, claimVersion: number, reason: string): Promise<boolean> {
@@ -170,9 +179,27 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           );
       try {
         const graph = await graphReadSource(db, claim.graphId);
+        // A remote's base and the pinned upstream revisions are fetched into this worker's mirror first.
+        const repository = graph.repo === undefined ? undefined : await repositories.open(graph.repo);
+        const base = repository?.remote ? await repository.resolve(graph.base) : graph.base;
+        await repository?.fetch(Object.values(claim.upstreamRevisions));
+        const heartbeat = async (progress: Record<string, unknown>) => {
+          try {
+            await taskHeartbeat(db, fence, input.heartbeatTimeoutMs, progress);
+            beat(progress);
+          } catch (error) {
+            // A lost claim stops the agent. A database blip does not, and Temporal is not told the
+            // run is alive: if Postgres stays out of reach past the heartbeat timeout, the task is
+            // recovered by a worker that can reach it, and this one's submit is fenced whenever it comes.
+            if (error instanceof StaleClaimError) throw error;
+            ctx.log.warn('heartbeat not recorded in Postgres', { taskId: input.taskId, error: String(error) });
+          }
+        };
         const artifact = await runner.run({
           claim,
-          ...graph,
+          ...(repository ? { repo: repository.dir } : {}),
+          ...(repository?.remote ? { fetch: (revision: string) => repository.fetch([revision]) } : {}),
+          base,
           signal: ctx.cancellationSignal,
           log: () => {},
           heartbeatTimeoutMs: input.heartbeatTimeoutMs,
@@ -181,19 +208,16 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             await runTokenIssue(db, fence, claim.spec.run.agent ?? claim.taskId, secretSha256(token));
             return { api: createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } }), token };
           },
-          heartbeat: async (progress) => {
-            try {
-              await taskHeartbeat(db, fence, input.heartbeatTimeoutMs, progress);
-              beat(progress);
-            } catch (error) {
-              // A lost claim stops the agent. A database blip does not, and Temporal is not told the
-              // run is alive: if Postgres stays out of reach past the heartbeat timeout, the task is
-              // recovered by a worker that can reach it, and this one's submit is fenced whenever it comes.
-              if (error instanceof StaleClaimError) throw error;
-              ctx.log.warn('heartbeat not recorded in Postgres', { taskId: input.taskId, error: String(error) });
-            }
-          },
+          heartbeat,
         });
+        // On a remote, the commit is published for the verifier and the dependents, on the claim's
+        // own branch, and only while the claim holds: a fenced heartbeat first (a stale owner's
+        // push is refused here; were it to land between the two, its branch names its own claim
+        // version, and its submit is fenced).
+        if (repository?.remote && artifact.revision) {
+          await heartbeat({ publishing: artifact.revision });
+          await repository.publish(runBranch(claim), artifact.revision);
+        }
         await taskSubmit(db, fence, artifact);
         return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
@@ -261,11 +285,15 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
       // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.
       const check = async (): Promise<VerificationResult> => {
-        const refusal = graph.repo
+        // On a remote: the exact commits the check needs, fetched into this worker's mirror.
+        const repository = graph.repo === undefined ? undefined : await repositories.open(graph.repo);
+        const pins = Object.values(current.upstreamRevisions);
+        await repository?.fetch([artifact.revision, ...(artifact.baseCommit ? [artifact.baseCommit] : []), ...pins]);
+        const refusal = repository
           ? await (deps.checkArtifact ?? checkArtifact)({
-              repo: graph.repo,
+              repo: repository.dir,
               revision: artifact.revision,
-              baseCommit: artifact.baseCommit ?? (await resolveCommit(graph.repo, graph.base)),
+              baseCommit: artifact.baseCommit ?? (await repository.resolve(graph.base)),
               pins: current.upstreamRevisions,
               protect: spec.verify.protect ?? [],
               command: spec.verify.command,
@@ -274,7 +302,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         if (refusal) return refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal);
         return deps.verifierFor(spec).verify({
           taskId: input.taskId,
-          repo: graph.repo,
+          ...(repository ? { repo: repository.dir } : {}),
           artifact,
           verify: spec.verify,
           heartbeat: () => ctx.heartbeat(),

@@ -18,6 +18,7 @@ import { createCommandRunner } from './runners/commandRunner.js';
 import { createCommandVerifier } from './runners/commandVerifier.js';
 import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type VerifierFunction } from './runners/functionRunner.js';
 import { createPoolRunner } from './runners/poolRunner.js';
+import { repositoryMirrors } from './runners/repository.js';
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
 import type { ToolAdapter } from './tools/types.js';
 
@@ -155,6 +156,7 @@ export async function batonActivities(options: BatonActivityOptions, identity: s
       db: options.db,
       identity,
       tools: options.tools ?? httpToolsFromEnv(),
+      repositories: repositoryMirrors(path.join(workDir, 'mirrors')),
       runnerFor: (spec) => (spec.run.pool ? poolRunner : spec.run.function ? functionRunner : commandRunner),
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),

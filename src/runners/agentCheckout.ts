@@ -15,6 +15,7 @@ import {
   pinsInMergeOrder,
   removeWorktree,
   resolveCommit,
+  runBranch,
 } from './git.js';
 import type { Confinement } from './isolation/confinement.js';
 import { AgentFailedError } from './types.js';
@@ -55,7 +56,7 @@ export async function openRunCheckout(options: {
   claim: Claim;
 }): Promise<AgentCheckout> {
   const { claim, repo, isolation } = options;
-  const branch = `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`;
+  const branch = runBranch(claim);
   const upstream = pinsInMergeOrder(claim.upstreamRevisions);
   const mergeUpstream = async (dir: string) => {
     for (const [key, revision] of upstream) {

@@ -1,6 +1,7 @@
 import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { run } from '../dev/run.js';
+import type { Claim } from '../tasks/types.js';
 import type { Confinement } from './isolation/confinement.js';
 import { runConfined } from './processes.js';
 
@@ -12,6 +13,11 @@ const COLLECT_TIMEOUT_MS = 600_000;
 /** git in a folder baton trusts: the shared repository, or a clone it made and has not handed over. */
 export function git(repo: string, args: string[]): Promise<string> {
   return run('git', ['-C', repo, ...GIT_IDENTITY, ...args]).then((r) => r.stdout.trim());
+}
+
+/** The branch a claim's work is kept on: in the repository, and on the graph's remote when it has one. */
+export function runBranch(claim: Pick<Claim, 'graphId' | 'key' | 'claimVersion'>): string {
+  return `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`;
 }
 
 /** A task's pins in the order its checkout merges them (and the verifier rebuilds that merge): by upstream key. */

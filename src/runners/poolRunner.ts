@@ -6,6 +6,7 @@ import { StaleClaimError } from '../errors.js';
 import { HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../tasks/graphSpec.js';
 import type { Artifact } from '../tasks/types.js';
 import { git, resolveCommit } from './git.js';
+import { RefusedObjectsError } from './repository.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
 /** How often the pool runner looks at its pooled run. (Default: 1 s) */
@@ -45,7 +46,8 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       const baseCommit = ctx.repo ? await resolveCommit(ctx.repo, ctx.base) : undefined;
       // A remote agent pushes its commit into the repository itself: every object it sends is
       // checked as strictly as any push should be (S6: `.git`, `..` and the rest of fsck's rules).
-      if (ctx.repo) await git(ctx.repo, ['config', 'receive.fsckObjects', 'true']);
+      // It pushes to the graph's remote when it has one, and the mirror checks what it fetches of it.
+      if (ctx.repo && !ctx.fetch) await git(ctx.repo, ['config', 'receive.fsckObjects', 'true']);
       await poolOffer(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {
@@ -76,6 +78,11 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
 async function artifactOf(ctx: RunContext, agent: string, revision: string, baseCommit: string | undefined): Promise<Artifact> {
   const { claim } = ctx;
   if (ctx.repo) {
+    await ctx.fetch?.(revision).catch((error: Error) => {
+      // A commit with a `.git` folder and the like is the agent's doing, as a refused push would be on a path.
+      if (error instanceof RefusedObjectsError) throw new AgentFailedError(claim.taskId, `${agent} submitted ${error.message}`);
+      throw error;
+    });
     await git(ctx.repo, ['cat-file', '-e', `${revision}^{commit}`]).catch(() => {
       throw new AgentFailedError(claim.taskId, `${agent} submitted ${revision}, which is not in the repository: push it first`);
     });

@@ -18,8 +18,10 @@ export const OUTPUT_LINE_MAX_CHARS = 64 * 1024;
 const AGENT_ENV_DEFAULT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR'] as const;
 /** More names for agents, comma-separated, as AGENT_ENV_DEFAULT writes them (`ANTHROPIC_API_KEY,OPENAI_*`). */
 const AGENT_ENV_ENV = 'BATON_AGENT_ENV';
-// Never passed on, whatever BATON_AGENT_ENV says: database and Temporal credentials (S2, S4).
-const SECRET_ENV = /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_.*)$/;
+// Never passed on, whatever BATON_AGENT_ENV says: database and Temporal credentials (S2, S4), and
+// the worker's ways into a graph's remote (its SSH agent, askpass programs, git settings by environment).
+const SECRET_ENV =
+  /^(DATABASE_URL|PG[A-Z]*|TEMPORAL_.*|BATON_.*|SSH_AUTH_SOCK|SSH_ASKPASS|GIT_ASKPASS|GIT_SSH|GIT_SSH_COMMAND|GIT_CONFIG_.*)$/;
 
 /** Whether `name` is one of `patterns` (a name, or a prefix ending in `*`). */
 function envNameMatches(name: string, patterns: readonly string[]): boolean {

@@ -7,10 +7,15 @@ import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 /** What a runner gets for one claim. Identity and fencing are bound by baton, not by the agent. */
 export interface RunContext {
   claim: Claim;
-  /** Git repository of the graph, if it has one. */
+  /** Git repository of the graph, if it has one: its path, or this worker's mirror of its remote. */
   repo?: string;
   /** Revision the graph's first tasks start from. */
   base: string;
+  /**
+   * Brings a revision pushed to the graph's remote into `repo` (one the remote lacks stays
+   * missing). Absent when the graph's repository is a path: what is pushed there is in `repo`.
+   */
+  fetch?(revision: string): Promise<void>;
   /** Fenced heartbeat: extends the lease and stores progress; throws StaleClaimError when the claim is gone. */
   heartbeat(progress: Record<string, unknown>): Promise<void>;
   /** Aborted when Temporal cancels the run or the claim turns out stale: stop the agent now. */
@@ -46,6 +51,7 @@ export interface Runner {
 /** What a verifier checks: the exact artifact, by its revision, with the task's verification. */
 export interface VerifyContext {
   taskId: string;
+  /** Git repository of the graph, if it has one, holding the artifact's revision: its path, or this worker's mirror of its remote. */
   repo?: string;
   artifact: Artifact;
   verify: { command?: string; function?: string };

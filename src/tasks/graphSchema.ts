@@ -66,8 +66,9 @@ export function graphJsonSchema(): Schema {
     properties: {
       id: { ...key, type: ['string', 'null'], description: "The graph's id: lower case, digits, - and _. (Default: generated)" },
       repo: text(
-        'Git repository the command runner and verifier work in, absolute or relative to this file; required when a task runs a command. ' +
-          'Every worker that runs or verifies its tasks must reach it.',
+        'Git repository the command runner and verifier work in; required when a task runs a command. ' +
+          'A path (absolute or relative to this file) serves workers on one machine; a remote URL (file, git, ssh, http, https, or host:path) ' +
+          'serves many: each worker keeps a mirror of it and reaches it with its own credentials, never written here.',
         { nullable: true },
       ),
       base: { ...text('Revision the first tasks start from.', { nullable: true }), default: 'HEAD' },

@@ -4,6 +4,7 @@ import { InvalidGraphError, InvalidInputError, type GraphProblem } from '../erro
 import { toJson } from '../json.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 import { nearestKey } from './nearestKey.js';
+import { isRemoteRepo, remoteRepoProblem } from './repoLocation.js';
 import type { TaskSpec } from './types.js';
 
 /** Most tasks one graph may hold. */
@@ -60,7 +61,10 @@ interface GraphTaskSpec {
 
 export interface GraphSpec {
   id: string;
-  /** Git repository the command runner and verifier work in (absolute path). */
+  /**
+   * Git repository the command runner and verifier work in: an absolute path (one machine), or a
+   * remote URL (file, git, ssh, http, https) of which each worker keeps a mirror.
+   */
   repo?: string;
   /** Revision the first tasks start from. (Default: `HEAD`) */
   base: string;
@@ -382,6 +386,9 @@ export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: s
   if (id && !KEY_PATTERN.test(id))
     problems.push({ path: ['id'], message: `id ${quoted(id)} must match ${KEY_PATTERN} (lower case, digits, - and _)` });
   const repo = text(input.repo, 'repo', ['repo'], problems);
+  const remote = repo !== undefined && isRemoteRepo(repo);
+  const repoProblem = remote ? remoteRepoProblem(repo) : undefined;
+  if (repoProblem) problems.push({ path: ['repo'], message: `repo: ${repoProblem}` });
   const base = text(input.base, 'base', ['base'], problems) ?? 'HEAD';
   const policy = parsePolicy(input.policy, problems);
   const tasks = parseTasks(input.tasks, problems);
@@ -390,5 +397,6 @@ export function parseGraphSpec(input: unknown, options: { resolveRepo?: (repo: s
     problems.push({ path: [], message: 'repo is required when a task runs a command (the command runner works in a git worktree of it)' });
   }
   if (problems.length) throw new InvalidGraphError(problems);
-  return { id: id!, repo: repo && options.resolveRepo ? options.resolveRepo(repo) : repo, base, policy, tasks };
+  // A path is resolved as the caller says (relative to the graph's file); a remote is as written.
+  return { id: id!, repo: repo && !remote && options.resolveRepo ? options.resolveRepo(repo) : repo, base, policy, tasks };
 }

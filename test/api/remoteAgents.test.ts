@@ -182,67 +182,103 @@ describe('remote agents of a pool', () => {
     expect(refused.map((e) => [e.fence, e.details.action])).toEqual([[claimed.claimVersion, 'submit']]);
   });
 
+  /**
+   * Five pooled tasks on `repo`, each taken by a remote agent that games it one way (T12, S6), and
+   * one honest upstream task; returns the graph, the planter (pushes a `.git` folder) and the rest.
+   */
+  async function gamedPool(repo: string) {
+    const id = `gamed-pool-${randomUUID().slice(0, 8)}`;
+    const check = { command: 'sh ./check.sh' };
+    await stack.client.submitGraph(
+      {
+        id,
+        repo,
+        policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1, onVerificationFailure: 'fail' },
+        tasks: [
+          { key: 'nothing', run: { pool: 'idlers' }, verify: check },
+          { key: 'edits', run: { pool: 'editors' }, verify: check },
+          { key: 'up', run: { pool: 'workers' }, verify: check },
+          { key: 'skips', run: { pool: 'skippers' }, dependsOn: ['up'], verify: check },
+          { key: 'plants', run: { pool: 'planters' }, verify: check },
+        ],
+      },
+      'test',
+    );
+    const agents = await Promise.all(
+      (
+        [
+          ['idlers', 'idle'],
+          ['editors', 'edit-check'],
+          ['workers', 'work'],
+          ['skippers', 'skip-upstream'],
+          ['planters', 'plant-dotgit'],
+        ] as const
+      ).map(async ([pool, behaviour]) =>
+        remoteAgent({
+          token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret,
+          pool,
+          transport: 'http',
+          behaviour,
+        }),
+      ),
+    );
+    const planter = agents.pop()!;
+    for (const agent of agents) expect((await agent.next('submit')).ok).toBe(true);
+    return { id, planter };
+  }
+
+  /** The gamed tasks are failed, each rejection with its reason, and the honest one verified. */
+  async function expectGamedRejected(id: string): Promise<void> {
+    const result = await stack.client.waitForGraph(id);
+    expect(result.verified).toEqual([`${id}/up`]);
+    expect([...result.failed].sort()).toEqual([`${id}/edits`, `${id}/nothing`, `${id}/plants`, `${id}/skips`]);
+    const up = await stack.client.task(`${id}/up`);
+    for (const [key, reason] of [
+      ['nothing', /revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/],
+      ['edits', /it changes what checks it: check\.sh \(protected: check\.sh, \*\*\/\.gitattributes\)/],
+      ['skips', new RegExp(`does not contain upstream up at ${up.artifact!.revision}, its pinned verified revision`)],
+    ] as const) {
+      const rejected = (await stack.client.events(`${id}/${key}`)).find((e) => e.kind === 'rejected');
+      expect(rejected?.reason, key).toMatch(/^baton: artifact check exited 1: /);
+      expect(rejected?.reason, key).toMatch(reason);
+    }
+  }
+
   it('rejects, with the reason, pooled work that adds nothing, skips its pinned upstream, or rewrites its check, and refuses a pushed .git folder (T12, S6)', async () => {
     const repo = await createScriptedRepo({ 'README.md': '# scratch\n', 'check.sh': 'grep -q "reviewed by" review.txt\n' });
     await chmod(repo, 0o755);
     try {
-      const id = `gamed-pool-${randomUUID().slice(0, 8)}`;
-      const check = { command: 'sh ./check.sh' };
-      await stack.client.submitGraph(
-        {
-          id,
-          repo,
-          policy: { heartbeatTimeoutMs: 10_000, maxAttempts: 1, onVerificationFailure: 'fail' },
-          tasks: [
-            { key: 'nothing', run: { pool: 'idlers' }, verify: check },
-            { key: 'edits', run: { pool: 'editors' }, verify: check },
-            { key: 'up', run: { pool: 'workers' }, verify: check },
-            { key: 'skips', run: { pool: 'skippers' }, dependsOn: ['up'], verify: check },
-            { key: 'plants', run: { pool: 'planters' }, verify: check },
-          ],
-        },
-        'test',
-      );
-      const agents = await Promise.all(
-        (
-          [
-            ['idlers', 'idle'],
-            ['editors', 'edit-check'],
-            ['workers', 'work'],
-            ['skippers', 'skip-upstream'],
-            ['planters', 'plant-dotgit'],
-          ] as const
-        ).map(async ([pool, behaviour]) =>
-          remoteAgent({
-            token: (await tokenFor(stack.db, `pool-${behaviour}`, ['read', 'notes', 'submit'])).secret,
-            pool,
-            transport: 'http',
-            behaviour,
-          }),
-        ),
-      );
-      const planter = agents.pop()!;
-      for (const agent of agents) expect((await agent.next('submit')).ok).toBe(true);
+      const { id, planter } = await gamedPool(repo);
       // The repository refuses the planted folder as a push (receive.fsckObjects, set by the pool
       // runner); the agent never submits, goes silent and its task is recovered and, out of attempts, failed.
       expect(await planter.exited).toBe(1);
       expect(planter.steps.find((s) => s.step === 'error')?.message).toMatch(/hasDotgit/);
       expect(await git(repo, ['fsck', '--no-dangling']).catch((error: Error) => error.message)).not.toMatch(/hasDotgit/);
-      const result = await stack.client.waitForGraph(id);
-      expect(result.verified).toEqual([`${id}/up`]);
-      expect([...result.failed].sort()).toEqual([`${id}/edits`, `${id}/nothing`, `${id}/plants`, `${id}/skips`]);
-      const up = await stack.client.task(`${id}/up`);
-      for (const [key, reason] of [
-        ['nothing', /revision [0-9a-f]{40} adds nothing to its base and pinned upstream revisions/],
-        ['edits', /it changes what checks it: check\.sh \(protected: check\.sh, \*\*\/\.gitattributes\)/],
-        ['skips', new RegExp(`does not contain upstream up at ${up.artifact!.revision}, its pinned verified revision`)],
-      ] as const) {
-        const rejected = (await stack.client.events(`${id}/${key}`)).find((e) => e.kind === 'rejected');
-        expect(rejected?.reason, key).toMatch(/^baton: artifact check exited 1: /);
-        expect(rejected?.reason, key).toMatch(reason);
-      }
+      await expectGamedRejected(id);
     } finally {
       await rm(repo, { recursive: true, force: true });
+    }
+  });
+
+  it('on a remote, the same: and the planted .git folder, which the remote took, is refused when the worker fetches it', async () => {
+    const source = await createScriptedRepo({ 'README.md': '# scratch\n', 'check.sh': 'grep -q "reviewed by" review.txt\n' });
+    const remote = `${source}.git`;
+    await git(tmpdir(), ['clone', '--quiet', '--bare', source, remote]);
+    try {
+      const { id, planter } = await gamedPool(`file://${remote}`);
+      // A remote that checks nothing takes the push; the worker's mirror refuses it, and the run fails as the agent's.
+      expect((await planter.next('submit')).ok).toBe(true);
+      await expectGamedRejected(id);
+      const failed = (await stack.client.events(`${id}/plants`)).find((e) => e.kind === 'failed');
+      expect(failed?.reason).toMatch(
+        /pool-plant-dotgit submitted commit [0-9a-f]{40} on the graph's remote holds objects git refuses \(fsck\): .*hasDotgit/,
+      );
+      // The honest commit is published on the remote, on its claim's branch.
+      const up = await stack.client.task(`${id}/up`);
+      expect(await git(remote, ['rev-parse', `refs/heads/baton/${id}/up/v${up.claimVersion}`])).toBe(up.artifact!.revision);
+    } finally {
+      await rm(source, { recursive: true, force: true });
+      await rm(remote, { recursive: true, force: true });
     }
   });
 });

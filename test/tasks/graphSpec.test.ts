@@ -85,6 +85,29 @@ describe('graph validation (T8)', () => {
     expect(problems({ tasks: [{ key: 'a', run: 'make', verify: 'make test' }] })).toMatch(/repo is required/);
   });
 
+  it('takes a remote as the repo, as written, and refuses transports that run programs and URLs that carry a secret', () => {
+    const resolveRepo = (repo: string) => `/graphs/${repo}`;
+    const repoOf = (repo: string) => parseGraphSpec({ repo, tasks: [task('a')] }, { resolveRepo }).repo;
+    for (const remote of ['https://git.example.com/team/app.git', 'ssh://git@host/app', 'git://127.0.0.1/app', 'file:///srv/app.git']) {
+      expect(repoOf(remote)).toBe(remote);
+    }
+    expect(repoOf('git@github.com:team/app.git')).toBe('git@github.com:team/app.git');
+    // Paths are resolved as the caller says, including one with a colon that git reads as a path.
+    expect(repoOf('repos/app')).toBe('/graphs/repos/app');
+    expect(repoOf('./odd:name')).toBe('/graphs/./odd:name');
+
+    expect(refusal({ repo: 'ext::sh -c touch% /tmp/pwned', tasks: [task('a')] }).problems).toEqual([
+      'repo: git transport ext:: is not allowed: use a URL (file, git, ssh, http, https)',
+    ]);
+    expect(problems({ repo: 'fd::3', tasks: [task('a')] })).toMatch(/git transport fd:: is not allowed/);
+    expect(problems({ repo: 'ftp://host/app.git', tasks: [task('a')] })).toMatch(/git transport ftp:\/\/ is not allowed \(file, git, ssh/);
+    expect(problems({ repo: 'https://bot:ghp_secret@git.example.com/app.git', tasks: [task('a')] })).toMatch(
+      /repo: it holds a password or token, which every agent of the graph would read: give the workers a credential helper or SSH key/,
+    );
+    expect(problems({ repo: 'ssh://-oProxyCommand=x/app', tasks: [task('a')] })).toMatch(/host "-oProxyCommand=x" starts with '-'/);
+    expect(problems({ repo: '-oProxyCommand=x:app', tasks: [task('a')] })).toMatch(/host "-oProxyCommand=x" starts with '-'/);
+  });
+
   it('refuses bad keys, ids and policies with specific messages', () => {
     expect(problems({ id: 'Not Valid', tasks: [task('a')] })).toMatch(/id 'Not Valid' must match/);
     expect(problems({ tasks: [task('UPPER')] })).toMatch(/task 'UPPER': key must match/);
