@@ -194,7 +194,11 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
       await exited;
       clearTimeout(timer);
     }
-    for (const database of databases) await sql(database, 'drop', '-f').catch(() => undefined);
+    for (const database of databases) {
+      await sql(database, 'drop', '-f').catch((error: Error) =>
+        options.log(`Temporal server: could not drop database ${database}: ${error.message}`),
+      );
+    }
     await rm(home, { recursive: true, force: true });
   };
   try {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { workflowBundleFile } from '../dev/workflowBundle.js';
 import { spawnWorkerProcess, type WorkerProcess } from './workerProcess.js';
 
-/** `baton worker` processes on one private task queue, sharing a work dir and one workflow bundle. */
+/** `baton worker` processes on one private task queue and one workflow bundle, each with a work folder of its own (as on machines of their own). */
 export interface WorkerFleet {
   taskQueue: string;
   /** The processes started and not replaced, in start order. */
@@ -17,7 +17,7 @@ export interface WorkerFleet {
   ownerOf(owner: string | null): WorkerProcess;
   /** Sends `victim` `signal` (Default: SIGKILL), waits for it to exit and starts a replacement in its place. */
   killAndReplace(victim: WorkerProcess, signal?: NodeJS.Signals): Promise<WorkerProcess>;
-  /** Sends every process SIGCONT (a frozen one could not stop) then `signal` (Default: SIGKILL), waits for them to exit, and removes the work dir (and the bundle, when it made its own). */
+  /** Sends every process SIGCONT (a frozen one could not stop) then `signal` (Default: SIGKILL), waits for them to exit, and removes the work folders (and the bundle, when it made its own). */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -40,7 +40,14 @@ export async function startWorkerFleet(options: {
   const workers: WorkerProcess[] = [];
   let spawned = 0;
   const start = (identity = `${options.name}-worker-${++spawned}`) =>
-    spawnWorkerProcess({ identity, taskQueue, env: options.env, workflowBundle, workDir, args: options.args });
+    spawnWorkerProcess({
+      identity,
+      taskQueue,
+      env: options.env,
+      workflowBundle,
+      workDir: path.join(workDir, identity),
+      args: options.args,
+    });
   const spawn = (identity?: string) => {
     const worker = start(identity);
     workers.push(worker);
