@@ -22,9 +22,15 @@ FROM node:20.20-bookworm-slim
 # The Temporal SDK version baton is developed and tested against (package.json's devDependencies).
 ARG TEMPORAL_SDK_VERSION=1.24.0
 
-# git: the command runner's worktrees, the pool runner's commit check and the verifier all need it.
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates \
+# git: the command runner's worktrees, the mirrors of remote repositories, the pool runner's commit
+# check and the verifier all need it (and `git daemon` serves the compose file's example remote).
+# bubblewrap and slirp4netns: the agents' sandbox and its outside network (docs/isolation.md); the
+# worker runs as root so each run gets a user of its own, with the privileges docker-compose.yml gives it.
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap slirp4netns \
   && rm -rf /var/lib/apt/lists/*
+
+# An example command agent (`run: hello-agent`), for a first graph before a real agent's CLI is installed.
+COPY examples/agents/hello-agent.sh /usr/local/bin/hello-agent
 
 WORKDIR /app
 COPY --from=pack /tmp/baton.tgz /tmp/baton.tgz
@@ -41,5 +47,7 @@ RUN echo '{"name":"baton-worker","private":true}' > package.json \
 # /app is root-owned, so point it somewhere the node user can write.
 ENV BATON_HOME=/home/node/.baton
 
+# The API, the migrator and the git example run as node; docker-compose.yml runs the worker as root
+# (per-run agent users need it) with its work folder in /var/lib/baton.
 USER node
 CMD ["node", "bin/baton.js", "worker"]

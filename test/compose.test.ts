@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../src/config.js';
+import { readGraphFile } from '../src/tasks/graphFile.js';
 
 // Static checks only: there is no Docker engine here, so the files are parsed, not run.
 
@@ -17,6 +19,12 @@ interface Service {
   ports?: Array<string | number | { target?: number | string; published?: number | string }>;
   deploy?: { replicas?: number };
   stop_grace_period?: string;
+  user?: string;
+  cap_add?: string[];
+  security_opt?: string[];
+  devices?: string[];
+  volumes?: unknown[];
+  healthcheck?: { test?: string[] | string };
 }
 
 interface ComposeFile {
@@ -28,7 +36,14 @@ const dockerfileUrl = new URL('../Dockerfile', import.meta.url);
 const compose = YAML.parse(readFileSync(composeUrl, 'utf8')) as ComposeFile;
 const services = compose.services ?? {};
 
-const REQUIRED_SERVICES = ['postgres', 'temporal-admin-tools', 'temporal', 'temporal-ui', 'baton-migrate', 'baton-worker'];
+const REQUIRED_SERVICES = ['postgres', 'temporal-admin-tools', 'temporal', 'temporal-ui', 'baton-migrate', 'baton-worker', 'git'];
+/** The versions Temporal's own compose files pin together (its .env), as test/fixtures/temporal-compose.env records them. */
+const TEMPORAL_PINS = Object.fromEntries(
+  readFileSync(new URL('./fixtures/temporal-compose.env', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((line) => /^[A-Z_]+=/.test(line))
+    .map((line) => line.split('=') as [string, string]),
+);
 
 /** A required variable reference, as Compose writes it: `${NAME:?message}`. */
 const REQUIRED_VARIABLE = /^\$\{([A-Z_]+):\?[^}]*\}$/;
@@ -218,6 +233,65 @@ describe('docker-compose.yml: the production topology', () => {
     expect(dockerfile).toMatch(/ln -s node_modules\/@batonhq\/baton\/bin bin/);
     // The runtime stage (after the last FROM) has git: worktrees, commit checks and verification use it.
     expect(dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))).toMatch(/apt-get install [^\n]*\bgit\b/);
+  });
+
+  it("runs Temporal's images at the versions Temporal's own compose files pin together", () => {
+    expect(Object.keys(TEMPORAL_PINS).sort()).toEqual(['TEMPORAL_ADMINTOOLS_VERSION', 'TEMPORAL_UI_VERSION', 'TEMPORAL_VERSION']);
+    const expected: Record<string, string> = {
+      'temporalio/server': TEMPORAL_PINS.TEMPORAL_VERSION!,
+      'temporalio/admin-tools': TEMPORAL_PINS.TEMPORAL_ADMINTOOLS_VERSION!,
+      'temporalio/ui': TEMPORAL_PINS.TEMPORAL_UI_VERSION!,
+    };
+    const temporalImages = Object.entries(services).filter(([, s]) => s?.image?.startsWith('temporalio/'));
+    expect(temporalImages.length).toBeGreaterThanOrEqual(4);
+    for (const [name, svc] of temporalImages) {
+      const [repository, tag] = svc!.image!.split(':');
+      expectOf(name, `image ${svc!.image} is one Temporal pins`, Object.keys(expected)).toContain(repository);
+      expectOf(name, `image ${svc!.image} has the tag Temporal's compose files give ${repository}`, tag).toBe(expected[repository!]);
+    }
+  });
+
+  it('isolates agents, asked for by name, with the privileges isolation needs and nothing shared between workers', () => {
+    const worker = service('baton-worker');
+    expect(env('baton-worker')).toMatchObject({
+      BATON_AGENT_USER: 'per-run',
+      BATON_AGENT_SANDBOX: 'bubblewrap',
+      BATON_AGENT_NETWORK: 'outside',
+    });
+    expectOf('baton-worker', 'runs as root (per-run agent users)', worker.user).toBe('root');
+    expectOf('baton-worker', 'cap_add', worker.cap_add).toEqual(expect.arrayContaining(['SYS_ADMIN', 'NET_ADMIN']));
+    expectOf('baton-worker', 'security_opt', worker.security_opt).toEqual(
+      expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']),
+    );
+    expectOf('baton-worker', 'devices', worker.devices).toEqual(['/dev/net/tun:/dev/net/tun']);
+    expectOf('baton-worker', 'mounts no volume: its work folder and mirrors are its own', worker.volumes).toBeUndefined();
+    // The image carries what isolation runs, and an example agent.
+    const runtime = readFileSync(dockerfileUrl, 'utf8')
+      .split(/\nFROM /)
+      .pop()!;
+    expect(runtime).toMatch(/apt-get install [^\n]*\bbubblewrap\b[^\n]*\bslirp4netns\b/);
+    expect(runtime).toMatch(/COPY examples\/agents\/hello-agent\.sh \/usr\/local\/bin\/hello-agent/);
+  });
+
+  it('serves the example graph its repository as a git remote on the compose network, unpublished', async () => {
+    const graph = await readGraphFile(fileURLToPath(new URL('../examples/compose-graph.yaml', import.meta.url)));
+    const repo = new URL(String((graph as { repo: string }).repo));
+    expect(repo.protocol).toBe('git:');
+    expectOf(repo.hostname, 'the example graph names a service of the compose file', Object.keys(services)).toContain(repo.hostname);
+    const git = service(repo.hostname);
+    expectOf(repo.hostname, 'publishes no port (git daemon has no authentication)', git.ports).toBeUndefined();
+    expectOf(repo.hostname, 'serves the repository the graph names', JSON.stringify(git.command)).toContain(`--base-path=/srv/git`);
+    expectOf(repo.hostname, 'makes the repository it serves', JSON.stringify(git.command)).toContain(`/srv/git${repo.pathname}`);
+    expectOf('baton-worker', 'waits for the remote to answer', dependsOn('baton-worker')[repo.hostname]).toBe('service_healthy');
+  });
+
+  it('checks the health of every long-running service of its own', () => {
+    for (const name of ['postgres', 'git', 'baton-worker', 'baton-agent-api']) {
+      expectOf(name, 'has a healthcheck test', service(name).healthcheck?.test).toBeTruthy();
+    }
+    expectOf('baton-worker', 'checks through Temporal into Postgres', JSON.stringify(service('baton-worker').healthcheck?.test)).toMatch(
+      /bin\/baton\.js","check/,
+    );
   });
 
   it('only depends on services it defines', () => {

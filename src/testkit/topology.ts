@@ -61,6 +61,8 @@ export async function startTopology(options: {
   log: Log;
   workers?: number;
   files?: Record<string, string>;
+  /** More environment for each worker, e.g. its agents' isolation (`BATON_AGENT_*`). */
+  workerSettings?: Record<string, string>;
 }): Promise<Topology> {
   const { log, dir } = options;
   const stops: Array<() => Promise<void>> = [];
@@ -102,7 +104,12 @@ export async function startTopology(options: {
     stops.push(() => daemon.stop());
 
     log(`4/5 ${options.workers ?? 3} \`baton worker\` processes on the worker login, each with a work folder of its own`);
-    const workerEnv = { DATABASE_URL: loginUrls.worker!, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace };
+    const workerEnv = {
+      ...options.workerSettings,
+      DATABASE_URL: loginUrls.worker!,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
+    };
     const workers = await startWorkerFleet({ name: 'topology', env: workerEnv, size: options.workers ?? 3 });
     stops.push(() => workers.stop());
 

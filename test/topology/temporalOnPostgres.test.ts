@@ -6,13 +6,14 @@
 // for a person). A graph runs on it: a task run by one worker and verified by another, a worker
 // SIGKILLed mid-run whose task another recovers, and a pooled task done by the remote agent.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import YAML from 'yaml';
 import { createBatonClient } from '../../src/client.js';
 import { createPool, withDatabase } from '../../src/db/pool.js';
 import { git } from '../../src/runners/git.js';
@@ -24,6 +25,17 @@ import { startTopology, type Topology } from '../../src/testkit/topology.js';
 import { graphVerified, taskMidRun } from '../helpers/graphStates.js';
 
 const REMOTE_AGENT = fileURLToPath(new URL('../api/remoteAgent.ts', import.meta.url));
+const EXAMPLE_AGENT = new URL('../../examples/agents/hello-agent.sh', import.meta.url);
+
+/** The agents' isolation docker-compose.yml gives its workers (`BATON_AGENT_*`): this test's workers run with the same. */
+async function composeIsolation(): Promise<Record<string, string>> {
+  const compose = YAML.parse(await readFile(new URL('../../docker-compose.yml', import.meta.url), 'utf8')) as {
+    services: Record<string, { environment: Record<string, string> }>;
+  };
+  const settings = Object.entries(compose.services['baton-worker']!.environment).filter(([name]) => name.startsWith('BATON_AGENT_'));
+  expect(settings.length, 'docker-compose.yml names the isolation of its workers').toBeGreaterThan(0);
+  return Object.fromEntries(settings);
+}
 
 let dir: string | undefined;
 let topology: Topology | undefined;
@@ -38,7 +50,12 @@ beforeAll(async () => {
     temporalCli: inject('temporalCliPath'),
     dir,
     log: console.log,
-    files: { 'README.md': '# app\n', 'check.sh': 'grep -q "reviewed by" review.txt\n' },
+    files: {
+      'README.md': '# app\n',
+      'check.sh': 'grep -q "reviewed by" review.txt\n',
+      'hello-agent.sh': await readFile(EXAMPLE_AGENT, 'utf8'),
+    },
+    workerSettings: await composeIsolation(),
   });
 }, 3_600_000);
 
@@ -74,6 +91,8 @@ describe(`the production topology: Temporal server ${TEMPORAL_SERVER_VERSION} on
               run: { command: steppingAgent(5, 'test.txt') },
               verify: { command: 'test -f build.txt -a -f test.txt' },
             },
+            // The example agent of the worker image, isolated as the compose file isolates it.
+            { key: 'hello', dependsOn: ['build'], run: { command: 'sh ./hello-agent.sh' }, verify: { command: 'test -s hello.txt' } },
             // Done by the remote agent: it clones from the daemon, merges build's verified commit, pushes there.
             { key: 'review', dependsOn: ['build'], run: { pool: 'reviewers' }, verify: { command: 'sh ./check.sh && test -f build.txt' } },
           ],
@@ -115,7 +134,7 @@ describe(`the production topology: Temporal server ${TEMPORAL_SERVER_VERSION} on
       // Verified as a verifier, never as the agent's own identity; the dependents ran on the verified revision.
       const started = events.find((e) => e.kind === 'verification_started')!;
       expect(started.actor).toMatch(/\/verifier$/);
-      for (const key of ['test', 'review']) expect(byKey[key]!.upstreamRevisions).toEqual({ build: built.artifact!.revision });
+      for (const key of ['test', 'hello', 'review']) expect(byKey[key]!.upstreamRevisions).toEqual({ build: built.artifact!.revision });
 
       // The pooled task was the remote agent's: it claimed it through `baton serve` and submitted its pushed commit.
       expect(steps.find((s) => s.step === 'claimed')).toMatchObject({ taskId: byKey.review!.id, identity: 'reviewer' });
@@ -127,11 +146,16 @@ describe(`the production topology: Temporal server ${TEMPORAL_SERVER_VERSION} on
       const branches = await git(topology!.repoDir, ['for-each-ref', '--format=%(refname:short) %(objectname)', 'refs/heads/baton/']);
       for (const t of tasks) expect(branches).toContain(`baton/${graph.id}/${t.key}/v${t.claimVersion} ${t.artifact!.revision}`);
 
+      // The example agent read its task through the agent API from inside its sandbox, and its work is on the remote.
+      expect(await git(topology!.repoDir, ['show', `${byKey.hello!.artifact!.revision}:hello.txt`])).toBe(
+        'done by the example agent for hello',
+      );
+
       // The workflows lived in the server's own Postgres database, not in a dev server's SQLite.
       const temporalDb = createPool(withDatabase(inject('databaseUrl'), topology!.temporal.databases[0]), { max: 1 });
       try {
         const { rows } = await temporalDb.query<{ n: number }>('SELECT count(*)::int AS n FROM executions');
-        expect(rows[0]!.n).toBeGreaterThanOrEqual(4); // the graph's workflow and one per task
+        expect(rows[0]!.n).toBeGreaterThanOrEqual(5); // the graph's workflow and one per task
       } finally {
         await temporalDb.end();
       }
