@@ -4,13 +4,18 @@
 // TEMPORAL_ADDRESS): an upstream task rerun while its dependent runs (its verification then stale,
 // the dependent's workflow re-runs it); an upstream rerun that releases a dependent whose workflow
 // waits on it (the rerun's workflow starts that workflow by name, finds it running and signals it);
-// a rejected verification; a task that uses its attempts; and a cancelled graph. Record again after a change to what the
-// workflows schedule, start or signal, and keep the old file while executions recorded with it may run.
+// a rejected verification; a task that uses its attempts; a cancelled graph; a pooled task whose
+// remote agent goes silent (the run is recovered after Temporal's heartbeat timeout and offered
+// again, and the agent takes it again and submits); and a run handed back by a worker that shuts
+// down (the next worker runs it at once). Record again after a change to what the workflows
+// schedule, start or signal, and keep the old file while executions recorded with it may run.
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createAgentApi } from '../src/api/agentApi.js';
+import { agentTokenCreate } from '../src/api/tokens.js';
 import { openStack } from '../src/cli/stack.js';
 import { createBatonClient } from '../src/client.js';
 import { waitFor } from '../src/dev/waitFor.js';
@@ -56,6 +61,8 @@ try {
             await ctx.heartbeat({ step: 'waiting for the recorder' });
             await new Promise((resolve) => setTimeout(resolve, 300));
           }
+          // Stopped before the gate opened (cancelled, or the worker shuts down): no artifact.
+          if (!open) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error('stopped before the recorder let it finish');
           return artifact(`rev-${ctx.claim.key}-${ctx.claim.claimVersion}`);
         },
         fails: async () => {
@@ -155,6 +162,52 @@ try {
       await status(`${cancelled}/work`, 'running');
       await client.cancelGraph(cancelled, 'recorder', 'recording a cancellation');
       await client.waitForGraph(cancelled).catch(() => undefined);
+
+      // A pooled task: the recorder is its remote agent, through the agent API. It takes the run,
+      // beats once and goes silent; the run goes silent with it, Temporal's heartbeat timeout ends the
+      // attempt, the next attempt recovers the claim and offers the task again; the agent takes it again and submits.
+      const pooled = `${run}-pooled`;
+      scenarios[pooled] =
+        'a pooled run whose remote agent goes silent: recovered after the heartbeat timeout, then taken again and submitted';
+      const api = createAgentApi({ db: open.pool, log: () => {} });
+      const { secret } = await agentTokenCreate(open.pool, {
+        identity: 'remote-recorder',
+        scopes: ['read', 'submit'],
+        createdBy: 'recorder',
+      });
+      await client.submitGraph(
+        {
+          id: pooled,
+          policy: { heartbeatTimeoutMs: 2_000, maxAttempts: 3 },
+          tasks: [{ key: 'work', run: { pool: 'recorders' }, verify: { function: 'pass' } }],
+        },
+        'recorder',
+      );
+      const take = async () => {
+        for (;;) {
+          const taken = (await api.perform(secret, 'pool.claim', { pool: 'recorders', waitSeconds: 5 })) as {
+            runToken: string;
+            claimVersion: number;
+          } | null;
+          if (taken) return taken;
+        }
+      };
+      const silent = await take();
+      await api.perform(silent.runToken, 'heartbeat', { progress: { step: 'about to go silent' } });
+      const again = await take();
+      await api.perform(again.runToken, 'submit', { revision: 'a'.repeat(40) });
+      await status(`${pooled}/work`, 'verified');
+      await api.close();
+
+      // A run still going when its worker shuts down: handed back, and run by the next worker (below).
+      const drained = `${run}-drained`;
+      scenarios[drained] = 'a run handed back by a worker shutting down, then run by the next worker';
+      gates.set(`${drained}/work`, new Promise<void>(() => {}));
+      await client.submitGraph(
+        { id: drained, tasks: [{ key: 'work', run: { function: 'gated' }, verify: { function: 'pass' } }] },
+        'recorder',
+      );
+      await status(`${drained}/work`, 'running');
     })(),
   );
   // No worker runs: the dependent's rerun workflow cannot claim before the upstream rerun blocks it.
@@ -165,6 +218,7 @@ try {
   ).runUntil(
     (async () => {
       await status(`${blocked}/down`, 'verified', (revision) => revision === 'rev-down-2');
+      await status(`${run}-drained/work`, 'verified');
       // Every execution of the queue, each run of a workflow id too, once the last has closed.
       await waitFor(
         'every recorded workflow to close',

@@ -131,6 +131,40 @@ describe('workflow replay (no server needed)', () => {
     }
   });
 
+  it('replays a recorded history of every path a task takes: success, rejection and rerun, stale rerun, cancellation, a pooled run recovered after silence, a drain hand-back', async () => {
+    // Recorded by scripts/recordTaskHistories.ts (`paths`). A recovery and a hand-back are retries of
+    // the run activity, inside Temporal: the history shows them as the run's later attempt, with the
+    // failure that ended the one before (a heartbeat timeout, a HandedBack failure).
+    const recorded = await recordedHistories('taskWorkflows.paths.histories.json');
+    const scenarios = new Set(recorded.map(({ what }) => what.slice(0, what.indexOf(':'))));
+    expect([...scenarios].sort()).toEqual([
+      'a graph cancelled while its task runs',
+      'a pooled run whose remote agent goes silent',
+      'a run handed back by a worker shutting down, then run by the next worker',
+      'a task whose runs fail until it has used its attempts',
+      'a verification rejected once, then the task run and verified again',
+      'an upstream rerun that releases a dependent whose workflow waits on it (signal)',
+      'an upstream task rerun while its dependent runs (stale, re-run)',
+    ]);
+    type Started = {
+      attempt?: number;
+      lastFailure?: { applicationFailureInfo?: { type?: string }; timeoutFailureInfo?: { timeoutType?: string } };
+    };
+    const retriedAfter = recorded.flatMap(({ history }) =>
+      (history as { events: Array<{ activityTaskStartedEventAttributes?: Started }> }).events
+        .map((e) => e.activityTaskStartedEventAttributes)
+        .filter((a): a is Started => (a?.attempt ?? 1) > 1)
+        .map((a) => a.lastFailure?.applicationFailureInfo?.type ?? a.lastFailure?.timeoutFailureInfo?.timeoutType),
+    );
+    expect(retriedAfter).toEqual(expect.arrayContaining(['TIMEOUT_TYPE_HEARTBEAT', 'HandedBack']));
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).resolves.toBeUndefined();
+    }
+  });
+
   it('fails to replay the task lifecycles recorded before the prefix when the prefixed names do not wait for the patch', async () => {
     const unpatched = await bundleReplacing('./prefixedNames.js', new URL('../fixtures/unpatchedNames.ts', import.meta.url));
     for (const { workflowId, history } of await recordedHistories('taskWorkflows.before-prefix.histories.json')) {
