@@ -5,18 +5,17 @@
 // interleaved in one process, and reports candidate / baseline ratios (../shared/BENCH.md).
 // Needs root (per-run users). Usage: npx tsx bench/isolation.ts [--pairs 9] [--files 1,5000] [--out dir]
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, loadavg, release, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parsePositiveInt } from '../src/cli/options.js';
-import { run } from '../src/dev/run.js';
 import { stderrLog } from '../src/log.js';
 import { resolveAgentIsolation, type AgentIsolation } from '../src/runners/isolation/agentIsolation.js';
 import { createCommandRunner } from '../src/runners/commandRunner.js';
-import { git } from '../src/runners/git.js';
 import type { Claim } from '../src/tasks/types.js';
 import { taskIdOf } from '../src/tasks/taskId.js';
+import { commitFiles, formatSpread, gitBenchEnvironment } from './gitRepos.js';
 import { interleave } from './interleave.js';
 import { nowMs, round, spread, type Spread } from './stats.js';
 
@@ -43,14 +42,7 @@ interface Start {
 /** A repository with `files` small files in 100-file folders, one commit. */
 async function repoOf(files: number): Promise<string> {
   const repo = await mkdtemp(path.join(tmpdir(), 'baton-bench-iso-'));
-  await git(repo, ['init', '-q', '-b', 'main']);
-  for (let i = 0; i < files; i++) {
-    const dir = path.join(repo, `d${Math.floor(i / 100)}`);
-    if (i % 100 === 0) await mkdir(dir);
-    await writeFile(path.join(dir, `f${i}.txt`), `file ${i}\n${'x'.repeat(200)}\n`);
-  }
-  await git(repo, ['add', '.']);
-  await git(repo, ['commit', '-q', '-m', 'initial']);
+  await commitFiles(repo, files);
   return repo;
 }
 
@@ -119,31 +111,13 @@ async function series(files: number, name: string, isolation: AgentIsolation, re
 }
 
 async function environment(isolation: AgentIsolation[]) {
-  const version = (file: string, args: string[]) =>
-    run(file, args).then(
-      (r) => r.stdout.trim().split('\n')[0],
-      () => 'not installed',
-    );
-  return {
-    recordedAt: new Date().toISOString(),
-    nproc: availableParallelism(),
-    cpuModel: cpus()[0]?.model ?? 'unknown',
-    loadAverageAtStart: loadavg().map((l) => round(l, 2)),
-    kernel: release(),
-    node: process.version,
-    git: await version('git', ['--version']),
-    bubblewrap: await version('bwrap', ['--version']),
-    isolation,
-  };
+  return { ...(await gitBenchEnvironment()), isolation };
 }
-
-const fmt = (s: Spread, digits = 2) =>
-  `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)}, IQR ${s.p25.toFixed(digits)}–${s.p75.toFixed(digits)})`;
 
 function markdown(results: Series[], env: Awaited<ReturnType<typeof environment>>): string {
   const rows = results.map(
     (r) =>
-      `| ${r.files} | ${r.candidate} | ${fmt(r.startRatio)} | ${fmt(r.totalRatio)} | ${r.startMs.candidate.median.toFixed(0)} / ${r.startMs.baseline.median.toFixed(0)} | ` +
+      `| ${r.files} | ${r.candidate} | ${formatSpread(r.startRatio)} | ${formatSpread(r.totalRatio)} | ${r.startMs.candidate.median.toFixed(0)} / ${r.startMs.baseline.median.toFixed(0)} | ` +
       `${r.totalMs.candidate.median.toFixed(0)} / ${r.totalMs.baseline.median.toFixed(0)} | ${r.startRatio.n} |`,
   );
   return [

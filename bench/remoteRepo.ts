@@ -7,12 +7,11 @@
 // remote is reached by file:// and through `git daemon` on loopback.
 // Usage: npx tsx bench/remoteRepo.ts [--pairs 9] [--files 1,5000] [--out dir]
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, loadavg, release, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parsePositiveInt } from '../src/cli/options.js';
-import { run } from '../src/dev/run.js';
 import { stderrLog } from '../src/log.js';
 import { openVerifyCheckout } from '../src/runners/agentCheckout.js';
 import { createCommandRunner } from '../src/runners/commandRunner.js';
@@ -21,6 +20,7 @@ import { repositoryMirrors } from '../src/runners/repository.js';
 import type { Claim } from '../src/tasks/types.js';
 import { taskIdOf } from '../src/tasks/taskId.js';
 import { startGitDaemon } from '../src/testkit/gitDaemon.js';
+import { commitFiles, formatSpread, gitBenchEnvironment } from './gitRepos.js';
 import { interleave } from './interleave.js';
 import { nowMs, round, spread, type Spread } from './stats.js';
 
@@ -39,14 +39,7 @@ const log = stderrLog;
 /** A bare repository of `files` small files in 100-file folders, one commit, at `<dir>/repo.git`. */
 async function bareRepoOf(dir: string, files: number): Promise<string> {
   const work = path.join(dir, 'work');
-  await git(dir, ['init', '-q', '-b', 'main', work]);
-  for (let i = 0; i < files; i++) {
-    const folder = path.join(work, `d${Math.floor(i / 100)}`);
-    if (i % 100 === 0) await mkdir(folder);
-    await writeFile(path.join(folder, `f${i}.txt`), `file ${i}\n${'x'.repeat(200)}\n`);
-  }
-  await git(work, ['add', '.']);
-  await git(work, ['commit', '-q', '-m', 'initial']);
+  await commitFiles(work, files);
   const bare = path.join(dir, 'repo.git');
   await git(dir, ['clone', '-q', '--bare', work, bare]);
   await rm(work, { recursive: true, force: true });
@@ -103,22 +96,7 @@ interface Series {
   ms: { candidate: Spread; baseline: Spread };
 }
 
-async function environment() {
-  return {
-    recordedAt: new Date().toISOString(),
-    nproc: availableParallelism(),
-    cpuModel: cpus()[0]?.model ?? 'unknown',
-    loadAverageAtStart: loadavg().map((l) => round(l, 2)),
-    kernel: release(),
-    node: process.version,
-    git: (await run('git', ['--version'])).stdout.trim(),
-  };
-}
-
-const fmt = (s: Spread, digits = 2) =>
-  `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)}, IQR ${s.p25.toFixed(digits)}–${s.p75.toFixed(digits)})`;
-
-function markdown(results: Series[], env: Awaited<ReturnType<typeof environment>>): string {
+function markdown(results: Series[], env: Awaited<ReturnType<typeof gitBenchEnvironment>>): string {
   return [
     "# A graph's repository as a remote: cost per task",
     '',
@@ -131,7 +109,7 @@ function markdown(results: Series[], env: Awaited<ReturnType<typeof environment>
     '|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.files} | ${r.candidate} | ${fmt(r.ratio)} | ${r.ms.candidate.median.toFixed(0)} / ${r.ms.baseline.median.toFixed(0)} | ${r.ratio.n} |`,
+        `| ${r.files} | ${r.candidate} | ${formatSpread(r.ratio)} | ${r.ms.candidate.median.toFixed(0)} / ${r.ms.baseline.median.toFixed(0)} | ${r.ratio.n} |`,
     ),
     '',
     `Environment: ${env.nproc} cores (${env.cpuModel}), load ${env.loadAverageAtStart.join(' ')}, Linux ${env.kernel}, Node ${env.node}, ${env.git}.`,
@@ -171,7 +149,7 @@ async function main(): Promise<void> {
       await rm(dir, { recursive: true, force: true });
     }
   }
-  const env = await environment();
+  const env = await gitBenchEnvironment();
   await mkdir(opts.out, { recursive: true });
   await writeFile(
     path.join(opts.out, 'remote-repo.json'),
