@@ -53,7 +53,7 @@ export interface BatonActivityOptions {
   db: Queryable;
   /** Owner identity of this worker's claims. (Default: `$BATON_WORKER_ID`, else `<host>-<pid>-<random>`) */
   identity?: string;
-  /** Folder for worktrees and agent logs. (Default: `.baton/work`) */
+  /** Folder of this worker alone: worktrees, mirrors of graphs' remote repositories, agent logs. (Default: `.baton/work`) */
   workDir?: string;
   /** Agents for tasks whose spec says `run.function`. (Default: none) */
   agentFunctions?: Record<string, AgentFunction>;

@@ -218,7 +218,10 @@ program
     `run a baton worker against ${DATABASE_URL_ENV} and the Temporal server from TEMPORAL_* settings, else the running baton dev's`,
   )
   .addOption(taskQueueOption('task queue to poll (workflows, runs and verifications)'))
-  .option('--work-dir <dir>', 'folder for per-task git worktrees and agent logs (default: .baton/work)')
+  .option(
+    '--work-dir <dir>',
+    "folder of this worker alone: per-task git worktrees, mirrors of graphs' remote repositories, agent logs (default: .baton/work)",
+  )
   .option(
     '--workflow-bundle <file>',
     "prebuilt workflow bundle (default: the installed package's own, else the workflows bundled at start)",
