@@ -155,7 +155,9 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
       defaultStore: 'default',
       visibilityStore: 'visibility',
       numHistoryShards: 4,
-      datastores: { default: store(databases[0], 10), visibility: store(databases[1], 4) },
+      // Each of the server's four services opens pools of its own: 4 + 2 connections each keep the
+      // whole server under 25 of the Postgres's connections, which test files beside it share.
+      datastores: { default: store(databases[0], 4), visibility: store(databases[1], 2) },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
     services: {

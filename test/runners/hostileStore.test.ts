@@ -157,7 +157,9 @@ describe('the hostile agent against the store of a deliberately weakened set-up 
       expect.arrayContaining([expect.objectContaining({ actor: 'hostile', access: 'write', granted_by: VICTIM_ACTOR })]),
     );
     // The owner's member: it may also switch off the trigger and then rewrite and empty the log.
-    expect(storeOutcomes(report)).toEqual(Object.fromEntries(STORE_ATTACKS.map((name) => [name, 'succeeded'])));
+    expect(storeOutcomes(report), JSON.stringify(attacks, null, 2)).toEqual(
+      Object.fromEntries(STORE_ATTACKS.map((name) => [name, 'succeeded'])),
+    );
     expect(attacks.store_disable_trigger!.evidence).toBe('tgenabled=D ');
     expect(attacks.store_update_task!.evidence).toBe(`updated ${before.task[0]!.id} `);
     expect(attacks.store_delete_events!.evidence).toMatch(/^deleted [1-9]\d* $/);
