@@ -12,7 +12,7 @@ const OBJECT_NAME = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 /** What git says when the remote answers but has no such revision (as opposed to being out of reach). */
 const NOT_ON_REMOTE = /not our ref|couldn't find remote ref|no such remote ref|unadvertised object/i;
 /** What git says when a fetched object fails its checks (`fetch.fsckObjects`): a `.git` entry, a `..` path. */
-const FSCK_REFUSED = /fsck|hasDot/i;
+const FSCK_REFUSED = /fsck error in|error: object [0-9a-f]{40,}: \w+:/;
 
 /** A commit on the remote holds objects no checkout may (git's fsck refuses them): whoever pushed it gamed it (S6). */
 export class RefusedObjectsError extends Error {
