@@ -213,7 +213,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         // On a remote, the commit is published for the verifier and the dependents, on the claim's
         // own branch, and only while the claim holds: a fenced heartbeat first (a stale owner's
         // push is refused here; were it to land between the two, its branch names its own claim
-        // version, and its submit is fenced).
+        // version, and its submit is fenced). Verifiers and dependents fetch the commit by name, so
+        // the branch only keeps it on the remote.
         if (repository?.remote && artifact.revision) {
           await heartbeat({ publishing: artifact.revision });
           await repository.publish(runBranch(claim), artifact.revision);

@@ -13,6 +13,7 @@ import { untilSignal } from '../src/cli/options.js';
 import { DATABASE_URL_ENV, readEnv } from '../src/config.js';
 import { resolveTemporalCli } from '../src/dev/temporalCli.js';
 import { stderrLog } from '../src/log.js';
+import { commitAll } from '../src/testkit/scriptedRepo.js';
 import { startTopology } from '../src/testkit/topology.js';
 
 const adminUrl = readEnv(DATABASE_URL_ENV);
@@ -31,7 +32,7 @@ await writeFile(
     'base: main',
     'tasks:',
     '  - key: hello',
-    '    run: echo hello > hello.txt && git add hello.txt && git -c user.name=agent -c user.email=agent@localhost commit -qm hello',
+    `    run: echo hello > hello.txt && ${commitAll('hello')}`,
     '    verify: test -f hello.txt',
     '',
   ].join('\n'),

@@ -37,8 +37,9 @@ interface WorkRepository {
   /** Brings each revision the remote has into the mirror; one it lacks stays missing, for the checks to name. */
   fetch(revisions: readonly string[]): Promise<void>;
   /**
-   * Publishes `revision` as branch `branch` of the remote. A branch that exists is never moved: it
-   * is named by task and claim version, so only that claim's owner ever writes it.
+   * Publishes `revision` as branch `branch` of the remote, named by task and claim version: only that
+   * claim's owner publishes there, so whatever the branch held (someone with push access squatting
+   * the name of a coming claim) is replaced rather than left to refuse the push and wedge the task.
    */
   publish(branch: string, revision: string): Promise<void>;
 }
@@ -161,7 +162,7 @@ async function openMirror(mirrorsDir: string, remote: string): Promise<WorkRepos
       }),
     publish: (branch, revision) =>
       withRemote(async () => {
-        await remoteGit(['push', '--quiet', '--no-verify', 'origin', `${revision}:refs/heads/${branch}`]).catch((error: Error) => {
+        await remoteGit(['push', '--quiet', '--no-verify', 'origin', `+${revision}:refs/heads/${branch}`]).catch((error: Error) => {
           throw remoteError(remote, error);
         });
       }),

@@ -180,6 +180,29 @@ describe('publishing and fetching, activity by activity', () => {
     });
   }
 
+  it('cannot be wedged by a branch someone with push access made first under the name of the next claim', async () => {
+    const taskId = await taskOn(remoteUrl);
+    const [graphId, key] = taskId.split('/') as [string, string];
+    // A pooled agent may push to the remote: it squats the branch the next claim will publish on.
+    const squat = await git(remote, ['commit-tree', 'main^{tree}', '-m', 'squatted']);
+    await git(remote, ['update-ref', `refs/heads/baton/${graphId}/${key}/v1`, squat]);
+    const runner: Runner = {
+      async run(ctx) {
+        const tree = await git(ctx.repo!, ['rev-parse', `${ctx.base}^{tree}`]);
+        const revision = await git(ctx.repo!, ['commit-tree', tree, '-p', ctx.base, '-m', 'the work']);
+        return { revision, testCommand: 'true', agentResult: { exitCode: 0, outputDigest: 'sha256:x' } };
+      },
+    };
+    const outcome = await new MockActivityEnvironment().run(activities(runner, path.join(scratch, 'squatted')).batonRunTask, {
+      taskId,
+      heartbeatTimeoutMs: POLICY.heartbeatTimeoutMs,
+      maxAttempts: POLICY.maxAttempts,
+    });
+    expect(outcome).toMatchObject({ status: 'submitted', claimVersion: 1 });
+    const task = await taskRead(stack.db.pool, taskId);
+    expect((await remoteBranches())[`baton/${graphId}/${key}/v1`]).toBe(task.artifact!.revision);
+  });
+
   it('publishes nothing for a claim that was lost before the run ended', async () => {
     const taskId = await taskOn(remoteUrl);
     const workDir = path.join(scratch, 'stale-owner');
