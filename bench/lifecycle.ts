@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createBatonClient } from '../src/client.js';
-import { taskIdOf } from '../src/tasks/taskId.js';
+import { graphWorkflowId, taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
-import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
 import { summariseHistory, type HistorySummary } from './history.js';
 import { interleave } from './interleave.js';

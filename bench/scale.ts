@@ -3,13 +3,13 @@ import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
 import { graphRead, graphReadSource } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
-import { graphWorkflowId } from '../workflows/definitions.js';
 import { runConcurrent, type BenchContext } from './context.js';
 import { noopGraph, startWorkerPair } from './lifecycle.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
 import { nowMs, round } from './stats.js';
 import type { BenchWorker } from './workerProcess.js';
 import { eventTimeMs } from './history.js';
+import { graphWorkflowId } from '../src/tasks/taskId.js';
 
 const SAMPLE_INTERVAL_MS = 2_000;
 /** After every task is verified, how long the graph workflow gets to notice and complete. */

@@ -7,8 +7,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** What the build compiles (tsconfig.build.json's `include`) and the settings it compiles with. */
-const BUILD_INPUTS = ['src', 'workflows', 'activities', 'tsconfig.json', 'tsconfig.build.json'];
+/** What the build compiles (tsconfig.build.json's `include`, and the operator's page) and the settings it compiles with. */
+const BUILD_INPUTS = ['src', 'workflows', 'activities', 'ui', 'tsconfig.json', 'tsconfig.build.json'];
 
 /** The stamp a finished build leaves in dist/: the time it started (`fileSystemNow`), in ms since the epoch. */
 export const BUILD_STAMP = path.join('dist', '.built-at');

@@ -1,6 +1,7 @@
 // `npm run build` (also before `npm pack`): compiles baton into dist/ as the installed package runs
-// it: the JavaScript and its type declarations, the SQL beside the code that reads it, and the
-// workflow bundle, prebuilt so an installed worker starts without bundling. Last, the stamp that
+// it: the JavaScript and its type declarations, the SQL beside the code that reads it, the
+// workflow bundle, prebuilt so an installed worker starts without bundling, and the operator's
+// page (ui/, bundled with everything it uses into dist/ui). Last, the stamp that
 // tells a checkout's `bin/baton.js` that dist/ holds its sources as they are (bin/checkoutBuild.js).
 import { execFileSync } from 'node:child_process';
 import { cp, rm } from 'node:fs/promises';
@@ -32,5 +33,8 @@ const { writePrebuiltWorkflowBundle } = (await import(
   path.join(dist, 'src', 'dev', 'workflowBundle.js')
 )) as typeof import('../src/dev/workflowBundle.js');
 await writePrebuiltWorkflowBundle();
+step("bundling the operator's page");
+const { build } = await import('vite');
+await build({ configFile: path.join(root, 'ui', 'vite.config.ts') });
 writeBuildStamp(root, startedAt);
 step('done');

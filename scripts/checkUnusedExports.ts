@@ -1,5 +1,5 @@
 // Dead-export guard: every export of src/, activities/, workflows/ and scripts/ must be imported by
-// some other file of the project (tests, bench and scripts count: an export only tests use is used).
+// some other file of the project (tests, bench, scripts and the page in ui/ count: an export only tests use is used).
 // An export nothing imports is dead code or belongs to its own file alone, and hides which parts of
 // a module the rest of baton relies on. Entry points, whose exports are used from outside, are exempt.
 // Usage: `tsx scripts/checkUnusedExports.ts [root]` (default: the repository; reads root/tsconfig.json).
@@ -77,13 +77,15 @@ function specifierOf(node: ts.Node): string | undefined {
 
 /** Every export of the checked folders that no other file of the project imports. */
 export function checkUnusedExports(root: string = ROOT): UnusedExport[] {
-  const config = ts.getParsedCommandLineOfConfigFile(
-    path.join(root, 'tsconfig.json'),
-    {},
-    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
-  );
+  const parse = (file: string) =>
+    ts.sys.fileExists(file)
+      ? ts.getParsedCommandLineOfConfigFile(file, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })
+      : undefined;
+  const config = parse(path.join(root, 'tsconfig.json'));
   if (!config) throw new Error(`cannot read ${path.join(root, 'tsconfig.json')}`);
-  const program = ts.createProgram(config.fileNames, config.options);
+  // The operator's page (ui/, its own settings for the browser) imports baton's types too.
+  const page = parse(path.join(root, 'ui', 'tsconfig.json'));
+  const program = ts.createProgram([...config.fileNames, ...(page?.fileNames ?? [])], config.options);
   const checker = program.getTypeChecker();
   const relative = (fileName: string) => path.relative(root, fileName).split(path.sep).join('/');
   const ownFiles = program.getSourceFiles().filter((f) => !f.isDeclarationFile && !relative(f.fileName).startsWith('..'));

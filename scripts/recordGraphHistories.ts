@@ -17,7 +17,7 @@ import { stderrLog } from '../src/log.js';
 import { connectClient, connectWorker } from '../src/temporal/connection.js';
 import { commitAll, createScriptedRepo } from '../src/testkit/scriptedRepo.js';
 import { createBatonWorker } from '../src/worker.js';
-import { graphWorkflowId, taskWorkflowId } from '../workflows/definitions.js';
+import { graphWorkflowId, taskWorkflowId } from '../src/tasks/taskId.js';
 
 const label = process.argv[2];
 if (!label || !/^[a-z0-9-]+$/.test(label))

@@ -8,10 +8,10 @@ import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
-import { isTaskId, taskIdOf } from './tasks/taskId.js';
-import { graphWorkflowId, taskWorkflowId, type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
+import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
+import { workflowControl } from './workflowControl.js';
+import { type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
 import type { batonGraphWorkflow } from '../workflows/graphWorkflow.js';
-import type { batonTaskWorkflow } from '../workflows/taskWorkflow.js';
 
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 interface CancelOutcome {
@@ -33,17 +33,7 @@ export interface BatonClientOptions {
 export function createBatonClient(options: BatonClientOptions) {
   const { db, temporal } = options;
   const taskQueue = options.taskQueue ?? TASK_QUEUE_DEFAULT;
-  /** Asks Temporal to cancel a workflow; one that never started or has ended needs nothing. */
-  const cancelWorkflow = async (workflowId: string) => {
-    // Imported here, not with this module: a command that only reads Postgres does not load the SDK's client.
-    const { WorkflowNotFoundError } = await import('@temporalio/client');
-    await temporal.workflow
-      .getHandle(workflowId)
-      .cancel()
-      .catch((error: unknown) => {
-        if (!(error instanceof WorkflowNotFoundError)) throw error;
-      });
-  };
+  const workflows = workflowControl(temporal, taskQueue);
   // Postgres first: from then on the owner's heartbeats and submit are refused, whatever Temporal does.
   // Each task's workflow is cancelled as soon as its row is, so a failure later leaves no half-cancelled task.
   const cancelTasks = async (tasks: TaskRow[], actor: string, reason: string): Promise<CancelOutcome> => {
@@ -65,7 +55,7 @@ export function createBatonClient(options: BatonClientOptions) {
         continue;
       }
       outcome.cancelled.push(task.id);
-      await cancelWorkflow(taskWorkflowId(task.id));
+      await workflows.cancelTask(task.id);
     }
     return outcome;
   };
@@ -109,13 +99,7 @@ export function createBatonClient(options: BatonClientOptions) {
       const task = await taskRead(db, taskId);
       const graph = await graphRead(db, task.graphId);
       await taskSetStatus(db, { taskId, actor, to: 'ready', kind: 'rerun_requested', reason });
-      await temporal.workflow.start<typeof batonTaskWorkflow>('batonTaskWorkflow', {
-        taskQueue,
-        workflowId: taskWorkflowId(taskId),
-        // Outside the graph's workflow: it starts the workflows of the dependents it releases.
-        args: [{ taskId, policy: graph.policy, wakeDependents: true }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
+      await workflows.rerunTask(taskId, graph.policy);
     },
 
     /**
@@ -126,7 +110,7 @@ export function createBatonClient(options: BatonClientOptions) {
      */
     async cancelGraph(graphId: string, actor: string, reason: string): Promise<CancelOutcome> {
       const outcome = await cancelTasks(await graphReadTasks(db, graphId), actor, reason);
-      await cancelWorkflow(graphWorkflowId(graphId));
+      await workflows.cancelGraph(graphId);
       return outcome;
     },
 

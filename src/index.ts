@@ -44,7 +44,8 @@ export {
 } from './runners/isolation/agentIsolation.js';
 export { AgentIsolationUnavailableError } from './runners/isolation/errors.js';
 export { temporalSettings, type TemporalSettings } from './temporal/connection.js';
-export { graphWorkflowId, taskWorkflowId, graphProgressQuery } from '../workflows/definitions.js';
+export { graphProgressQuery } from '../workflows/definitions.js';
+export { graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
 export { createHttpTool, type HttpToolOptions } from './tools/httpTool.js';
 export { parseHttpTools, HTTP_TOOLS_ENV } from './tools/httpToolsConfig.js';
 export { createToolGateway, toolCallKey, type CallTool, type ToolGateway, type ToolGatewayOptions } from './tools/toolGateway.js';

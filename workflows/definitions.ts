@@ -67,13 +67,3 @@ export const graphProgressQuery = defineQuery<Record<string, string>>('batonGrap
 
 /** graphProgressQuery under baton 0.1's name (`graphProgress`), for clients of 0.1 querying a graph this code runs. */
 export const graphProgressQueryUnprefixed = defineQuery<Record<string, string>>(unprefixedName(graphProgressQuery.name));
-
-/** Workflow id of a task's lifecycle workflow. */
-export function taskWorkflowId(taskId: string): string {
-  return `baton-task:${taskId}`;
-}
-
-/** Workflow id of a graph's workflow. */
-export function graphWorkflowId(graphId: string): string {
-  return `baton-graph:${graphId}`;
-}

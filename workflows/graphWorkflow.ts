@@ -15,13 +15,13 @@ import { condition, makeContinueAsNewFunc, patched, setHandler, startChild, work
 import {
   graphProgressQuery,
   graphProgressQueryUnprefixed,
-  taskWorkflowId,
   type GraphWorkflowInput,
   type GraphWorkflowResult,
   type TaskWorkflowResult,
 } from './definitions.js';
 import { batonName } from './prefixedNames.js';
 import type { batonTaskWorkflow } from './taskWorkflow.js';
+import { taskWorkflowId } from '../src/tasks/taskId.js';
 
 const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
 /** Below Temporal's `limit.numPendingChildExecutions.error` (2,000). */

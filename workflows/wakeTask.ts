@@ -4,8 +4,9 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
-import { recheckTaskSignal, taskWorkflowId, type TaskWorkflowInput } from './definitions.js';
+import { recheckTaskSignal, type TaskWorkflowInput } from './definitions.js';
 import { batonName } from './prefixedNames.js';
+import { taskWorkflowId } from '../src/tasks/taskId.js';
 
 /** Rounds of start-then-signal for a workflow that keeps ending between the two before giving up. */
 const WAKE_ROUNDS = 5;

@@ -8,19 +8,22 @@ import type { Queryable } from '../db/queryable.js';
 import { NotFoundError } from '../errors.js';
 import { stderrLog, type Log } from '../log.js';
 import { agentAuthenticate, agentOperations, agentRefusalsSummarise } from './agentDoor.js';
-import { createDispatch, type LocalRun } from './dispatch.js';
+import { createDispatch, type DispatchOptions } from './dispatch.js';
 import { UnauthenticatedError } from './errors.js';
 import { createHttpHandler, type Caller } from './httpHandler.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from './limits.js';
 import { isOperationName, OPERATION_NAMES, type OperationName } from './operationNames.js';
+import type { OperatorPage } from './operatorPage.js';
 import { parseOperationInput } from './operations.js';
 import { rateLimiter, type RateLimit } from './rateLimiter.js';
 import { createTokenGate } from './tokenGate.js';
 import { secretSha256 } from './tokenSecret.js';
 
-export interface AgentApiOptions {
+/** What a server performs only with Temporal (DispatchOptions.workflows). */
+const OPERATOR_ACTIONS: ReadonlySet<OperationName> = new Set(['task.cancel', 'graph.cancel', 'task.rerun']);
+
+export interface AgentApiOptions extends DispatchOptions {
   db: Queryable;
-  localRun?: LocalRun;
   /** (Default: 4 MiB) */
   maxBodyBytes?: number;
   /** Per token; each client address may make four times as many. (Default: 50 calls/s, bursts of 200) */
@@ -33,6 +36,8 @@ export interface AgentApiOptions {
   refusalSummaryMs?: number;
   /** Where failures (5xx) are logged, with their request id and stack. (Default: stderr) */
   log?: Log;
+  /** The operator's page, served at /ui/ (`baton serve`). (Default: none) */
+  page?: OperatorPage;
 }
 
 export interface AgentApi {
@@ -56,7 +61,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     summarise: (address, count, throttled, windowMs) => agentRefusalsSummarise(db, address, count, throttled, windowMs),
     log,
   });
-  const dispatch = createDispatch(db, options.localRun);
+  const dispatch = createDispatch(db, options);
 
   /** The token first: asked of the store unless known here (or, with `recheck`, unless asked during this request). */
   async function checkToken(caller: Caller, operation: string | undefined, recheck = false): Promise<void> {
@@ -111,12 +116,15 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
 
   /**
    * The operations a caller whose token passed the gate may call here: those its scopes allow,
-   * without `tool.call` where this server performs none (`baton serve`, a run whose worker has no tools).
+   * without `tool.call` where this server performs none (`baton serve`, a run whose worker has no tools),
+   * without the operator's actions where it reaches no Temporal.
    */
   async function operationsFor(caller: Caller): Promise<OperationName[]> {
     limiter.take(secretSha256(caller.secret));
     const allowed = await forgettingRefused(caller, () => agentOperations(db, caller.secret, OPERATION_NAMES));
-    return options.localRun?.callTool ? allowed : allowed.filter((name) => name !== 'tool.call');
+    return allowed.filter(
+      (name) => (name !== 'tool.call' || options.localRun?.callTool) && (options.workflows || !OPERATOR_ACTIONS.has(name)),
+    );
   }
 
   const handle = createHttpHandler({
@@ -126,6 +134,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     takeFromAddress: (address) => addressLimiter.take(address),
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
     log,
+    page: options.page,
   });
 
   return { perform, handle, close: () => gate.flush() };

@@ -4,13 +4,18 @@
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError } from '../errors.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
+import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { agentCall } from './agentDoor.js';
 import { ForbiddenError } from './errors.js';
 import type { OperationName } from './operationNames.js';
-import { newTokenSecret, secretSha256 } from './tokenSecret.js';
+import type { AgentApiResult } from './operationResults.js';
 
-/** How often a waiting `pool.claim` looks for work. */
-const POOL_CLAIM_POLL_MS = 500;
+type CancelOutcome = AgentApiResult<'task.cancel'>;
+import { newTokenSecret, secretSha256 } from './tokenSecret.js';
+import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
+
+/** How often a waiting `pool.claim` looks for work, and a waiting `events.list` for events. */
+const POLL_MS = 500;
 
 /** The run a run's own endpoint serves: its claim, its tool calls, its agent's progress. */
 export interface LocalRun {
@@ -25,7 +30,59 @@ export interface LocalRun {
 /** Performs `operation` with arguments already validated, as the token `secret`; `signal` tells that its caller has gone. */
 type Dispatch = (secret: string, operation: OperationName, args: Record<string, unknown>, signal?: AbortSignal) => Promise<unknown>;
 
-export function createDispatch(db: Queryable, localRun: LocalRun | undefined): Dispatch {
+/** What the operator's actions ask of Temporal once the store has recorded them (src/workflowControl.ts). */
+export interface WorkflowControl {
+  /** Cancels a task's lifecycle workflow; one that never started or has ended needs nothing. */
+  cancelTask(taskId: string): Promise<void>;
+  /** Cancels a graph's workflow, as `cancelTask` does a task's. */
+  cancelGraph(graphId: string): Promise<void>;
+  /** Starts a task's lifecycle workflow for a rerun, or finds the one running. */
+  rerunTask(taskId: string, policy: GraphPolicy): Promise<void>;
+}
+
+/** What the dispatcher serves besides the store: a run's own endpoint, or Temporal for the operator's actions. */
+export interface DispatchOptions {
+  localRun?: LocalRun;
+  /**
+   * Temporal, for task.cancel, graph.cancel and task.rerun: dialled on the first action. Absent: the
+   * actions are refused before anything is recorded (a run's endpoint, a server told of no Temporal).
+   */
+  workflows?: () => Promise<WorkflowControl>;
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
+/** Calls `attempt` until it answers something `found` accepts, `waitSeconds` pass or the caller goes; the last answer. */
+async function waitFor<T>(
+  waitSeconds: number | undefined,
+  signal: AbortSignal | undefined,
+  attempt: () => Promise<T>,
+  found: (value: T) => boolean,
+): Promise<T> {
+  const deadline = Date.now() + (waitSeconds ?? 0) * 1000;
+  let value = await attempt();
+  while (!found(value) && Date.now() < deadline && !signal?.aborted) {
+    await pause(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), signal);
+    // A caller that has gone away is asked nothing more (pool.claim would hand it a run nobody receives).
+    if (signal?.aborted) break;
+    value = await attempt();
+  }
+  return value;
+}
+
+export function createDispatch(db: Queryable, options: DispatchOptions = {}): Dispatch {
+  const { localRun } = options;
   async function callTool(secret: string, call: ToolCallInput): Promise<ToolCallResult> {
     const run = (await agentCall(db, secret, 'tool.call', {})) as { taskId: string; claimVersion: number };
     if (!localRun)
@@ -40,17 +97,42 @@ export function createDispatch(db: Queryable, localRun: LocalRun | undefined): D
   }
 
   async function claimFromPool(secret: string, args: { pool: string; waitSeconds?: number }, signal?: AbortSignal): Promise<unknown> {
-    const deadline = Date.now() + (args.waitSeconds ?? 0) * 1000;
-    for (;;) {
-      // A caller that has gone away must not be handed a run nobody would receive.
-      if (signal?.aborted) return null;
-      // A fresh secret per attempt: only the one handed out is ever stored, as its hash.
-      const runToken = newTokenSecret();
-      const claimed = await agentCall(db, secret, 'pool.claim', { pool: args.pool, runSecretSha256: secretSha256(runToken) });
-      if (claimed) return { ...(claimed as object), runToken };
-      if (Date.now() >= deadline || signal?.aborted) return null;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(POOL_CLAIM_POLL_MS, Math.max(0, deadline - Date.now()))));
+    // A caller that has gone away must not be handed a run nobody would receive.
+    if (signal?.aborted) return null;
+    return waitFor(
+      args.waitSeconds,
+      signal,
+      async () => {
+        // A fresh secret per attempt: only the one handed out is ever stored, as its hash.
+        const runToken = newTokenSecret();
+        const run = await agentCall(db, secret, 'pool.claim', { pool: args.pool, runSecretSha256: secretSha256(runToken) });
+        return run ? { ...(run as object), runToken } : null;
+      },
+      (run) => run !== null,
+    );
+  }
+
+  /** task.cancel, graph.cancel, task.rerun: recorded in the store as the token's identity, then carried out by Temporal. */
+  async function operate(secret: string, operation: 'task.cancel' | 'graph.cancel' | 'task.rerun', args: Record<string, unknown>) {
+    if (!options.workflows) {
+      throw new ForbiddenError(
+        'no_temporal',
+        `${operation} needs the Temporal server the workers use, and this server was given none (TEMPORAL_ADDRESS, or baton dev's): nothing was done`,
+      );
     }
+    const workflows = await options.workflows();
+    if (operation === 'task.rerun') {
+      const { taskId, policy } = (await agentCall(db, secret, operation, args)) as { taskId: string; policy: GraphPolicy };
+      await workflows.rerunTask(taskId, policy);
+      return { taskId };
+    }
+    const outcome = (await agentCall(db, secret, operation, args)) as CancelOutcome;
+    // Those cancelled before (an earlier call whose Temporal step failed) are asked again: it changes nothing once done.
+    for (const taskId of [...outcome.cancelled, ...outcome.left.filter((t) => t.status === 'cancelled').map((t) => t.taskId)]) {
+      await workflows.cancelTask(taskId);
+    }
+    if (operation === 'graph.cancel') await workflows.cancelGraph(String(args.graphId));
+    return outcome;
   }
 
   return async (secret, operation, args, signal) => {
@@ -65,6 +147,27 @@ export function createDispatch(db: Queryable, localRun: LocalRun | undefined): D
       }
       case 'pool.claim':
         return claimFromPool(secret, args as { pool: string; waitSeconds?: number }, signal);
+      case 'events.list': {
+        const { waitSeconds, ...read } = args as { waitSeconds?: number; afterId?: number };
+        return waitFor(
+          read.afterId === undefined ? 0 : waitSeconds,
+          signal,
+          () => agentCall(db, secret, 'events.list', read) as Promise<{ events: unknown[] }>,
+          (page) => page.events.length > 0,
+        );
+      }
+      case 'graph.show': {
+        const graph = (await agentCall(db, secret, operation, args)) as { id: string };
+        return { ...graph, workflowId: graphWorkflowId(graph.id) };
+      }
+      case 'task.show': {
+        const task = (await agentCall(db, secret, operation, args)) as { id: string };
+        return { ...task, workflowId: taskWorkflowId(task.id) };
+      }
+      case 'task.cancel':
+      case 'graph.cancel':
+      case 'task.rerun':
+        return operate(secret, operation, args);
       default:
         return agentCall(db, secret, operation, args);
     }

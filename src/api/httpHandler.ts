@@ -1,5 +1,6 @@
 // The agent API over HTTP: `POST /v1/<operation>` (JSON in and out, errors as problem details),
-// MCP at `/mcp`, the OpenAPI document at `/openapi.json`, and `/healthz`. The token is checked
+// MCP at `/mcp`, the OpenAPI document at `/openapi.json`, `/healthz`, and on `baton serve` the
+// operator's page at `/ui/` (src/api/operatorPage.ts). The token is checked
 // before the body is read; what a request is allowed to do is decided by `checkToken` and `act`.
 import type http from 'node:http';
 import { InvalidInputError, NotFoundError } from '../errors.js';
@@ -7,6 +8,7 @@ import type { Log } from '../log.js';
 import { serveMcp } from './agentMcp.js';
 import { MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
 import { openApiDocument } from './openApi.js';
+import type { OperatorPage } from './operatorPage.js';
 import type { OperationName } from './operationNames.js';
 import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
 
@@ -29,6 +31,8 @@ interface HttpHandlerOptions {
   takeFromAddress(address: string): void;
   maxBodyBytes: number;
   log: Log;
+  /** The operator's page, served at /ui/. (Default: none) */
+  page?: OperatorPage;
 }
 
 /** Answers one HTTP request: /v1/<operation>, /mcp, /openapi.json, /healthz. Nothing a request holds may take the process down. */
@@ -41,10 +45,13 @@ export function createHttpHandler(options: HttpHandlerOptions): (req: http.Incom
     };
     if (req.method === 'GET' && path === '/healthz') return answer(200, { ok: true });
     if (req.method === 'GET' && path === '/openapi.json') return answer(200, openApiDocument());
+    if (req.method === 'GET' && options.page?.serve(path, res)) return;
     const isMcp = path === '/mcp';
     const operation = path.startsWith('/v1/') ? path.slice('/v1/'.length) : undefined;
     if (!isMcp && operation === undefined)
-      throw new NotFoundError(`no route ${req.method} ${path}: POST /v1/<operation>, POST /mcp, GET /openapi.json`);
+      throw new NotFoundError(
+        `no route ${req.method} ${path}: POST /v1/<operation>, POST /mcp, GET /openapi.json${options.page ? ', GET /ui/ (the operator’s page)' : ''}`,
+      );
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       throw new MethodNotAllowedError(

@@ -28,6 +28,16 @@ export const OPERATION_NAMES = [
   'object.withdraw',
   'object.suggest',
   'object.approve',
+  'graphs.list',
+  'graph.show',
+  'task.show',
+  'events.list',
+  'objects.list',
+  'pools.list',
+  'tokens.list',
+  'task.cancel',
+  'graph.cancel',
+  'task.rerun',
 ] as const;
 export type OperationName = (typeof OPERATION_NAMES)[number];
 

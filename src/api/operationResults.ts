@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import type { ObjectEvent, ObjectSnapshot, ObjectState } from '../objects/types.js';
 import type { ToolCallResult } from '../tools/types.js';
-import type { OperationName } from './operationNames.js';
+import { GRAPH_STATES, TASK_STATUSES } from '../tasks/states.js';
+import { TOKEN_SCOPES, type OperationName } from './operationNames.js';
 
 /** Times are the database's, as ISO 8601 text with their zone. */
 const time = z.string();
@@ -29,6 +30,74 @@ const taskContext = z.strictObject({
   base: z.string(),
   upstream: z.array(z.strictObject({ key: z.string(), taskId: z.string(), revision: z.string().nullable(), notes: z.array(taskNote) })),
   notes: z.array(taskNote),
+});
+
+/** An event of the log as the operator's views read it (src/db/functions/agent_views.sql). */
+const logEvent = z.strictObject({
+  id: int,
+  subjectKind: z.enum(['task', 'graph', 'object', 'agent']),
+  subjectId: z.string(),
+  seq: int,
+  kind: z.string(),
+  actor: z.string(),
+  at: time,
+  /** The claim version (a task's) or fencing token (an object's) the event was written under. */
+  fence: int.nullable(),
+  version: int.nullable(),
+  reason: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+});
+
+const taskSummary = z.strictObject({
+  id: z.string(),
+  key: z.string(),
+  status: z.enum(TASK_STATUSES),
+  owner: z.string().nullable(),
+  claimVersion: int,
+  attempts: int,
+  dependsOn: z.array(z.string()),
+  leaseExpired: z.boolean(),
+  description: z.string().nullable(),
+  pool: z.string().nullable(),
+});
+
+const tokenInfo = z.strictObject({
+  id: z.string(),
+  identity: z.string(),
+  scopes: z.array(z.enum(TOKEN_SCOPES)),
+  createdBy: z.string(),
+  createdAt: time,
+  expiresAt: time.nullable(),
+  revokedAt: time.nullable(),
+  revokedBy: z.string().nullable(),
+  lastUsedAt: time.nullable(),
+  taskId: z.null(),
+  claimVersion: z.null(),
+  noteGrants: z.strictObject({ graphs: z.array(z.string()), tasks: z.array(z.string()) }).nullable(),
+});
+
+const objectView = z.strictObject({
+  key: z.string(),
+  version: int,
+  token: int,
+  holder: z.string().nullable(),
+  holderSince: time.nullable(),
+  heartbeatAt: time.nullable(),
+  silenceTimeoutMs: int,
+  silent: z.boolean(),
+  defaultAccess: z.string(),
+  createdBy: z.string(),
+  updatedAt: time,
+  offer: z.strictObject({ id: int, giver: z.string(), successor: z.string(), version: int, token: int, offeredAt: time }).nullable(),
+  suggestions: z.array(
+    z.strictObject({ id: int, suggestedBy: z.string(), baseVersion: int, note: z.string().nullable(), createdAt: time }),
+  ),
+});
+
+/** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
+const cancelled = z.strictObject({
+  cancelled: z.array(z.string()),
+  left: z.array(z.strictObject({ taskId: z.string(), status: z.enum(TASK_STATUSES) })),
 });
 
 /** The results the store writes as JSON, by operation. */
@@ -67,6 +136,103 @@ export const STORE_RESULTS = {
       details: z.record(z.string(), z.unknown()),
     }),
   ),
+  'graphs.list': z.array(
+    z.strictObject({
+      id: z.string(),
+      submittedBy: z.string(),
+      submittedAt: time,
+      tasks: int,
+      counts: z.record(z.enum(TASK_STATUSES), int),
+      state: z.enum(GRAPH_STATES),
+    }),
+  ),
+  'graph.show': z.strictObject({
+    id: z.string(),
+    submittedBy: z.string(),
+    submittedAt: time,
+    repo: z.string().nullable(),
+    base: z.string(),
+    policy: z.record(z.string(), z.unknown()),
+    tasks: z.array(taskSummary),
+  }),
+  'task.show': taskSummary.extend({
+    graphId: z.string(),
+    spec: z.record(z.string(), z.unknown()),
+    claimedAt: time.nullable(),
+    leaseExpiresAt: time.nullable(),
+    /** The last heartbeat's progress: on a worker's run, its host, pid, lines and last lines (`tail`). */
+    progress: z.record(z.string(), z.unknown()).nullable(),
+    artifact: z.record(z.string(), z.unknown()).nullable(),
+    verifiedRevision: z.string().nullable(),
+    upstreamRevisions: z.record(z.string(), z.string()),
+    verifications: z.array(
+      z.strictObject({
+        id: int,
+        claimVersion: int,
+        revision: z.string(),
+        command: z.string(),
+        exitCode: int,
+        passed: z.boolean(),
+        verifier: z.string(),
+        at: time,
+        outputDigest: z.string(),
+        outputTail: z.string(),
+      }),
+    ),
+    notes: z.array(taskNote),
+    events: z.array(logEvent),
+    toolCalls: z.array(
+      z.strictObject({
+        step: z.string(),
+        tool: z.string(),
+        status: z.string(),
+        /** Its outcome was looked up at the tool after an owner died not knowing it. */
+        reconciled: z.boolean(),
+        owner: z.string(),
+        claimVersion: int,
+        attempts: int,
+        result: z.unknown(),
+        error: z.string().nullable(),
+        createdAt: time,
+        updatedAt: time,
+      }),
+    ),
+    poolRuns: z.array(
+      z.strictObject({
+        claimVersion: int,
+        pool: z.string(),
+        offeredBy: z.string(),
+        offeredAt: time,
+        agent: z.string().nullable(),
+        takenAt: time.nullable(),
+        beatAt: time.nullable(),
+        revision: z.string().nullable(),
+      }),
+    ),
+  }),
+  'events.list': z.strictObject({ events: z.array(logEvent), lastId: int }),
+  'objects.list': z.strictObject({ objects: z.array(objectView), log: z.array(logEvent).optional() }),
+  'pools.list': z.array(
+    z.strictObject({
+      pool: z.string(),
+      waiting: z.array(z.strictObject({ taskId: z.string(), claimVersion: int, offeredBy: z.string(), offeredAt: time })),
+      running: z.array(
+        z.strictObject({
+          taskId: z.string(),
+          claimVersion: int,
+          agent: z.string(),
+          tokenId: z.string(),
+          takenAt: time,
+          beatAt: time,
+          submitted: z.boolean(),
+        }),
+      ),
+      takers: z.array(z.strictObject({ agent: z.string(), runs: int, lastTakenAt: time })),
+    }),
+  ),
+  'tokens.list': z.strictObject({ tokens: z.array(tokenInfo), liveRunTokens: int }),
+  'task.cancel': cancelled,
+  'graph.cancel': cancelled,
 } satisfies Partial<Record<OperationName, z.ZodType>>;
 
 type StoreResult<Op extends keyof typeof STORE_RESULTS> = z.infer<(typeof STORE_RESULTS)[Op]>;
@@ -102,7 +268,20 @@ export interface AgentApiResults {
   'object.withdraw': ObjectState;
   'object.suggest': { suggestionId: number; state: ObjectState };
   'object.approve': ObjectState;
+  'graphs.list': StoreResult<'graphs.list'>;
+  'graph.show': StoreResult<'graph.show'> & { workflowId: string };
+  'task.show': StoreResult<'task.show'> & { workflowId: string };
+  'events.list': StoreResult<'events.list'>;
+  'objects.list': StoreResult<'objects.list'>;
+  'pools.list': StoreResult<'pools.list'>;
+  'tokens.list': StoreResult<'tokens.list'>;
+  'task.cancel': StoreResult<'task.cancel'>;
+  'graph.cancel': StoreResult<'graph.cancel'>;
+  'task.rerun': { taskId: string };
 }
+
+/** An event of the log as the operator's views return it. */
+export type LogEvent = z.infer<typeof logEvent>;
 
 /** What `operation` returns: the type `callAgentApi` resolves to. (Every operation has one: the compiler checks.) */
 export type AgentApiResult<Op extends OperationName> = AgentApiResults[Op];

@@ -7,10 +7,11 @@ import { z } from 'zod';
 import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableString } from '../objects/objectInput.js';
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
+import { GRAPH_STATES } from '../tasks/states.js';
 import type { OperationName } from './operationNames.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
-type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'run';
+type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'admin' | 'run';
 
 /** Longest a `pool.claim` waits for work. */
 const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
@@ -61,6 +62,12 @@ function unstorableTextIn(input: unknown): string | undefined {
 const str = () => storableString();
 const json = z.unknown().refine((v) => depthOf(v) <= JSON_DEPTH_MAX, `nested deeper than ${JSON_DEPTH_MAX} levels`);
 const taskId = str().min(1).max(200);
+const graphId = str().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'graph ids are 1 to 63 lowercase letters, digits, _ or -');
+/** Why an operator acts: recorded with the change. */
+const reason = str().min(1).max(2000);
+
+/** Longest an `events.list` waits for events. */
+const EVENTS_WAIT_SECONDS_MAX = 30;
 
 /**
  * What a call does, for MCP's tool annotations (src/api/agentMcp.ts). `read`: nothing a later call
@@ -280,6 +287,102 @@ export const OPERATIONS = {
     effect: destructive(true),
     description: 'Apply a suggestion made on the current version (holder only).',
     input: OBJECT_INPUTS.approve,
+  },
+  'graphs.list': {
+    scope: 'read',
+    title: 'List graphs',
+    effect: READ,
+    description:
+      "Graphs newest first, each with its task count, how many tasks are in each status and its state; narrowed by state, age and a search of the graph's id and submitter. The operator's views need a token without note grants, not a run's.",
+    input: z.strictObject({
+      state: z.enum(GRAPH_STATES).optional(),
+      submittedWithinSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(10 * 365 * 86_400)
+        .optional(),
+      search: str().max(200).optional(),
+      limit: z.number().int().min(1).max(1000).optional(),
+    }),
+  },
+  'graph.show': {
+    scope: 'read',
+    title: 'Show a graph',
+    effect: READ,
+    description:
+      'A graph (who submitted it, where it works, its policy) and every task: status, owner, claim version, attempts, dependencies.',
+    input: z.strictObject({ graphId }),
+  },
+  'task.show': {
+    scope: 'read',
+    title: 'Show a task',
+    effect: READ,
+    description:
+      'A task: its artifact, pinned upstream revisions, verifications with their output tails, notes, progress (the agent log tail), tool-call ledger and ownership timeline.',
+    input: z.strictObject({ taskId }),
+  },
+  'events.list': {
+    scope: 'read',
+    title: 'Follow the event log',
+    // Waits for events without changing anything.
+    effect: READ,
+    description:
+      "The event log after afterId, oldest first (of one graph's tasks with graphId), waiting up to waitSeconds for the first; without afterId, no events and the id to follow from. Another's object events show only with view access to the object, refused agent calls only to admin tokens.",
+    input: z.strictObject({
+      afterId: z.number().int().min(0).optional(),
+      graphId: graphId.optional(),
+      limit: z.number().int().min(1).max(1000).optional(),
+      waitSeconds: z.number().int().min(0).max(EVENTS_WAIT_SECONDS_MAX).optional(),
+    }),
+  },
+  'objects.list': {
+    scope: 'read',
+    title: 'List shared objects',
+    effect: READ,
+    description:
+      'The shared objects you may view (an admin token: every one) with holder, fencing token, version, silence, open offer and open suggestions; with key, that one and its log.',
+    input: OBJECT_INPUTS.show.partial(),
+  },
+  'pools.list': {
+    scope: 'read',
+    title: 'List pools',
+    effect: READ,
+    description:
+      'Per pool: the offers waiting to be taken, the runs taken and not over (agent, last beat), and who took work in the last day.',
+    input: z.strictObject({}),
+  },
+  'tokens.list': {
+    scope: 'admin',
+    title: 'List tokens',
+    effect: READ,
+    description: 'The tokens people made, never their secrets, and how many run tokens are live.',
+    input: z.strictObject({}),
+  },
+  'task.cancel': {
+    scope: 'admin',
+    title: 'Cancel a task',
+    // Again: the task is cancelled already and is left as it is.
+    effect: destructive(true),
+    description:
+      "Cancel a task that has not finished, with a reason recorded under your identity; its owner's later writes are refused and its run is stopped. Its dependents stay blocked.",
+    input: z.strictObject({ taskId, reason }),
+  },
+  'graph.cancel': {
+    scope: 'admin',
+    title: 'Cancel a graph',
+    effect: destructive(true),
+    description: 'Cancel every unfinished task of a graph, with a reason recorded under your identity, and stop its runs.',
+    input: z.strictObject({ graphId, reason }),
+  },
+  'task.rerun': {
+    scope: 'admin',
+    title: 'Rerun a task',
+    // Again: the task is ready already and nothing changes.
+    effect: destructive(true),
+    description:
+      'Send a verified, stale or failed task round again on its dependencies’ current revisions, with a reason recorded under your identity; dependents verified on its old revision become stale.',
+    input: z.strictObject({ taskId, reason }),
   },
 } as const satisfies Record<OperationName, Operation>;
 

@@ -14,7 +14,7 @@ import type { AgentApiInput } from '../api/operations.js';
 import type { NoteGrants } from '../api/tokens.js';
 import { errorResponseOf, InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
-import { jsonOption, parsePort, parsePositiveInt, untilSignal } from './options.js';
+import { jsonOption, parsePort, parsePositiveInt, taskQueueOption, untilSignal } from './options.js';
 import { parseLifetime, parseScopes } from './tokenOptions.js';
 
 /** Port `baton serve` listens on unless told otherwise. */
@@ -81,36 +81,59 @@ export function registerAgentCommands(program: Command, log: Log): void {
   program
     .command('serve')
     .description(
-      'serve the agent API for agents and people outside runs: HTTP (POST /v1/<operation>), MCP (Streamable HTTP at /mcp) and ' +
-        '/openapi.json, authenticated by bearer tokens from `baton token create`; connects to Postgres as a member of baton_agent ' +
-        `(DATABASE_URL, else baton dev's agent login)`,
+      'serve the agent API for agents and people outside runs: HTTP (POST /v1/<operation>), MCP (Streamable HTTP at /mcp), ' +
+        "/openapi.json and the operator's page at /ui/, authenticated by bearer tokens from `baton token create` (the page: a read " +
+        'token, or an admin one to cancel and rerun); connects to Postgres as a member of baton_agent (DATABASE_URL, else baton ' +
+        "dev's agent login) and, for cancel and rerun, to the workers' Temporal server (TEMPORAL_* settings, else baton dev's)",
     )
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', parsePort, SERVE_PORT_DEFAULT)
     .option('--rate <calls>', 'calls per second one token may make on average', parsePositiveInt, RATE_LIMIT_DEFAULT.perSecond)
     .option('--burst <calls>', 'calls one token may make at once', parsePositiveInt, RATE_LIMIT_DEFAULT.burst)
     .option('--max-body <bytes>', 'largest request body read', parsePositiveInt, MAX_BODY_BYTES_DEFAULT)
-    .action(async (opts: { host: string; port: number; rate: number; burst: number; maxBody: number }) => {
-      const [{ withCliContext }, { createAgentApi }, { startAgentServer }] = await Promise.all([
-        import('./context.js'),
-        import('../api/agentApi.js'),
-        import('../api/agentServer.js'),
-      ]);
-      await withCliContext(
-        log,
-        { migrate: false, login: 'agent', requireRole: 'baton_agent', applicationName: 'baton serve', poolSize: 10 },
-        async ({ pool }) => {
-          const api = createAgentApi({ db: pool, maxBodyBytes: opts.maxBody, rateLimit: { perSecond: opts.rate, burst: opts.burst }, log });
-          const server = await startAgentServer(api, { host: opts.host, port: opts.port });
-          log(
-            `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json. Press Ctrl-C to stop.`,
-          );
-          await untilSignal();
-          await server.close();
-          await api.close();
-        },
-      );
-    });
+    .option('--temporal-ui <url>', "the Temporal Web UI the page links workflows to (default: baton dev's, else none)")
+    .addOption(taskQueueOption('task queue a rerun from the page starts its workflow on'))
+    .option('--no-page', "do not serve the operator's page")
+    .action(
+      async (opts: {
+        host: string;
+        port: number;
+        rate: number;
+        burst: number;
+        maxBody: number;
+        temporalUi?: string;
+        taskQueue: string;
+        page: boolean;
+      }) => {
+        const [{ withCliContext }, { startOperatorServer }] = await Promise.all([import('./context.js'), import('./operatorServer.js')]);
+        await withCliContext(
+          log,
+          { migrate: false, login: 'agent', requireRole: 'baton_agent', applicationName: 'baton serve', poolSize: 10 },
+          async (context) => {
+            const server = await startOperatorServer(
+              context,
+              context.pool,
+              {
+                host: opts.host,
+                port: opts.port,
+                rateLimit: { perSecond: opts.rate, burst: opts.burst },
+                maxBodyBytes: opts.maxBody,
+                taskQueue: opts.taskQueue,
+                temporalUiUrl: opts.temporalUi,
+                page: opts.page,
+              },
+              log,
+            );
+            log(
+              `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json` +
+                `${server.pageUrl ? `, the operator's page at ${server.pageUrl}` : ''}. Press Ctrl-C to stop.`,
+            );
+            await untilSignal();
+            await server.close();
+          },
+        );
+      },
+    );
 
   const token = program.command('token').description('tokens of the agent API: each carries the identity every call made with it acts as');
   token

@@ -85,6 +85,8 @@ export interface CliContext {
   /** The baton home of the `baton dev` stack this command started or reached, when it did. */
   devHome?: string;
   temporalSettings: TemporalSettings;
+  /** The Temporal Web UI of the `baton dev` stack this command started or reached, when it has one. */
+  temporalUiUrl?: string;
   /** The stack started (or reached) for a context opened with `start`. */
   stack?: DevStack;
   /** What was applied; set when the context was opened with `migrate: true`. */
@@ -168,6 +170,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     componentUrls,
     devHome: stack?.embeddedPostgres ? stack.home : dev?.home,
     temporalSettings: settings,
+    temporalUiUrl: stack ? stack.temporalUiUrl : devTemporal?.uiUrl,
     stack,
     migration,
     temporal: async ({ connect = true } = {}) => {

@@ -3,7 +3,7 @@
 // in a blink.
 import { inspect } from 'node:util';
 import { Argument, Command, Option } from 'commander';
-import { DATABASE_URL_ENV, readEnv, TASK_QUEUE_DEFAULT, WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../config.js';
+import { DATABASE_URL_ENV, DEV_PAGE_PORT_DEFAULT, readEnv, TASK_QUEUE_DEFAULT, WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../config.js';
 import { BatonError, errorResponse } from '../errors.js';
 import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
@@ -77,12 +77,15 @@ const program = new Command()
 program
   .command('dev')
   .description(
-    'start a complete local stack: embedded Postgres, Temporal dev server with UI, and a baton worker; Ctrl-C stops it. ' +
+    "start a complete local stack: embedded Postgres, Temporal dev server with UI, a baton worker, and the agent API with the operator's page " +
+      '(its address printed with a fresh admin token for you in its fragment); Ctrl-C stops it. ' +
       'Refuses a port another process holds; writes where it runs to .baton/dev-stack.json (no secrets), where other commands find it',
   )
   .option('--postgres-port <port>', 'embedded Postgres port; 0 picks a free one (default: 54329)', parsePort)
   .option('--temporal-port <port>', "Temporal dev server gRPC port; 0 picks a free one (default: 17233, not Temporal's 7233)", parsePort)
   .option('--ui-port <port>', "Temporal Web UI port; 0 picks a free one (default: 18233, not Temporal's 8233)", parsePort)
+  .option('--page-port <port>', `the agent API and operator's page; 0 picks a free one (default: ${DEV_PAGE_PORT_DEFAULT})`, parsePort)
+  .option('--no-page', "do not serve the agent API and the operator's page")
   .option('--no-worker', 'do not run a baton worker in this process')
   .addOption(noMigrateOption())
   .addOption(agentUserFlag())
@@ -90,14 +93,27 @@ program
   .addOption(agentNetworkFlag())
   .action(
     async (
-      opts: { postgresPort?: number; temporalPort?: number; uiPort?: number; worker: boolean; migrate: boolean } & AgentIsolationFlags,
+      opts: {
+        postgresPort?: number;
+        temporalPort?: number;
+        uiPort?: number;
+        pagePort?: number;
+        page: boolean;
+        worker: boolean;
+        migrate: boolean;
+      } & AgentIsolationFlags,
     ) => {
-      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }, { liveBlock }] = await Promise.all([
-        import('./context.js'),
-        import('./stack.js'),
-        import('../worker.js'),
-        import('./liveBlock.js'),
-      ]);
+      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }, { liveBlock }, { startDevPage }] =
+        await Promise.all([
+          import('./context.js'),
+          import('./stack.js'),
+          import('../worker.js'),
+          import('./liveBlock.js'),
+          import('./operatorServer.js'),
+        ]);
+      const pagePort = opts.pagePort ?? DEV_PAGE_PORT_DEFAULT;
+      // Like the stack's own ports: refused before anything starts, naming what holds it.
+      if (opts.page && pagePort !== 0) await (await import('../dev/portTaken.js')).requirePortFree(pagePort, 'page');
       await installTemporalRuntime();
       // A first start's download shows its progress in one line, redrawn in place on a terminal.
       const setup = liveBlock(process.stderr);
@@ -120,6 +136,12 @@ program
             throw error;
           })
         : undefined;
+      const page = opts.page
+        ? await startDevPage(open, pagePort, log).catch(async (error: unknown) => {
+            await open.close();
+            throw error;
+          })
+        : undefined;
       log('');
       describeReach(open.stack, log);
       log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
@@ -135,6 +157,7 @@ program
       log(`${signal}: stopping ...`);
       worker?.shutdown();
       await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
+      await page?.close();
       await open.close();
       log(`Stopped. State is kept in ${open.stack.home} for the next run.`);
     },

@@ -403,6 +403,10 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
   END IF;
+  IF v_denial = 'limited' THEN
+    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
+      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
+  END IF;
   IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',
       format('token %s of %s has scope %s; %s needs %s', k.id, k.identity, array_to_string(k.scopes, ', '), p_operation, v_scope));
@@ -475,6 +479,9 @@ BEGIN
     PERFORM baton.event_append('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
+  WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
+       'task.cancel', 'graph.cancel', 'task.rerun' THEN
+    RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
     IF NOT o.ok THEN RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'object', to_jsonb(o)); END IF;
@@ -503,6 +510,34 @@ BEGIN
     END;
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'object', to_jsonb(o));
   END CASE;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_cancel(p_actor text, p_graph_id text, p_task_id text, p_reason text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_cancelled text[] := '{}';
+  v_left jsonb := '[]'::jsonb;
+  x record;
+BEGIN
+  IF p_graph_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+  IF p_task_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM baton.tasks WHERE id = p_task_id) THEN
+    RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
+  END IF;
+  FOR x IN SELECT t.id FROM baton.tasks t WHERE t.id = p_task_id OR t.graph_id = p_graph_id ORDER BY t.id LOOP
+    -- Locked, then read: a task finished meanwhile is left as it is.
+    IF (baton.task_lock(x.id)).status IN ('verified', 'failed', 'cancelled') THEN
+      v_left := v_left || jsonb_build_object('taskId', x.id, 'status', (SELECT status FROM baton.tasks WHERE id = x.id));
+    ELSE
+      PERFORM baton.task_set_status(x.id, p_actor, 'cancelled', 'cancelled', p_reason);
+      v_cancelled := v_cancelled || x.id;
+    END IF;
+  END LOOP;
+  RETURN jsonb_build_object('cancelled', to_jsonb(v_cancelled), 'left', v_left);
 END $function$
 ;
 
@@ -569,6 +604,8 @@ AS $function$
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'read'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
   END
 $function$
 ;
@@ -625,6 +662,16 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_rerun(p_actor text, p_task_id text, p_reason text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM baton.task_set_status(p_task_id, p_actor, 'ready', 'rerun_requested', p_reason);
+  RETURN jsonb_build_object('taskId', p_task_id, 'policy', (SELECT g.spec->'policy' FROM baton.tasks t JOIN baton.graphs g ON g.id = t.graph_id WHERE t.id = p_task_id));
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text, p_scope text)
  RETURNS text
  LANGUAGE sql
@@ -633,6 +680,9 @@ AS $function$
   SELECT CASE
     WHEN p_scope = 'run' THEN CASE WHEN k.task_id IS NULL THEN 'not_a_run' END
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
+    WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
+     AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
+                         'task.cancel', 'graph.cancel', 'task.rerun') THEN 'limited'
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
   END
 $function$
@@ -820,6 +870,217 @@ AS $function$
     || CASE WHEN k.task_id IS NULL THEN jsonb_build_object('noteGrants', CASE WHEN k.note_graphs IS NOT NULL
          THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END) ELSE '{}'::jsonb END
 $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view(k baton.agent_tokens, p_operation text, a jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_reason text := a->>'reason';
+BEGIN
+  IF p_operation IN ('task.cancel', 'graph.cancel', 'task.rerun') AND length(coalesce(v_reason, '')) NOT BETWEEN 1 AND 2000 THEN
+    PERFORM baton.agent_invalid(format('%s needs a reason of 1 to 2000 characters (it is recorded with the change)', p_operation));
+  END IF;
+  RETURN CASE p_operation
+    WHEN 'graphs.list' THEN baton.agent_view_graphs(a)
+    WHEN 'graph.show' THEN baton.agent_view_graph(a->>'graphId')
+    WHEN 'task.show' THEN baton.agent_view_task(a->>'taskId')
+    WHEN 'events.list' THEN baton.agent_view_event_log(k, a)
+    WHEN 'objects.list' THEN baton.agent_view_objects(k, a)
+    WHEN 'pools.list' THEN baton.agent_view_pools()
+    WHEN 'tokens.list' THEN baton.agent_view_tokens()
+    WHEN 'task.cancel' THEN baton.agent_cancel(k.identity, NULL, a->>'taskId', v_reason)
+    WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
+    WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
+  END;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_event_log(k baton.agent_tokens, a jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_graph text := a->>'graphId';
+  v_limit integer := coalesce((a->>'limit')::integer, 500);
+  v_events baton.events[];
+BEGIN
+  IF a->'afterId' IS NULL OR jsonb_typeof(a->'afterId') = 'null' THEN
+    RETURN jsonb_build_object('events', '[]'::jsonb, 'lastId', (SELECT coalesce(max(id), 0) FROM baton.events));
+  END IF;
+  v_events := ARRAY(SELECT e FROM baton.events e WHERE e.id > (a->>'afterId')::bigint
+    AND (v_graph IS NULL OR (e.subject_kind = 'graph' AND e.subject_id = v_graph)
+         OR (e.subject_kind = 'task' AND e.subject_id LIKE baton.task_id_pattern_of(v_graph)))
+    AND CASE e.subject_kind
+          WHEN 'object' THEN 'admin' = ANY (k.scopes)
+            OR EXISTS (SELECT 1 FROM baton.objects o WHERE o.key = e.subject_id AND baton.object_may(o, k.identity, 'view'))
+          WHEN 'agent' THEN 'admin' = ANY (k.scopes)
+          ELSE true END
+    ORDER BY e.id LIMIT v_limit);
+  RETURN jsonb_build_object('events', baton.agent_view_events(v_events),
+    'lastId', coalesce((SELECT max(x.id) FROM unnest(v_events) x), (a->>'afterId')::bigint));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_events(p_events baton.events[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'subjectKind', e.subject_kind, 'subjectId', e.subject_id,
+           'seq', e.subject_seq, 'kind', e.kind, 'actor', e.actor, 'at', baton.object_ts(e.at), 'fence', e.fence,
+           'version', e.version, 'reason', e.reason, 'details', e.details) ORDER BY e.id), '[]'::jsonb)
+    FROM unnest(p_events) e);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_graph(p_graph_id text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  g baton.graphs;
+BEGIN
+  SELECT * INTO g FROM baton.graphs WHERE id = p_graph_id;
+  IF NOT FOUND THEN RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002'; END IF;
+  RETURN jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
+    'repo', g.repo, 'base', g.base, 'policy', g.spec->'policy',
+    'tasks', (SELECT coalesce(jsonb_agg(baton.agent_view_task_summary(v) ORDER BY v.key), '[]'::jsonb)
+                FROM baton.tasks t, LATERAL baton.task_view(t) v WHERE t.graph_id = p_graph_id));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_graphs(a jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_search text := nullif(a->>'search', '');
+  v_limit integer := coalesce((a->>'limit')::integer, 100);
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
+           'tasks', g.tasks, 'counts', g.counts, 'state', g.state) ORDER BY g.submitted_at DESC, g.id DESC), '[]'::jsonb)
+    FROM (SELECT * FROM baton.graph_list(a->>'state', make_interval(secs => (a->>'submittedWithinSeconds')::double precision),
+                                         CASE WHEN v_search IS NULL THEN v_limit ELSE 2147483647 END) x
+           WHERE v_search IS NULL OR strpos(lower(x.id), lower(v_search)) > 0 OR strpos(lower(x.submitted_by), lower(v_search)) > 0
+           LIMIT v_limit) g);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_objects(k baton.agent_tokens, a jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_key text := a->>'key';
+  v_objects jsonb;
+BEGIN
+  SELECT coalesce(jsonb_agg(jsonb_build_object('key', o.key, 'version', o.version, 'token', o.token, 'holder', o.holder,
+           'holderSince', baton.object_ts(o.holder_since), 'heartbeatAt', baton.object_ts(o.holder_heartbeat_at),
+           'silenceTimeoutMs', o.silence_timeout_ms, 'silent', baton.object_is_silent(o, f.id IS NOT NULL),
+           'defaultAccess', o.default_access, 'createdBy', o.created_by, 'updatedAt', baton.object_ts(o.updated_at),
+           'offer', CASE WHEN f.id IS NOT NULL THEN jsonb_build_object('id', f.id, 'giver', f.giver, 'successor', f.successor,
+                      'version', f.version, 'token', f.token, 'offeredAt', baton.object_ts(f.offered_at)) END,
+           'suggestions', (SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.id, 'suggestedBy', s.suggested_by, 'baseVersion', s.base_version,
+                             'note', s.note, 'createdAt', baton.object_ts(s.created_at)) ORDER BY s.id), '[]'::jsonb)
+                             FROM baton.object_suggestions s WHERE s.object_key = o.key AND s.status = 'open'))
+           ORDER BY o.key), '[]'::jsonb)
+    INTO v_objects
+    FROM baton.objects o LEFT JOIN baton.object_offers f ON f.object_key = o.key AND f.status = 'open'
+   WHERE (v_key IS NULL OR o.key = v_key) AND ('admin' = ANY (k.scopes) OR baton.object_may(o, k.identity, 'view'));
+  IF v_key IS NULL THEN RETURN jsonb_build_object('objects', v_objects); END IF;
+  -- One the token may not view answers as one that does not exist: it learns nothing of it.
+  IF jsonb_array_length(v_objects) = 0 THEN RAISE EXCEPTION 'object % does not exist', v_key USING ERRCODE = 'BT002'; END IF;
+  RETURN jsonb_build_object('objects', v_objects, 'log', baton.agent_view_events(ARRAY(
+    SELECT e FROM baton.events e WHERE e.subject_kind = 'object' AND e.subject_id = v_key ORDER BY e.id)));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_pools()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(p ORDER BY p->>'pool'), '[]'::jsonb) FROM (
+    SELECT jsonb_build_object('pool', r.pool,
+      'waiting', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', w.task_id, 'claimVersion', w.claim_version,
+                    'offeredBy', w.offered_by, 'offeredAt', baton.object_ts(w.offered_at)) ORDER BY w.offered_at), '[]'::jsonb)
+                    FROM baton.pool_runs w JOIN baton.tasks t ON t.id = w.task_id
+                   WHERE w.pool = r.pool AND w.agent IS NULL AND t.status = 'running' AND t.claim_version = w.claim_version),
+      'running', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', w.task_id, 'claimVersion', w.claim_version, 'agent', w.agent,
+                    'tokenId', w.token_id, 'takenAt', baton.object_ts(w.taken_at), 'beatAt', baton.object_ts(w.beat_at),
+                    'submitted', w.revision IS NOT NULL) ORDER BY w.taken_at), '[]'::jsonb)
+                    FROM baton.pool_runs w JOIN baton.tasks t ON t.id = w.task_id
+                   WHERE w.pool = r.pool AND w.agent IS NOT NULL AND t.status = 'running' AND t.claim_version = w.claim_version),
+      'takers', (SELECT coalesce(jsonb_agg(jsonb_build_object('agent', x.agent, 'runs', x.runs, 'lastTakenAt', baton.object_ts(x.last)) ORDER BY x.last DESC), '[]'::jsonb)
+                   FROM (SELECT w.agent, count(*)::integer AS runs, max(w.taken_at) AS last FROM baton.pool_runs w
+                          WHERE w.pool = r.pool AND w.taken_at > now() - interval '1 day' GROUP BY w.agent) x)) AS p
+      FROM (SELECT DISTINCT pool FROM baton.pool_runs) r) pools);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_task(p_task_id text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v baton.task_view;
+BEGIN
+  SELECT (baton.task_view(t)).* INTO v FROM baton.tasks t WHERE t.id = p_task_id;
+  IF NOT FOUND THEN RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002'; END IF;
+  RETURN baton.agent_view_task_summary(v) || jsonb_build_object('graphId', v.graph_id, 'spec', v.spec,
+    'claimedAt', baton.object_ts(v.claimed_at), 'leaseExpiresAt', baton.object_ts(v.lease_expires_at), 'progress', v.progress,
+    'artifact', v.artifact, 'verifiedRevision', v.verified_revision, 'upstreamRevisions', v.upstream_revisions,
+    'verifications', (SELECT coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'claimVersion', x.claim_version, 'revision', x.revision,
+         'command', x.command, 'exitCode', x.exit_code, 'passed', x.passed, 'verifier', x.verifier, 'at', baton.object_ts(x.at),
+         'outputDigest', x.output_digest, 'outputTail', right(x.output_tail, 4000)) ORDER BY x.id), '[]'::jsonb)
+       FROM baton.verifications x WHERE x.task_id = p_task_id),
+    'notes', baton.agent_notes(p_task_id),
+    'events', baton.agent_view_events(ARRAY(SELECT e FROM baton.events e WHERE e.subject_kind = 'task' AND e.subject_id = p_task_id ORDER BY e.id)),
+    'toolCalls', (SELECT coalesce(jsonb_agg(jsonb_build_object('step', c.step, 'tool', c.tool, 'status', c.status,
+         'reconciled', c.status LIKE 'reconciled_%', 'owner', c.owner, 'claimVersion', c.claim_version, 'attempts', c.attempts,
+         'result', c.result, 'error', c.error, 'createdAt', baton.object_ts(c.created_at), 'updatedAt', baton.object_ts(c.updated_at))
+         ORDER BY c.created_at, c.step), '[]'::jsonb)
+       FROM baton.tool_calls c WHERE c.task_id = p_task_id),
+    'poolRuns', (SELECT coalesce(jsonb_agg(jsonb_build_object('claimVersion', r.claim_version, 'pool', r.pool, 'offeredBy', r.offered_by,
+         'offeredAt', baton.object_ts(r.offered_at), 'agent', r.agent, 'takenAt', baton.object_ts(r.taken_at),
+         'beatAt', baton.object_ts(r.beat_at), 'revision', r.revision) ORDER BY r.claim_version), '[]'::jsonb)
+       FROM baton.pool_runs r WHERE r.task_id = p_task_id));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_task_summary(t baton.task_view)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN jsonb_build_object('id', t.id, 'key', t.key, 'status', t.status, 'owner', t.owner, 'claimVersion', t.claim_version,
+    'attempts', t.attempts, 'dependsOn', to_jsonb(t.depends_on), 'leaseExpired', t.lease_expired,
+    'description', t.spec->>'description', 'pool', t.spec->'run'->>'pool');
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.agent_view_tokens()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN jsonb_build_object(
+    'tokens', (SELECT coalesce(jsonb_agg(baton.agent_token_view(k) ORDER BY k.created_at, k.id), '[]'::jsonb)
+                 FROM baton.agent_tokens k WHERE k.task_id IS NULL),
+    'liveRunTokens', (SELECT count(*) FROM baton.agent_tokens k JOIN baton.tasks t ON t.id = k.task_id
+                       WHERE k.revoked_at IS NULL AND t.status = 'running' AND t.claim_version = k.claim_version));
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.claim_accept_write(p_task_id text)
@@ -2698,6 +2959,8 @@ function baton.agent_authenticate(text,text): {baton_owner=X/baton_owner,baton_a
 
 function baton.agent_call(text,text,jsonb): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
+function baton.agent_cancel(text,text,text,text): {baton_owner=X/baton_owner}
+
 function baton.agent_invalid(text): {baton_owner=X/baton_owner}
 
 function baton.agent_notes(text): {baton_owner=X/baton_owner}
@@ -2711,6 +2974,8 @@ function baton.agent_operations(text,text[]): {baton_owner=X/baton_owner,baton_a
 function baton.agent_refusals_summarise(text,integer,integer,integer): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.agent_refuse(baton.agent_tokens,text,text,text,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_rerun(text,text,text): {baton_owner=X/baton_owner}
 
 function baton.agent_scope_denial(baton.agent_tokens,text,text): {baton_owner=X/baton_owner}
 
@@ -2731,6 +2996,26 @@ function baton.agent_token_refusal(baton.agent_tokens,text): {baton_owner=X/bato
 function baton.agent_token_revoke(text,text,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.agent_token_view(baton.agent_tokens): {baton_owner=X/baton_owner}
+
+function baton.agent_view(baton.agent_tokens,text,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_view_event_log(baton.agent_tokens,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_view_events(baton.events[]): {baton_owner=X/baton_owner}
+
+function baton.agent_view_graph(text): {baton_owner=X/baton_owner}
+
+function baton.agent_view_graphs(jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_view_objects(baton.agent_tokens,jsonb): {baton_owner=X/baton_owner}
+
+function baton.agent_view_pools(): {baton_owner=X/baton_owner}
+
+function baton.agent_view_task(text): {baton_owner=X/baton_owner}
+
+function baton.agent_view_task_summary(baton.task_view): {baton_owner=X/baton_owner}
+
+function baton.agent_view_tokens(): {baton_owner=X/baton_owner}
 
 function baton.claim_accept_write(text): {baton_owner=X/baton_owner}
 

@@ -6,6 +6,7 @@ const DEV_SERVERS = {
   postgres: { what: 'the embedded Postgres', flag: '--postgres-port' },
   temporal: { what: 'the Temporal dev server', flag: '--temporal-port' },
   ui: { what: 'the Temporal Web UI', flag: '--ui-port' },
+  page: { what: "the agent API and operator's page", flag: '--page-port' },
 } as const;
 
 export type DevServer = keyof typeof DEV_SERVERS;

@@ -11,6 +11,10 @@ import type { AgentIsolation } from './isolation/agentIsolation.js';
 import { childEnv, runShell } from './processes.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
+/** Lines of the agent's output each heartbeat carries (`progress.tail`), and how much of each. */
+const PROGRESS_TAIL_LINES = 12;
+const PROGRESS_LINE_CHARS_MAX = 200;
+
 /** How often the command runner heartbeats while its agent runs. (Default: 1s) */
 const COMMAND_HEARTBEAT_INTERVAL_MS_DEFAULT = 1_000;
 
@@ -70,7 +74,9 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         if (access?.replacedMcpConfig) {
           await log(`replaced the .mcp.json the repository holds with baton's own: nothing committed by an agent runs for the next one`);
         }
-        let lastLine = '';
+        // The last lines of the agent's output travel with each heartbeat, so the operator's page can
+        // show them wherever the worker runs (its whole log stays in the worker's work folder).
+        const tail: string[] = [];
         let lines = 0;
         let pid: number | undefined;
         const beat = async () =>
@@ -78,7 +84,8 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
             host: hostname(),
             pid,
             lines,
-            lastLine: lastLine.slice(0, 200),
+            lastLine: (tail.at(-1) ?? '').slice(0, 200),
+            tail,
             ...(agentProgress ? { agent: agentProgress } : {}),
           });
         const agentAbort = new AbortController();
@@ -113,7 +120,8 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
             },
             onLine: (line) => {
               lines++;
-              lastLine = line;
+              tail.push(line.slice(0, PROGRESS_LINE_CHARS_MAX));
+              if (tail.length > PROGRESS_TAIL_LINES) tail.shift();
               ctx.log(line);
               void log(line);
             },

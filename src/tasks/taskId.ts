@@ -22,3 +22,13 @@ export function keyOf(id: string): string | undefined {
   const slash = id.indexOf('/');
   return slash < 0 ? undefined : id.slice(slash + 1);
 }
+
+/** Workflow id of a task's lifecycle workflow. */
+export function taskWorkflowId(taskId: string): string {
+  return `baton-task:${taskId}`;
+}
+
+/** Workflow id of a graph's workflow. */
+export function graphWorkflowId(graphId: string): string {
+  return `baton-graph:${graphId}`;
+}

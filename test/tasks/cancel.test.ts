@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { NotFoundError } from '../../src/errors.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
-import { graphWorkflowId } from '../../workflows/definitions.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
+import { graphWorkflowId } from '../../src/tasks/taskId.js';
 
 const MARK_ENV = 'BATON_TEST_CANCEL_MARK';
 

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import type { TaskRow } from '../../src/tasks/types.js';
-import { taskWorkflowId } from '../../workflows/definitions.js';
 import { useTaskStack } from '../helpers/taskStack.js';
+import { taskWorkflowId } from '../../src/tasks/taskId.js';
 
 const verifyCalls: string[] = [];
 /** Per task: the first run of a `gated` agent waits for this before it commits. */

@@ -5,11 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, withUnprefixedAliases } from '../../activities/index.js';
 import { QUIET_BUNDLER_LOGGER } from '../../src/dev/workflowBundle.js';
 import { createFunctionRunner, createFunctionVerifier } from '../../src/runners/functionRunner.js';
-import { graphProgressQuery, graphProgressQueryUnprefixed, graphWorkflowId } from '../../workflows/definitions.js';
+import { graphProgressQuery, graphProgressQueryUnprefixed } from '../../workflows/definitions.js';
 import type { HostActivities } from '../fixtures/hostWorkflows.js';
 import { insertTask } from '../helpers/tasks.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { uniqueWorkflowId } from '../helpers/temporal.js';
+import { graphWorkflowId } from '../../src/tasks/taskId.js';
 
 // T9: a team registers baton in its own worker, beside its own workflows and activities, which may
 // carry the plain names baton 0.1 took (`graphWorkflow`, `runTask`).

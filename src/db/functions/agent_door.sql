@@ -123,17 +123,23 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'read'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
   END
 $$;
 
 -- Why token k may not call p_operation (whose scope is p_scope), in a word, or NULL when it may:
 -- 'not_a_run' for a run operation without a run token, and for a run token taking another run;
+-- 'limited' for the operator's views (agent_views.sql) with a run token or one limited to some notes;
 -- 'scope' for a token without the scope (admin has every scope). Records nothing: agent_call records
 -- the refusal, and agent_operations lists what passes.
 CREATE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text, p_scope text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN p_scope = 'run' THEN CASE WHEN k.task_id IS NULL THEN 'not_a_run' END
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
+    WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
+     AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
+                         'task.cancel', 'graph.cancel', 'task.rerun') THEN 'limited'
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
   END
 $$;
@@ -247,6 +253,10 @@ BEGIN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
   END IF;
+  IF v_denial = 'limited' THEN
+    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
+      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
+  END IF;
   IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',
       format('token %s of %s has scope %s; %s needs %s', k.id, k.identity, array_to_string(k.scopes, ', '), p_operation, v_scope));
@@ -319,6 +329,9 @@ BEGIN
     PERFORM baton.event_append('task', t.id, 'taken_from_pool', k.identity, t.claim_version, NULL, NULL,
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
+  WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
+       'task.cancel', 'graph.cancel', 'task.rerun' THEN
+    RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
     IF NOT o.ok THEN RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'object', to_jsonb(o)); END IF;
