@@ -35,6 +35,8 @@ let server: AgentServer;
 let api: ReturnType<typeof createAgentApi>;
 let browser: Browser;
 let reader: string;
+/** What the pages said went wrong: a violation of their policy, an uncaught error. */
+const pageProblems: string[] = [];
 let operator: string;
 
 beforeAll(async () => {
@@ -51,6 +53,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  expect(pageProblems).toEqual([]);
   await browser?.close();
   await server?.close();
   await api?.close();
@@ -59,6 +62,11 @@ afterAll(async () => {
 async function openPage(token: string | undefined, route = '#/', viewport = { width: 1280, height: 900 }): Promise<Page> {
   const page = await browser.newPage({ viewport });
   page.setDefaultTimeout(SHOWN_MS);
+  // The page's own code must live within its policy, and throw nothing.
+  page.on('console', (message) => {
+    if (/Content Security Policy/.test(message.text())) pageProblems.push(message.text());
+  });
+  page.on('pageerror', (error) => pageProblems.push(error.message));
   await page.goto(`${server.url}/ui/${token ? `#token=${encodeURIComponent(token)}` : ''}`);
   if (token) await page.getByRole('status').filter({ hasText: 'live' }).waitFor();
   if (route !== '#/') await page.evaluate(`location.hash = ${JSON.stringify(route)}`);
@@ -150,6 +158,8 @@ describe("the operator's page", () => {
       ).toBe(true);
       expect(await page.evaluate('window.loadedOnce')).toBe(true);
       await expect.poll(() => page.locator('.progress').first().textContent()).toContain('3/3 verified');
+      // A small graph's canvas is only as tall as the graph (its height is set within the page's policy).
+      expect(await page.locator('.dag-canvas').evaluate((el) => el.getBoundingClientRect().height)).toBeLessThan(300);
       await screenshot(page, 'operator-page-graph');
 
       // Its workflow links to the Temporal UI.

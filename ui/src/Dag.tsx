@@ -1,4 +1,4 @@
-// A graph's tasks as a DAG, laid out once per graph (layout.worker.ts) and coloured by status as
+// A graph's tasks as a DAG, laid out once per graph by ELK (layout.worker.ts) and coloured by status as
 // it changes. Drag to pan, wheel or the buttons to zoom; every task is a link, reached by Tab too.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { AgentApiResult } from '../../src/api/operationResults.js';
@@ -7,7 +7,7 @@ import type { Layout, LayoutRequest } from './layout.worker.js';
 
 type Task = AgentApiResult<'graph.show'>['tasks'][number];
 
-const NODE_WIDTH = 168;
+const NODE_WIDTH = 196;
 const NODE_HEIGHT = 46;
 const DAG_HEIGHT_MIN = 160;
 const DAG_HEIGHT_MAX = 560;
@@ -20,7 +20,11 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
   useEffect(() => {
     setLayout(undefined);
     const worker = new Worker(new URL('./layout.worker.ts', import.meta.url), { type: 'module' });
-    worker.onmessage = (m: MessageEvent<Layout>) => setLayout(m.data);
+    worker.onmessage = (m: MessageEvent<Layout>) => {
+      setLayout(m.data);
+      // Its memory (the layout library's) is given back at once.
+      worker.terminate();
+    };
     worker.onerror = (e) => setError(e.message || 'the layout failed');
     worker.postMessage({
       nodes: tasks.map((t) => ({ id: t.id, dependsOn: t.dependsOn })),
@@ -46,7 +50,7 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
   if (!layout)
     return (
       <div class="dag-placeholder" aria-busy="true">
-        Laying out {tasks.length.toLocaleString()} tasks…
+        Laying out {tasks.length === 1 ? 'the task' : `${tasks.length.toLocaleString()} tasks`}…
       </div>
     );
   const zoom = (factor: number) => setView((v) => ({ ...v, scale: Math.min(4, Math.max(0.05, v.scale * factor)) }));
@@ -67,8 +71,8 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
       <svg
         ref={svg}
         class="dag-canvas"
-        // As tall as the graph needs, up to the stylesheet's limit.
-        height={Math.min(DAG_HEIGHT_MAX, Math.max(DAG_HEIGHT_MIN, layout.height + 32))}
+        // As tall as the graph needs, up to a limit (and the stylesheet's share of the window).
+        style={{ height: `${Math.min(DAG_HEIGHT_MAX, Math.max(DAG_HEIGHT_MIN, layout.height + 32))}px` }}
         role="img"
         aria-label={`Graph ${graphId}: ${tasks.length} tasks`}
         onWheel={(e) => {
