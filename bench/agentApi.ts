@@ -4,7 +4,6 @@
 // is `calls` sequential calls per side; reports ratios and p50 latencies (../shared/BENCH.md).
 // Needs DATABASE_URL of a login that may create databases and roles (as the test suite's).
 // Usage: npx tsx bench/agentApi.ts [--pairs 9] [--calls 200]
-import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Command } from 'commander';
@@ -12,12 +11,9 @@ import { createAgentApi } from '../src/api/agentApi.js';
 import { startAgentServer } from '../src/api/agentServer.js';
 import { agentTokenCreate } from '../src/api/tokens.js';
 import { parsePositiveInt } from '../src/cli/options.js';
-import { readEnv } from '../src/config.js';
-import { asLogin, ensureComponentLogin } from '../src/db/logins.js';
-import { migrate } from '../src/db/migrate.js';
-import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/db/pool.js';
 import { stderrLog } from '../src/log.js';
 import { interleave } from './interleave.js';
+import { withScratchAgentDatabase } from './scratchDatabase.js';
 import { nowMs, quantile, round, spread } from './stats.js';
 
 const opts = new Command()
@@ -28,17 +24,7 @@ const opts = new Command()
   .opts<{ pairs: number; calls: number }>();
 const log = stderrLog;
 
-const adminUrl = readEnv('DATABASE_URL');
-if (!adminUrl) throw new Error('DATABASE_URL is not set: a login that may create a scratch database and roles');
-const name = `baton_bench_api_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-await ensureDatabase(adminUrl, name);
-const admin = createPool(withDatabase(adminUrl, name));
-const login = `${name}_agent`;
-const password = randomBytes(18).toString('base64url');
-try {
-  await migrate(admin);
-  await ensureComponentLogin(admin, login, 'baton_agent', password);
-  const pool = createPool(asLogin(withDatabase(adminUrl, name), login, password), { max: 4 });
+await withScratchAgentDatabase('baton_bench_api', async ({ admin, agent: pool }) => {
   const { secret } = await agentTokenCreate(admin, { identity: 'bench-agent', scopes: ['read'], createdBy: 'bench' });
   const server = await startAgentServer(createAgentApi({ db: pool, rateLimit: { perSecond: 1e6, burst: 1e6 } }), {
     port: 0,
@@ -103,11 +89,4 @@ try {
   );
   await mcp.close();
   await server.close();
-  await pool.end();
-} finally {
-  await admin.end();
-  await dropDatabase(adminUrl, name);
-  await createPool(adminUrl, { max: 1 })
-    .query(`DROP ROLE IF EXISTS ${login}`)
-    .catch(() => undefined);
-}
+});

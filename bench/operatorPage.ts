@@ -7,7 +7,6 @@
 // Needs DATABASE_URL of a login that may create databases and roles (as the test suite's), a
 // built page (npm run build) and Chromium (apt-get install chromium, or BATON_CHROMIUM).
 // Usage: npx tsx bench/operatorPage.ts [--pairs 7] [--tasks 2000] [--baseline-tasks 20] [--out dir] [--screenshot file.png]
-import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,14 +17,11 @@ import { startAgentServer } from '../src/api/agentServer.js';
 import { loadOperatorPage } from '../src/api/operatorPage.js';
 import { agentTokenCreate } from '../src/api/tokens.js';
 import { parsePositiveInt } from '../src/cli/options.js';
-import { readEnv } from '../src/config.js';
-import { asLogin, ensureComponentLogin } from '../src/db/logins.js';
-import { migrate } from '../src/db/migrate.js';
-import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/db/pool.js';
 import { stderrLog } from '../src/log.js';
 import { chromiumLaunchOptions } from '../src/testkit/browser.js';
 import { insertGraph } from '../src/testkit/graphs.js';
 import { interleave } from './interleave.js';
+import { withScratchAgentDatabase } from './scratchDatabase.js';
 import { round, spread } from './stats.js';
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
@@ -92,17 +88,7 @@ async function loadPage(browser: Browser, url: string, tasks: number, screenshot
   return { tableMs, dagMs, longestTaskMs, heapMb: metric('JSHeapUsedSize') / 2 ** 20, domNodes: metric('Nodes') };
 }
 
-const adminUrl = readEnv('DATABASE_URL');
-if (!adminUrl) throw new Error('DATABASE_URL is not set: a login that may create a scratch database and roles');
-const name = `baton_bench_page_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-await ensureDatabase(adminUrl, name);
-const admin = createPool(withDatabase(adminUrl, name));
-const login = `${name}_agent`;
-const password = randomBytes(18).toString('base64url');
-try {
-  await migrate(admin);
-  await ensureComponentLogin(admin, login, 'baton_agent', password);
-  const pool = createPool(asLogin(withDatabase(adminUrl, name), login, password), { max: 4 });
+await withScratchAgentDatabase('baton_bench_page', async ({ admin, agent: pool }) => {
   const { secret } = await agentTokenCreate(admin, { identity: 'bench-reader', scopes: ['read'], createdBy: 'bench' });
   const api = createAgentApi({ db: pool, page: await loadOperatorPage({}), rateLimit: { perSecond: 1e6, burst: 1e6 } });
   const server = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
@@ -176,12 +162,5 @@ try {
     await browser.close();
     await server.close();
     await api.close();
-    await pool.end();
   }
-} finally {
-  await admin.end();
-  await dropDatabase(adminUrl, name);
-  await createPool(adminUrl, { max: 1 })
-    .query(`DROP ROLE IF EXISTS ${login}`)
-    .catch(() => undefined);
-}
+});

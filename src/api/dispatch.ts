@@ -1,18 +1,19 @@
 // The agent API's dispatcher: an operation, its validated arguments and the caller's token become
-// a store call (src/api/agentDoor.ts), or a tool call and progress for the run an endpoint serves.
+// a store call (src/api/agentDoor.ts), or a tool call and progress for the run an endpoint serves,
+// or (the operator's cancel and rerun) a store call then Temporal's part; long polls wait here.
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError } from '../errors.js';
-import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
+import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
+import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall } from './agentDoor.js';
 import { ForbiddenError } from './errors.js';
 import type { OperationName } from './operationNames.js';
 import type { AgentApiResult } from './operationResults.js';
+import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 type CancelOutcome = AgentApiResult<'task.cancel'>;
-import { newTokenSecret, secretSha256 } from './tokenSecret.js';
-import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
 
 /** How often a waiting `pool.claim` looks for work, and a waiting `events.list` for events. */
 const POLL_MS = 500;

@@ -33,10 +33,8 @@ const taskContext = z.strictObject({
 });
 
 /** An event of the log as the operator's views read it (src/db/functions/agent_views.sql). */
-const logEvent = z.strictObject({
-  id: int,
-  subjectKind: z.enum(['task', 'graph', 'object', 'agent']),
-  subjectId: z.string(),
+/** An event of one subject's log, as object.log returns it. */
+const subjectEvent = z.strictObject({
   seq: int,
   kind: z.string(),
   actor: z.string(),
@@ -47,6 +45,8 @@ const logEvent = z.strictObject({
   reason: z.string().nullable(),
   details: z.record(z.string(), z.unknown()),
 });
+/** An event of the whole log, with its id and subject. */
+const logEvent = subjectEvent.extend({ id: int, subjectKind: z.enum(['task', 'graph', 'object', 'agent']), subjectId: z.string() });
 
 const taskSummary = z.strictObject({
   id: z.string(),
@@ -61,19 +61,26 @@ const taskSummary = z.strictObject({
   pool: z.string().nullable(),
 });
 
-const tokenInfo = z.strictObject({
+/** A token as any view of it shows it (never its secret). */
+const tokenFields = {
   id: z.string(),
   identity: z.string(),
   scopes: z.array(z.enum(TOKEN_SCOPES)),
-  createdBy: z.string(),
   createdAt: time,
   expiresAt: time.nullable(),
+};
+/** A token people made: the graphs and tasks whose notes it may use, or null for every task's. */
+const noteGrants = z.strictObject({ graphs: z.array(z.string()), tasks: z.array(z.string()) }).nullable();
+
+const tokenInfo = z.strictObject({
+  ...tokenFields,
+  createdBy: z.string(),
   revokedAt: time.nullable(),
   revokedBy: z.string().nullable(),
   lastUsedAt: time.nullable(),
   taskId: z.null(),
   claimVersion: z.null(),
-  noteGrants: z.strictObject({ graphs: z.array(z.string()), tasks: z.array(z.string()) }).nullable(),
+  noteGrants,
 });
 
 const objectView = z.strictObject({
@@ -103,19 +110,11 @@ const cancelled = z.strictObject({
 /** The results the store writes as JSON, by operation. */
 export const STORE_RESULTS = {
   whoami: z.strictObject({
-    id: z.string(),
-    identity: z.string(),
-    scopes: z.array(z.string()),
-    createdAt: time,
-    expiresAt: time.nullable(),
+    ...tokenFields,
     /** A run token's task and claim version; null for a token people made. */
     taskId: z.string().nullable(),
     claimVersion: int.nullable(),
-    /** A token people made: the graphs and tasks whose notes it may use, or null for every task's. */
-    noteGrants: z
-      .strictObject({ graphs: z.array(z.string()), tasks: z.array(z.string()) })
-      .nullable()
-      .optional(),
+    noteGrants: noteGrants.optional(),
   }),
   context: taskContext,
   heartbeat: z.strictObject({ taskId: z.string(), claimVersion: int, pooled: z.boolean(), at: time }),
@@ -124,18 +123,7 @@ export const STORE_RESULTS = {
   'notes.list': z.array(taskNote),
   /** The run taken, with its run token (shown once); null when the pool had no work before the wait ended. */
   'pool.claim': taskContext.extend({ pool: z.string(), runTokenId: z.string(), runToken: z.string() }).nullable(),
-  'object.log': z.array(
-    z.strictObject({
-      seq: int,
-      kind: z.string(),
-      actor: z.string(),
-      at: time,
-      fence: int.nullable(),
-      version: int.nullable(),
-      reason: z.string().nullable(),
-      details: z.record(z.string(), z.unknown()),
-    }),
-  ),
+  'object.log': z.array(subjectEvent),
   'graphs.list': z.array(
     z.strictObject({
       id: z.string(),

@@ -907,6 +907,10 @@ DECLARE
   v_limit integer := coalesce((a->>'limit')::integer, 500);
   v_events baton.events[];
 BEGIN
+  -- An unknown graph is said at once, not waited on.
+  IF v_graph IS NOT NULL AND NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = v_graph) THEN
+    RAISE EXCEPTION 'graph % does not exist', v_graph USING ERRCODE = 'BT002';
+  END IF;
   IF a->'afterId' IS NULL OR jsonb_typeof(a->'afterId') = 'null' THEN
     RETURN jsonb_build_object('events', '[]'::jsonb, 'lastId', (SELECT coalesce(max(id), 0) FROM baton.events));
   END IF;

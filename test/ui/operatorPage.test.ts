@@ -73,10 +73,13 @@ async function openPage(token: string | undefined, route = '#/', viewport = { wi
   return page;
 }
 
+/** expect.poll with the patience a busy machine needs (its default is a second). */
+const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: SHOWN_MS, interval: 100 });
+
 /** Waits for `locator` to show; when it does not, the error holds what the page showed instead (and `context()`). */
-async function shown(page: Page, locator: Locator, context: () => string = () => ''): Promise<void> {
+async function shown(page: Page, locator: Locator, context: () => string = () => '', timeout = SHOWN_MS): Promise<void> {
   try {
-    await locator.waitFor();
+    await locator.waitFor({ timeout });
   } catch (error) {
     const text = await page
       .locator('body')
@@ -106,13 +109,13 @@ describe("the operator's page", () => {
 
     await page.getByLabel('Token').fill('baton_not-a-token-baton-issued-0000000000000');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('The token was refused');
+    await eventually(() => page.getByRole('alert').textContent()).toContain('The token was refused');
     expect(await page.getByRole('alert').textContent()).toContain('not one baton issued');
 
     const expired = (await tokenFor(stack.db, 'former-contractor', ['read'], 1)).secret;
     await page.getByLabel('Token').fill(expired);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/expired at/);
+    await eventually(() => page.getByRole('alert').textContent()).toMatch(/expired at/);
     // Nothing of the deployment was shown.
     expect(await page.getByRole('navigation').count()).toBe(0);
     await page.close();
@@ -128,11 +131,11 @@ describe("the operator's page", () => {
     try {
       // The graph list follows the event log: the demo's graph appears without a reload.
       const row = page.locator('tr[data-graph^="sdk-"]');
-      await shown(page, row, () => demo.output());
+      // As long as the demo may take to start its workers and submit (it gives up after 600 s).
+      await shown(page, row, () => demo.output(), 600_000);
       const graphId = (await row.getAttribute('data-graph'))!;
       await row.getByRole('link', { name: graphId }).click();
       await page.locator('.dag-node[data-task="request"]').waitFor();
-      await screenshot(page, 'operator-page-graph-running');
 
       // Every status each task showed, as the page drew it, until all three were verified.
       const seen = new Map<string, Set<string>>();
@@ -157,7 +160,7 @@ describe("the operator's page", () => {
         JSON.stringify([...seen]),
       ).toBe(true);
       expect(await page.evaluate('window.loadedOnce')).toBe(true);
-      await expect.poll(() => page.locator('.progress').first().textContent()).toContain('3/3 verified');
+      await eventually(() => page.locator('.progress').first().textContent()).toContain('3/3 verified');
       // A small graph's canvas is only as tall as the graph (its height is set within the page's policy).
       expect(await page.locator('.dag-canvas').evaluate((el) => el.getBoundingClientRect().height)).toBeLessThan(300);
       await screenshot(page, 'operator-page-graph');
@@ -187,7 +190,7 @@ describe("the operator's page", () => {
       // The response task: its first artifact rejected, with the verifier's output; the rerun verified.
       await page.goto(`${server.url}/ui/#/task/${encodeURIComponent(`${graphId}/response`)}`);
       const verifications = page.locator('details.verification');
-      await expect.poll(() => verifications.count()).toBe(2);
+      await eventually(() => verifications.count()).toBe(2);
       expect(await page.locator('details.verification.failed pre.output').textContent()).not.toBe('(no output)');
 
       // The tests task: the pull request call reconciled by the next owner is marked.
@@ -217,18 +220,18 @@ describe("the operator's page", () => {
     const page = await openPage(reader, `#/objects/${encodeURIComponent(key)}`);
     const row = page.locator(`tr[data-object="${key}"]`);
     const field = (name: string) => row.locator(`td[data-field="${name}"]`);
-    await expect.poll(() => field('holder').textContent()).toBe('nobody');
+    await eventually(() => field('holder').textContent()).toBe('nobody');
 
     const taken = await act(alice, 'object.take', {});
-    await expect.poll(() => field('holder').textContent()).toBe('alice');
+    await eventually(() => field('holder').textContent()).toBe('alice');
     expect(await field('token').textContent()).toBe(String(taken.token));
 
     await act(alice, 'object.offer', { token: taken.token, version: taken.version, successor: 'bob' });
-    await expect.poll(() => field('offer').textContent()).toContain('alice → bob');
+    await eventually(() => field('offer').textContent()).toContain('alice → bob');
     await screenshot(page, 'operator-page-object-offer');
 
     const accepted = await act(bob, 'object.accept', { version: taken.version });
-    await expect.poll(() => field('holder').textContent()).toBe('bob');
+    await eventually(() => field('holder').textContent()).toBe('bob');
     expect(await field('offer').textContent()).toBe('none');
     expect(await field('token').textContent()).toBe(String(accepted.token));
 
@@ -272,7 +275,7 @@ describe("the operator's page", () => {
     await page.getByRole('button', { name: 'Cancel task…' }).click();
     await page.getByLabel('Reason (recorded)').fill('stuck on a flaky mirror');
     await page.getByRole('button', { name: 'Cancel task', exact: true }).press('Enter');
-    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('cancelled');
+    await eventually(() => page.locator('h1 .badge').textContent()).toBe('cancelled');
     const cancelled = page.getByRole('region', { name: 'Ownership timeline' }).locator('tr[data-kind="cancelled"]');
     await cancelled.waitFor();
     expect(await cancelled.textContent()).toContain('stuck on a flaky mirror');
@@ -295,7 +298,20 @@ describe("the operator's page", () => {
   it('works on a narrow window and by keyboard, and says plainly when a graph does not exist or the connection is lost', async () => {
     const graphId = `page-narrow-${randomUUID().slice(0, 8)}`;
     await stack.client.submitGraph(
-      { id: graphId, repo: workspace.repo, tasks: [{ key: 'only', run: { command: 'true' }, verify: { command: 'true' } }] },
+      {
+        id: graphId,
+        repo: workspace.repo,
+        tasks: [
+          {
+            key: 'only',
+            run: {
+              command:
+                'echo x > narrow.txt && git add narrow.txt && git -c user.name=agent -c user.email=agent@localhost commit -qm narrow',
+            },
+            verify: { command: 'true' },
+          },
+        ],
+      },
       'test',
     );
     const page = await openPage(reader, `#/graph/${graphId}`, { width: 390, height: 800 });
@@ -313,11 +329,11 @@ describe("the operator's page", () => {
     await page.getByRole('heading', { name: /Task only/ }).waitFor();
 
     await page.evaluate("location.hash = '#/graph/no-such-graph'");
-    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('graph no-such-graph does not exist');
+    await eventually(() => page.getByRole('alert').first().textContent()).toContain('graph no-such-graph does not exist');
 
     // The server goes away: the page says so, and does not pretend to be live.
     await server.close();
-    await expect.poll(() => page.getByRole('alert').filter({ hasText: 'connection lost' }).count()).toBe(1);
+    await eventually(() => page.getByRole('alert').filter({ hasText: 'connection lost' }).count()).toBe(1);
     await page.close();
   });
 });
