@@ -39,6 +39,7 @@ export const ERROR_RESPONSES = {
   tool_call_failed: { httpStatus: 502, exitCode: 4 },
   tool_outcome_unknown: { httpStatus: 504, exitCode: 5 },
   store_unavailable: { httpStatus: 503, exitCode: 1 },
+  temporal_unavailable: { httpStatus: 503, exitCode: 1 },
   api_unreachable: { httpStatus: 503, exitCode: 1 },
   agent_failed: { httpStatus: 500, exitCode: 1 },
   agent_isolation_unavailable: { httpStatus: 503, exitCode: 1 },
@@ -196,6 +197,25 @@ export class InsufficientPrivilegeError extends BatonError {
 
 /** How long a caller is asked to wait (Retry-After) before calling again when the store cannot be reached. */
 const STORE_RETRY_AFTER_MS = 5_000;
+
+/**
+ * Thrown when Temporal does not answer an operator's cancel or rerun (the agent API's task.cancel,
+ * graph.cancel, task.rerun): before the store recorded anything, or after, when calling again
+ * completes it (each changes nothing already done). The cause, with the address tried, is for the log.
+ */
+export class TemporalUnavailableError extends BatonError {
+  override readonly name = 'TemporalUnavailableError';
+  readonly code = 'temporal_unavailable';
+  override readonly retryable = true;
+  constructor(operation: string, recorded: boolean, cause: unknown) {
+    super(
+      recorded
+        ? `${operation} was recorded, but Temporal did not answer when told to carry it out: call it again to finish (it changes nothing already done)`
+        : `${operation}: Temporal does not answer, so nothing was recorded; try again`,
+      { cause },
+    );
+  }
+}
 
 /**
  * Thrown when PostgreSQL, baton's store, cannot be reached or stopped answering: the connection was

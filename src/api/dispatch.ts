@@ -3,11 +3,11 @@
 // or (the operator's cancel and rerun) a store call then Temporal's part; long polls wait here.
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
-import { InvalidInputError } from '../errors.js';
+import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
-import { agentCall } from './agentDoor.js';
+import { agentCall, agentOperations } from './agentDoor.js';
 import { ForbiddenError } from './errors.js';
 import type { OperationName } from './operationNames.js';
 import type { AgentApiResult } from './operationResults.js';
@@ -113,26 +113,39 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
     );
   }
 
-  /** task.cancel, graph.cancel, task.rerun: recorded in the store as the token's identity, then carried out by Temporal. */
+  /**
+   * task.cancel, graph.cancel, task.rerun: the token's scope first (a token that may not act is
+   * refused, and recorded, whatever this server reaches), then Temporal is dialled, then the store
+   * records the change as the token's identity, then Temporal carries it out.
+   */
   async function operate(secret: string, operation: 'task.cancel' | 'graph.cancel' | 'task.rerun', args: Record<string, unknown>) {
+    // agent_call refuses (and records) what agent_operations leaves out, before it acts.
+    if (!(await agentOperations(db, secret, [operation])).length) return agentCall(db, secret, operation, args);
     if (!options.workflows) {
       throw new ForbiddenError(
         'no_temporal',
         `${operation} needs the Temporal server the workers use, and this server was given none (TEMPORAL_ADDRESS, or baton dev's): nothing was done`,
       );
     }
-    const workflows = await options.workflows();
+    const workflows = await options.workflows().catch((error: unknown) => {
+      throw new TemporalUnavailableError(operation, false, error);
+    });
+    const carryOut = (step: () => Promise<void>) =>
+      step().catch((error: unknown) => {
+        throw new TemporalUnavailableError(operation, true, error);
+      });
     if (operation === 'task.rerun') {
       const { taskId, policy } = (await agentCall(db, secret, operation, args)) as { taskId: string; policy: GraphPolicy };
-      await workflows.rerunTask(taskId, policy);
+      await carryOut(() => workflows.rerunTask(taskId, policy));
       return { taskId };
     }
     const outcome = (await agentCall(db, secret, operation, args)) as CancelOutcome;
     // Those cancelled before (an earlier call whose Temporal step failed) are asked again: it changes nothing once done.
-    for (const taskId of [...outcome.cancelled, ...outcome.left.filter((t) => t.status === 'cancelled').map((t) => t.taskId)]) {
-      await workflows.cancelTask(taskId);
-    }
-    if (operation === 'graph.cancel') await workflows.cancelGraph(String(args.graphId));
+    const cancelled = [...outcome.cancelled, ...outcome.left.filter((t) => t.status === 'cancelled').map((t) => t.taskId)];
+    await carryOut(async () => {
+      for (const taskId of cancelled) await workflows.cancelTask(taskId);
+      if (operation === 'graph.cancel') await workflows.cancelGraph(String(args.graphId));
+    });
     return outcome;
   }
 

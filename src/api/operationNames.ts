@@ -46,7 +46,7 @@ export function isOperationName(name: string): name is OperationName {
 }
 
 /** The scopes a token can be given; `admin` includes every other. */
-export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'admin'] as const;
+export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'view', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 /** Scopes a token gets unless told otherwise. */

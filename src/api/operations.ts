@@ -11,7 +11,7 @@ import { GRAPH_STATES } from '../tasks/states.js';
 import type { OperationName } from './operationNames.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
-type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'admin' | 'run';
+type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'view' | 'admin' | 'run';
 
 /** Longest a `pool.claim` waits for work. */
 const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
@@ -289,11 +289,11 @@ export const OPERATIONS = {
     input: OBJECT_INPUTS.approve,
   },
   'graphs.list': {
-    scope: 'read',
+    scope: 'view',
     title: 'List graphs',
     effect: READ,
     description:
-      "Graphs newest first, each with its task count, how many tasks are in each status and its state; narrowed by state, age and a search of the graph's id and submitter. The operator's views need a token without note grants, not a run's.",
+      "Graphs newest first, each with its task count, how many tasks are in each status and its state; narrowed by state, age and a search of the graph's id and submitter. The operator's views need the view scope on a token without note grants, not a run's.",
     input: z.strictObject({
       state: z.enum(GRAPH_STATES).optional(),
       submittedWithinSeconds: z
@@ -307,7 +307,7 @@ export const OPERATIONS = {
     }),
   },
   'graph.show': {
-    scope: 'read',
+    scope: 'view',
     title: 'Show a graph',
     effect: READ,
     description:
@@ -315,7 +315,7 @@ export const OPERATIONS = {
     input: z.strictObject({ graphId }),
   },
   'task.show': {
-    scope: 'read',
+    scope: 'view',
     title: 'Show a task',
     effect: READ,
     description:
@@ -323,12 +323,12 @@ export const OPERATIONS = {
     input: z.strictObject({ taskId }),
   },
   'events.list': {
-    scope: 'read',
+    scope: 'view',
     title: 'Follow the event log',
     // Waits for events without changing anything.
     effect: READ,
     description:
-      "The event log after afterId, oldest first (of one graph's tasks with graphId), waiting up to waitSeconds for the first; without afterId, no events and the id to follow from. Another's object events show only with view access to the object, refused agent calls only to admin tokens.",
+      "The event log after afterId, oldest first (of one graph's tasks with graphId), waiting up to waitSeconds for the first; without afterId, no events and the id to follow from. Another's object events show only with view access to the object, refused agent calls only to admin tokens. Ids come from a sequence: an event committed late can fall behind a cursor already past its id.",
     input: z.strictObject({
       afterId: z.number().int().min(0).optional(),
       graphId: graphId.optional(),
@@ -337,7 +337,7 @@ export const OPERATIONS = {
     }),
   },
   'objects.list': {
-    scope: 'read',
+    scope: 'view',
     title: 'List shared objects',
     effect: READ,
     description:
@@ -345,7 +345,7 @@ export const OPERATIONS = {
     input: OBJECT_INPUTS.show.partial(),
   },
   'pools.list': {
-    scope: 'read',
+    scope: 'view',
     title: 'List pools',
     effect: READ,
     description:

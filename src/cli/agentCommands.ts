@@ -139,7 +139,11 @@ export function registerAgentCommands(program: Command, log: Log): void {
   token
     .command('create <identity>')
     .description('issue a token for <identity>; prints the secret once on stdout (only its SHA-256 is stored)')
-    .option('--scope <scopes>', `comma-separated: ${TOKEN_SCOPES.join(', ')} (admin includes every other)`, TOKEN_SCOPES_DEFAULT.join(','))
+    .option(
+      '--scope <scopes>',
+      `comma-separated: ${TOKEN_SCOPES.join(', ')} (view: the operator's page, and includes read; admin includes every other)`,
+      TOKEN_SCOPES_DEFAULT.join(','),
+    )
     .option('--expires <lifetime>', 'lifetime such as 90m, 12h or 30d (default: never expires; revoke it)')
     .option('--graph <id>', "grant the notes of this graph's tasks (repeatable)", collect, [])
     .option(

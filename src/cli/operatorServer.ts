@@ -58,15 +58,15 @@ const DEV_PAGE_TOKEN_LIFETIME_MS = 24 * 3_600_000;
 
 /**
  * `baton dev`'s agent API and page, on the embedded stack's agent login, with a fresh admin token
- * for the operator (24 h) in the printed address's fragment, which the browser never sends to a
- * server. On a stack without the embedded logins (DATABASE_URL given) it says how to run `baton serve`.
+ * for the operator (24 h, revoked when the stack stops) in the printed address's fragment, which
+ * the browser never sends to a server. On a stack without the embedded logins (DATABASE_URL given) it says how to run `baton serve`.
  */
 export async function startDevPage(context: CliContext, port: number, log: Log): Promise<{ close(): Promise<void> } | undefined> {
   if (!context.componentUrls) {
     log("The operator's page: run `baton serve` with a baton_agent login (this stack's database is DATABASE_URL's).");
     return undefined;
   }
-  const [{ createPool }, { agentTokenCreate }, { operatorActor }, { TASK_QUEUE_DEFAULT }] = await Promise.all([
+  const [{ createPool }, { agentTokenCreate, agentTokenRevoke }, { operatorActor }, { TASK_QUEUE_DEFAULT }] = await Promise.all([
     import('../db/pool.js'),
     import('../api/tokens.js'),
     import('./context.js'),
@@ -74,12 +74,15 @@ export async function startDevPage(context: CliContext, port: number, log: Log):
   ]);
   const actor = operatorActor();
   const client = createPool(context.componentUrls.client, { max: 1, applicationName: 'baton dev' });
-  const { secret } = await agentTokenCreate(client, {
+  const { secret, token } = await agentTokenCreate(client, {
     identity: actor,
     scopes: ['admin'],
     expiresInMs: DEV_PAGE_TOKEN_LIFETIME_MS,
     createdBy: actor,
-  }).finally(() => client.end());
+  }).catch(async (error: unknown) => {
+    await client.end();
+    throw error;
+  });
   const pool = createPool(context.componentUrls.agent, { max: 4, applicationName: 'baton dev: agent API' });
   const { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } = await import('../api/limits.js');
   const server = await startOperatorServer(
@@ -96,6 +99,7 @@ export async function startDevPage(context: CliContext, port: number, log: Log):
     log,
   ).catch(async (error: unknown) => {
     await pool.end();
+    await client.end();
     throw error;
   });
   log(`Agent API: ${server.url} (POST /v1/<operation>, MCP at /mcp)`);
@@ -104,6 +108,13 @@ export async function startDevPage(context: CliContext, port: number, log: Log):
     close: async () => {
       await server.close();
       await pool.end();
+      // The address printed stops working with the stack that printed it.
+      await agentTokenRevoke(client, { id: token.id, actor, reason: 'baton dev stopped' }).catch((error: unknown) =>
+        log(
+          `the page's token ${token.id} could not be revoked (it expires in 24 h): ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      );
+      await client.end();
     },
   };
 }

@@ -41,7 +41,7 @@ CREATE TABLE baton.agent_tokens (
   CONSTRAINT agent_tokens_parent_token_id_fkey FOREIGN KEY (parent_token_id) REFERENCES baton.agent_tokens(id),
   CONSTRAINT agent_tokens_pkey PRIMARY KEY (id),
   CONSTRAINT agent_tokens_run_grants_check CHECK (((task_id IS NULL) OR (note_graphs IS NULL))),
-  CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'admin'::text])),
+  CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'view'::text, 'admin'::text])),
   CONSTRAINT agent_tokens_secret_sha256_check CHECK ((length(secret_sha256) = 32)),
   CONSTRAINT agent_tokens_secret_sha256_key UNIQUE (secret_sha256),
   CONSTRAINT agent_tokens_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
@@ -386,6 +386,11 @@ BEGIN
   v_refusal := baton.agent_token_refusal(k, p_operation);
   IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
   v_denial := baton.agent_scope_denial(k, p_operation, v_scope);
+  -- Before a run token's claim is looked at (and locked): a view is no run's business.
+  IF v_denial = 'limited' THEN
+    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
+      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
+  END IF;
   IF k.task_id IS NOT NULL AND v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
@@ -402,10 +407,6 @@ BEGIN
   ELSIF v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
-  END IF;
-  IF v_denial = 'limited' THEN
-    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
-      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
   END IF;
   IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',
@@ -604,7 +605,7 @@ AS $function$
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
-    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'read'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'view'
     WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
   END
 $function$
@@ -683,7 +684,8 @@ AS $function$
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
      AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
                          'task.cancel', 'graph.cancel', 'task.rerun') THEN 'limited'
-    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
+    -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
+    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
   END
 $function$
 ;
@@ -769,8 +771,8 @@ DECLARE
   k baton.agent_tokens;
 BEGIN
   PERFORM baton.object_check_actor(p_identity, 'identity');
-  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'admin'] THEN
-    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
+  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'view', 'admin'] THEN
+    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, view, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
   END IF;
   IF p_secret_sha256 IS NULL OR length(p_secret_sha256) <> 32 THEN PERFORM baton.agent_invalid('a token is stored as the 32-byte SHA-256 of its secret'); END IF;
   IF p_expires_at IS NOT NULL AND p_expires_at <= now() THEN

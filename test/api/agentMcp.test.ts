@@ -62,9 +62,6 @@ async function toolsAt(url: string, secret: string): Promise<Tool[]> {
 /** The tool names of `operations`, in the table's order. */
 const toolsOf = (operations: readonly OperationName[]) => OPERATION_NAMES.filter((o) => operations.includes(o)).map(mcpToolName);
 const withScope = (...scopes: string[]) => OPERATION_NAMES.filter((o) => scopes.includes(OPERATIONS[o].scope));
-/** The operator's views: scope read, but refused to a run's token (they show the whole deployment). */
-const VIEWS: readonly OperationName[] = ['graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list'];
-const forRuns = (operations: readonly OperationName[]) => operations.filter((o) => !VIEWS.includes(o));
 
 /** A pooled run's token, taken through `baton serve` by a token with `scopes` (submit among them). */
 async function pooledRunToken(scopes: TokenScope[]): Promise<string> {
@@ -211,16 +208,16 @@ describe('the MCP tools of the agent API', () => {
       toolsOf(withScope('notes', 'objects')),
     );
     expect(await names(serve.url, (await tokenFor(db, 'mcp-root', ['admin'])).secret)).toEqual(
-      toolsOf(withScope('read', 'notes', 'objects', 'submit', 'admin')),
+      toolsOf(withScope('read', 'notes', 'objects', 'submit', 'view', 'admin')),
     );
     // A pooled run's token (taken by a read,submit token: scope read) on `baton serve`: its run's
     // operations and its scope's, no further runs, and no tool calls, which only a run's own endpoint makes.
     expect(await names(serve.url, await pooledRunToken(['read', 'submit']))).toEqual(
-      toolsOf(['context', 'heartbeat', 'submit', ...forRuns(withScope('read'))]),
+      toolsOf(['context', 'heartbeat', 'submit', ...withScope('read')]),
     );
     // A command run's token on its run's endpoint, whose worker has tools.
     expect(await names(runEndpoint.url, runSecret)).toEqual(
-      toolsOf(['context', 'heartbeat', 'submit', 'tool.call', ...forRuns(withScope('read', 'notes', 'objects'))]),
+      toolsOf(['context', 'heartbeat', 'submit', 'tool.call', ...withScope('read', 'notes', 'objects')]),
     );
 
     // A tool it was not shown is still refused by the operation, with the problem HTTP gives.

@@ -77,7 +77,7 @@ describe("the operator's views", () => {
     const { graphId, up, down, fence } = await pinnedPair(stack.db, 'views');
     const worker = await stack.db.login('baton_worker');
     await poolOffer(worker.pool, fence, 'views-pool');
-    const reader = (await tokenFor(stack.db, 'views-reader', ['read', 'submit'])).secret;
+    const reader = (await tokenFor(stack.db, 'views-reader', ['view'])).secret;
     const admin = (await tokenFor(stack.db, 'views-admin', ['admin'])).secret;
 
     const graphs = await answer(reader, 'graphs.list', { search: graphId.slice(-6) });
@@ -113,7 +113,23 @@ describe("the operator's views", () => {
     expect(tokens.tokens.map((t) => t.identity)).toEqual(expect.arrayContaining(['views-reader', 'views-admin']));
   });
 
-  it("are refused to a run's token and to a token limited to some notes, and the refusal is recorded", async () => {
+  it('are refused to an agent’s token: read is what an agent reads of its own work, view is the whole deployment', async () => {
+    const { graphId } = await pinnedPair(stack.db, 'agentish');
+    const agentish = (await tokenFor(stack.db, 'agentish', ['read', 'notes', 'objects', 'submit'])).secret;
+    for (const [operation, input] of [
+      ['graphs.list', {}],
+      ['graph.show', { graphId }],
+      ['task.show', { taskId: `${graphId}/up` }],
+      ['events.list', {}],
+      ['objects.list', {}],
+      ['pools.list', {}],
+    ] as const) {
+      expect(await refusal(agentish, operation, input), operation).toMatchObject({ status: 403, code: 'forbidden' });
+    }
+    expect((await refusal(agentish, 'graphs.list', {})).detail).toContain('needs view');
+  });
+
+  it("are refused to a run's token and to a token limited to some notes, even with the view scope, and the refusal is recorded", async () => {
     const { graphId, fence } = await pinnedPair(stack.db, 'limited');
     const worker = await stack.db.login('baton_worker');
     await poolOffer(worker.pool, fence, 'limited-pool');
@@ -123,7 +139,7 @@ describe("the operator's views", () => {
     const granted = (
       await agentTokenCreate(client.pool, {
         identity: 'limited-notes',
-        scopes: ['read', 'notes'],
+        scopes: ['view', 'read', 'notes'],
         createdBy: 'op',
         noteGrants: { graphs: [graphId] },
       })
@@ -148,7 +164,7 @@ describe("the operator's views", () => {
 
   it('show a reader only the objects it may view, and no refused calls of agents', async () => {
     const admin = (await tokenFor(stack.db, 'seen-admin', ['admin'])).secret;
-    const reader = (await tokenFor(stack.db, 'seen-reader', ['read'])).secret;
+    const reader = (await tokenFor(stack.db, 'seen-reader', ['view'])).secret;
     const open = uniqueObjectKey('open');
     const secret = uniqueObjectKey('private');
     const before = (await answer(reader, 'events.list', {})).lastId;
@@ -192,7 +208,7 @@ describe("the operator's actions", () => {
     const graphId = `actions-${Date.now().toString(36)}`;
     const { insertGraph } = await import('../../src/testkit/graphs.js');
     const id = await insertGraph(stack.db.pool, { a: [], b: ['a'] }, { prefix: graphId });
-    const reader = (await tokenFor(stack.db, 'act-reader', ['read', 'notes', 'objects', 'submit'])).secret;
+    const reader = (await tokenFor(stack.db, 'act-reader', ['view', 'read', 'notes', 'objects', 'submit'])).secret;
     const admin = (await tokenFor(stack.db, 'act-admin', ['admin'])).secret;
     expect(await refusal(reader, 'task.cancel', { taskId: `${id}/a`, reason: 'not mine' })).toMatchObject({
       status: 403,

@@ -67,7 +67,7 @@ describe('S7: clients baton did not write', () => {
       );
     }
     // No `submit`: pool.claim, which may wait a minute for work, is refused at once after its input is checked.
-    secret = (await tokenFor(stack.db, 'outside-fuzzer', ['read', 'notes', 'objects'])).secret;
+    secret = (await tokenFor(stack.db, 'outside-fuzzer', ['read', 'notes', 'objects', 'view'])).secret;
   }, 600_000);
 
   it(
@@ -112,9 +112,9 @@ describe('S7: clients baton did not write', () => {
     const { code, output } = await runVenv('python', [path.join(HERE, 'mcp_probe.py'), `${api.url}/mcp`], { BATON_TOKEN: secret });
     expect(code, output).toBe(0);
     const report = JSON.parse(output.trim().split('\n').at(-1)!);
-    // The token's scopes are read, notes and objects: neither the run's operations nor pool.claim.
+    // The token's scopes are read, notes, objects and view: neither the run's operations, nor pool.claim, nor an admin's.
     const allowed = (Object.keys(OPERATIONS) as OperationName[]).filter((name) =>
-      ['read', 'notes', 'objects'].includes(OPERATIONS[name].scope),
+      ['read', 'notes', 'objects', 'view'].includes(OPERATIONS[name].scope),
     );
     expect(Object.keys(report.tools).sort()).toEqual(allowed.map(mcpToolName).sort());
     for (const name of allowed) {

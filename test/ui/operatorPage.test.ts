@@ -47,7 +47,7 @@ beforeAll(async () => {
     workflows: async () => workflowControl(stack.temporal.client, stack.temporal.taskQueue),
   });
   server = await startAgentServer(api, { host: '127.0.0.1', port: 0 });
-  reader = (await tokenFor(stack.db, 'on-call', ['read'])).secret;
+  reader = (await tokenFor(stack.db, 'on-call', ['view'])).secret;
   operator = (await tokenFor(stack.db, 'ops-lead', ['admin'])).secret;
   browser = await chromium.launch(chromiumLaunchOptions());
 });
@@ -112,10 +112,15 @@ describe("the operator's page", () => {
     await eventually(() => page.getByRole('alert').textContent()).toContain('The token was refused');
     expect(await page.getByRole('alert').textContent()).toContain('not one baton issued');
 
-    const expired = (await tokenFor(stack.db, 'former-contractor', ['read'], 1)).secret;
+    const expired = (await tokenFor(stack.db, 'former-contractor', ['view'], 1)).secret;
     await page.getByLabel('Token').fill(expired);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await eventually(() => page.getByRole('alert').textContent()).toMatch(/expired at/);
+    // An agent's token (read, not view) is told what the page needs.
+    const agentish = (await tokenFor(stack.db, 'an-agent', ['read', 'notes', 'objects'])).secret;
+    await page.getByLabel('Token').fill(agentish);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await eventually(() => page.getByRole('alert').textContent()).toContain('the page needs view (or admin)');
     // Nothing of the deployment was shown.
     expect(await page.getByRole('navigation').count()).toBe(0);
     await page.close();
@@ -333,7 +338,7 @@ describe("the operator's page", () => {
 
     // The server goes away: the page says so, and does not pretend to be live.
     await server.close();
-    await eventually(() => page.getByRole('alert').filter({ hasText: 'connection lost' }).count()).toBe(1);
+    await eventually(() => page.getByRole('status').filter({ hasText: 'connection lost' }).count()).toBe(1);
     await page.close();
   });
 });

@@ -99,7 +99,15 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
             if (!at) return null;
             const task = byId.get(t.id)!;
             return (
-              <a key={t.id} href={taskHref(t.id)} class={`dag-node status-${task.status}`} data-task={t.key} data-status={task.status}>
+              // Out of the Tab order: the table below lists every task, and 2,000 stops here would bury it.
+              <a
+                key={t.id}
+                href={taskHref(t.id)}
+                tabIndex={-1}
+                class={`dag-node status-${task.status}`}
+                data-task={t.key}
+                data-status={task.status}
+              >
                 <title>{`${t.key}: ${task.status}${task.owner ? `, owner ${task.owner}` : ''}, claim version ${task.claimVersion}, ${task.attempts} attempts`}</title>
                 <rect x={at.x} y={at.y} width={NODE_WIDTH} height={NODE_HEIGHT} rx={6} />
                 <text x={at.x + 8} y={at.y + 18} class="dag-key">

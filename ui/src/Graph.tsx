@@ -5,7 +5,7 @@ import { Action } from './Action.js';
 import { api, temporalLink, type PageConfig } from './api.js';
 import { ErrorBox, StatusBadge, Table, taskHref, Time } from './common.js';
 import { Dag } from './Dag.js';
-import { useData } from './data.js';
+import { SAFETY_REREAD_MS, useData } from './data.js';
 import { Progress } from './Graphs.js';
 
 const PAGE_ROWS = 200;
@@ -21,7 +21,7 @@ export function Graph({
   admin: boolean;
   config: PageConfig;
 }) {
-  const graph = useData((signal) => api('graph.show', { graphId }, signal), graphId, liveVersion);
+  const graph = useData((signal) => api('graph.show', { graphId }, signal), graphId, liveVersion, SAFETY_REREAD_MS);
   const [status, setStatus] = useState('');
   const [search, setSearch] = useState('');
   const [rows, setRows] = useState(PAGE_ROWS);

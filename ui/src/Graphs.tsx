@@ -1,9 +1,12 @@
 // The graphs: newest first, with progress, filtered by state and age, searched by id and submitter.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { GRAPH_STATES } from '../../src/tasks/states.js';
 import { api } from './api.js';
 import { ago, ErrorBox, graphHref, StatusBadge, Table, Time } from './common.js';
-import { useData } from './data.js';
+import { SAFETY_REREAD_MS, useData } from './data.js';
+
+/** How long typing must pause before the search is asked. */
+const SEARCH_PAUSE_MS = 300;
 
 const AGES: [string, number | undefined][] = [
   ['any age', undefined],
@@ -15,13 +18,19 @@ const AGES: [string, number | undefined][] = [
 export function Graphs({ liveVersion }: { liveVersion: number }) {
   const [state, setState] = useState('');
   const [age, setAge] = useState(0);
+  const [typed, setTyped] = useState('');
   const [search, setSearch] = useState('');
+  // Asked once typing pauses, not at every key.
+  useEffect(() => {
+    const timer = setTimeout(() => setSearch(typed), SEARCH_PAUSE_MS);
+    return () => clearTimeout(timer);
+  }, [typed]);
   const input = {
     ...(state ? { state } : {}),
     ...(AGES[age]![1] ? { submittedWithinSeconds: AGES[age]![1] } : {}),
     ...(search ? { search } : {}),
   };
-  const graphs = useData((signal) => api('graphs.list', input, signal), JSON.stringify(input), liveVersion);
+  const graphs = useData((signal) => api('graphs.list', input, signal), JSON.stringify(input), liveVersion, SAFETY_REREAD_MS);
   return (
     <main>
       <h1>Graphs</h1>
@@ -44,8 +53,7 @@ export function Graphs({ liveVersion }: { liveVersion: number }) {
           </select>
         </label>
         <label>
-          Search{' '}
-          <input type="search" value={search} placeholder="graph id or submitter" onInput={(e) => setSearch(e.currentTarget.value)} />
+          Search <input type="search" value={typed} placeholder="graph id or submitter" onInput={(e) => setTyped(e.currentTarget.value)} />
         </label>
       </form>
       {graphs.error ? <ErrorBox error={graphs.error} what="The graphs could not be read" /> : null}

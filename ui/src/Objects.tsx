@@ -2,13 +2,18 @@
 // holder has gone silent, open suggestions; one object's log shows a handoff step by step.
 import { api } from './api.js';
 import { ago, ErrorBox, objectHref, Section, Table, Time } from './common.js';
-import { useData } from './data.js';
+import { SAFETY_REREAD_MS, useData } from './data.js';
 import { Timeline } from './Timeline.js';
 
 type ObjectView = Awaited<ReturnType<typeof api<'objects.list'>>>['objects'][number];
 
 export function Objects({ objectKey, liveVersion }: { objectKey?: string; liveVersion: number }) {
-  const data = useData((signal) => api('objects.list', objectKey ? { key: objectKey } : {}, signal), objectKey ?? '', liveVersion);
+  const data = useData(
+    (signal) => api('objects.list', objectKey ? { key: objectKey } : {}, signal),
+    objectKey ?? '',
+    liveVersion,
+    SAFETY_REREAD_MS,
+  );
   const title = objectKey ? `Object ${objectKey}` : 'Shared objects';
   if (data.error && !data.value)
     return (

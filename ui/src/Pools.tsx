@@ -1,10 +1,10 @@
 // Pools and tokens: who is taking work, what waits to be taken, and which tokens exist (never a secret).
 import { api } from './api.js';
 import { ago, ErrorBox, Section, Table, taskHref, Time } from './common.js';
-import { useData } from './data.js';
+import { SAFETY_REREAD_MS, useData } from './data.js';
 
 export function Pools({ liveVersion }: { liveVersion: number }) {
-  const pools = useData((signal) => api('pools.list', {}, signal), 'pools', liveVersion);
+  const pools = useData((signal) => api('pools.list', {}, signal), 'pools', liveVersion, SAFETY_REREAD_MS);
   return (
     <main>
       <h1>Pools</h1>
@@ -62,7 +62,7 @@ export function Pools({ liveVersion }: { liveVersion: number }) {
 }
 
 export function Tokens({ liveVersion }: { liveVersion: number }) {
-  const tokens = useData((signal) => api('tokens.list', {}, signal), 'tokens', liveVersion);
+  const tokens = useData((signal) => api('tokens.list', {}, signal), 'tokens', liveVersion, SAFETY_REREAD_MS);
   return (
     <main>
       <h1>Tokens</h1>

@@ -42,7 +42,13 @@ export function takeTokenFromAddress(): void {
   const parts = location.hash.replace(/^#/, '').split('&');
   const token = parts.find((p) => p.startsWith('token='));
   if (!token) return;
-  saveToken(decodeURIComponent(token.slice('token='.length)));
+  let secret = token.slice('token='.length);
+  try {
+    secret = decodeURIComponent(secret);
+  } catch {
+    // a stray % in it: taken as written, and the API says whether it is a token
+  }
+  saveToken(secret);
   const route = parts.filter((p) => p !== token).join('&');
   history.replaceState(null, '', `${location.pathname}#${route || '/'}`);
 }

@@ -42,7 +42,8 @@ export function useLive(enabled: boolean, onTokenRefused: (error: ApiError) => v
           }));
         } catch (error) {
           if (stop.signal.aborted) return;
-          if (error instanceof ApiError && error.tokenRefused) return onTokenRefused(error);
+          // A token refused (expired, revoked) or not allowed to follow the log: asking again will not help.
+          if (error instanceof ApiError && (error.tokenRefused || error.status === 403)) return onTokenRefused(error);
           const reason = error instanceof Error ? error.message : String(error);
           setLive((l) => ({ ...l, state: { kind: 'lost', reason, attempt: failures + 1 } }));
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(failures, RETRY_MS.length - 1)]));

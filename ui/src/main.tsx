@@ -1,5 +1,5 @@
 // The operator's page (SPEC U4): who owns what in this baton deployment, and why it moved, live.
-// Signs in with a token (a read token sees everything; an admin token may also cancel and rerun),
+// Signs in with a token (a view token sees everything; an admin token may also cancel and rerun),
 // follows the event log, and routes by the address's fragment: #/, #/graph/<id>, #/task/<id>,
 // #/objects[/<key>], #/pools, #/tokens.
 import { render } from 'preact';
@@ -22,7 +22,13 @@ function route(hash: string): string[] {
     .replace(/^#\/?/, '')
     .split('/')
     .filter(Boolean)
-    .map((part) => decodeURIComponent(part));
+    .map((part) => {
+      try {
+        return decodeURIComponent(part);
+      } catch {
+        return part; // a stray % is shown as written
+      }
+    });
 }
 
 function useHash(): string {
@@ -48,7 +54,15 @@ function App() {
     if (!token) return setWho(undefined);
     setChecking(true);
     try {
-      setWho(await api('whoami'));
+      const who = await api('whoami');
+      if (!who.scopes.includes('view') && !who.scopes.includes('admin')) {
+        throw new ApiError(
+          403,
+          'scope',
+          `token ${who.id} of ${who.identity} has scope ${who.scopes.join(', ')}; the page needs view (or admin): baton token create <you> --scope view`,
+        );
+      }
+      setWho(who);
     } catch (error) {
       saveToken(undefined);
       setWho(undefined);
@@ -130,7 +144,7 @@ function LiveIndicator({ state }: { state: LiveState }) {
       </span>
     );
   return (
-    <span class="live lost" role="alert" title={state.reason}>
+    <span class="live lost" role="status" title={state.reason}>
       connection lost: {state.reason}; retrying (attempt {state.attempt})
     </span>
   );
@@ -142,7 +156,7 @@ function SignIn({ checking, error, onSignIn }: { checking: boolean; error?: Erro
     <main class="sign-in">
       <h1>baton</h1>
       <p>
-        Sign in with a token: <code>baton token create &lt;you&gt; --scope read</code> to look, <code>--scope admin</code> to cancel and
+        Sign in with a token: <code>baton token create &lt;you&gt; --scope view</code> to look, <code>--scope admin</code> to cancel and
         rerun too. <code>baton dev</code> prints an address that signs you in.
       </p>
       {error ? (

@@ -123,7 +123,7 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
-    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'read'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'view'
     WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
   END
 $$;
@@ -131,7 +131,7 @@ $$;
 -- Why token k may not call p_operation (whose scope is p_scope), in a word, or NULL when it may:
 -- 'not_a_run' for a run operation without a run token, and for a run token taking another run;
 -- 'limited' for the operator's views (agent_views.sql) with a run token or one limited to some notes;
--- 'scope' for a token without the scope (admin has every scope). Records nothing: agent_call records
+-- 'scope' for a token without the scope (admin has every scope; view includes read). Records nothing: agent_call records
 -- the refusal, and agent_operations lists what passes.
 CREATE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text, p_scope text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
@@ -140,7 +140,8 @@ CREATE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text,
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
      AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
                          'task.cancel', 'graph.cancel', 'task.rerun') THEN 'limited'
-    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'scope'
+    -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
+    WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
   END
 $$;
 
@@ -236,6 +237,11 @@ BEGIN
   v_refusal := baton.agent_token_refusal(k, p_operation);
   IF v_refusal IS NOT NULL THEN RETURN v_refusal; END IF;
   v_denial := baton.agent_scope_denial(k, p_operation, v_scope);
+  -- Before a run token's claim is looked at (and locked): a view is no run's business.
+  IF v_denial = 'limited' THEN
+    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
+      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
+  END IF;
   IF k.task_id IS NOT NULL AND v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run', format('a run token (%s) cannot take further runs: use the token that took this one', k.id));
   END IF;
@@ -252,10 +258,6 @@ BEGIN
   ELSIF v_denial = 'not_a_run' THEN
     RETURN baton.agent_refuse(k, p_operation, 'not_a_run',
       format('%s needs a run token (one a run gives its agent, or pool.claim returns); token %s of %s is not bound to a claim', p_operation, k.id, k.identity));
-  END IF;
-  IF v_denial = 'limited' THEN
-    RETURN baton.agent_refuse(k, p_operation, 'limited', format('%s shows the whole deployment; token %s of %s is limited to %s',
-      p_operation, k.id, k.identity, CASE WHEN k.task_id IS NOT NULL THEN format('its run of task %s', k.task_id) ELSE 'the notes it was granted' END));
   END IF;
   IF v_denial = 'scope' THEN
     RETURN baton.agent_refuse(k, p_operation, 'scope',

@@ -1,9 +1,10 @@
 -- The operator's views and actions (SPEC U4), answered by baton.agent_call for the page `baton
 -- serve` serves (src/api/operatorPage.ts, ui/) and for any client of the agent API: graphs, a graph's
 -- tasks, a task with its timeline, verifications, notes and tool-call ledger, the event log after an
--- id (the page's live feed), shared objects, pools and tokens. The views need the read scope on a
--- token people made without note grants: they show the whole deployment, which a run's token or a
--- token limited to some graphs' notes may not see. The actions (cancel a task or a graph, rerun a
+-- id (the page's live feed), shared objects, pools and tokens. The views need the view scope (admin
+-- includes it) on a token people made without note grants: they show the whole deployment, which
+-- no agent's token sees unless it is given it, and a run's token or a token limited to some graphs'
+-- notes never. The actions (cancel a task or a graph, rerun a
 -- task) need the admin scope and are recorded under the token's identity, as any operator's are.
 -- PL/pgSQL throughout: these are resolved when they run, so they may use what later files define.
 
