@@ -82,7 +82,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .command('serve')
     .description(
       'serve the agent API for agents and people outside runs: HTTP (POST /v1/<operation>), MCP (Streamable HTTP at /mcp), ' +
-        "/openapi.json and the operator's page at /ui/, authenticated by bearer tokens from `baton token create` (the page: a read " +
+        "/openapi.json and the operator's page at /ui/, authenticated by bearer tokens from `baton token create` (the page: a view " +
         'token, or an admin one to cancel and rerun); connects to Postgres as a member of baton_agent (DATABASE_URL, else baton ' +
         "dev's agent login) and, for cancel and rerun, to the workers' Temporal server (TEMPORAL_* settings, else baton dev's)",
     )
