@@ -522,6 +522,7 @@ DECLARE
   v_cancelled text[] := '{}';
   v_left jsonb := '[]'::jsonb;
   x record;
+  v_task baton.tasks;
 BEGIN
   IF p_graph_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
@@ -531,8 +532,9 @@ BEGIN
   END IF;
   FOR x IN SELECT t.id FROM baton.tasks t WHERE t.id = p_task_id OR t.graph_id = p_graph_id ORDER BY t.id LOOP
     -- Locked, then read: a task finished meanwhile is left as it is.
-    IF (baton.task_lock(x.id)).status IN ('verified', 'failed', 'cancelled') THEN
-      v_left := v_left || jsonb_build_object('taskId', x.id, 'status', (SELECT status FROM baton.tasks WHERE id = x.id));
+    v_task := baton.task_lock(x.id);
+    IF v_task.status IN ('verified', 'failed', 'cancelled') THEN
+      v_left := v_left || jsonb_build_object('taskId', x.id, 'status', v_task.status);
     ELSE
       PERFORM baton.task_set_status(x.id, p_actor, 'cancelled', 'cancelled', p_reason);
       v_cancelled := v_cancelled || x.id;
@@ -965,16 +967,11 @@ CREATE OR REPLACE FUNCTION baton.agent_view_graphs(a jsonb)
  LANGUAGE plpgsql
  STABLE
 AS $function$
-DECLARE
-  v_search text := nullif(a->>'search', '');
-  v_limit integer := coalesce((a->>'limit')::integer, 100);
 BEGIN
   RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
            'tasks', g.tasks, 'counts', g.counts, 'state', g.state) ORDER BY g.submitted_at DESC, g.id DESC), '[]'::jsonb)
-    FROM (SELECT * FROM baton.graph_list(a->>'state', make_interval(secs => (a->>'submittedWithinSeconds')::double precision),
-                                         CASE WHEN v_search IS NULL THEN v_limit ELSE 2147483647 END) x
-           WHERE v_search IS NULL OR strpos(lower(x.id), lower(v_search)) > 0 OR strpos(lower(x.submitted_by), lower(v_search)) > 0
-           LIMIT v_limit) g);
+    FROM baton.graph_list(a->>'state', make_interval(secs => (a->>'submittedWithinSeconds')::double precision),
+                          coalesce((a->>'limit')::integer, 100), nullif(a->>'search', '')) g);
 END $function$
 ;
 
@@ -1234,7 +1231,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer)
+CREATE OR REPLACE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer, p_search text DEFAULT NULL::text)
  RETURNS TABLE(id text, submitted_by text, submitted_at timestamp with time zone, tasks integer, counts jsonb, state text)
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -1251,7 +1248,8 @@ BEGIN
   RETURN QUERY
   WITH listed AS (
     SELECT g.id, g.submitted_by, g.submitted_at FROM baton.graphs g
-     WHERE p_submitted_within IS NULL OR g.submitted_at >= now() - p_submitted_within
+     WHERE (p_submitted_within IS NULL OR g.submitted_at >= now() - p_submitted_within)
+       AND (p_search IS NULL OR strpos(lower(g.id), lower(p_search)) > 0 OR strpos(lower(g.submitted_by), lower(p_search)) > 0)
      ORDER BY g.submitted_at DESC, g.id DESC
      -- Without a state to match, only the newest p_limit graphs need their tasks counted.
      LIMIT CASE WHEN p_state IS NULL THEN p_limit END
@@ -3043,7 +3041,7 @@ function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,
 
 function baton.event_refuse_change(): {baton_owner=X/baton_owner}
 
-function baton.graph_list(text,interval,integer): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+function baton.graph_list(text,interval,integer,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

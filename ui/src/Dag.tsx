@@ -54,7 +54,6 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
       </div>
     );
   const zoom = (factor: number) => setView((v) => ({ ...v, scale: Math.min(4, Math.max(0.05, v.scale * factor)) }));
-  const byId = new Map(tasks.map((t) => [t.id, t]));
   return (
     <div class="dag">
       <div class="dag-tools" role="toolbar" aria-label="Zoom">
@@ -97,24 +96,23 @@ export function Dag({ graphId, tasks }: { graphId: string; tasks: Task[] }) {
           {tasks.map((t) => {
             const at = layout.nodes[t.id];
             if (!at) return null;
-            const task = byId.get(t.id)!;
             return (
               // Out of the Tab order: the table below lists every task, and 2,000 stops here would bury it.
               <a
                 key={t.id}
                 href={taskHref(t.id)}
                 tabIndex={-1}
-                class={`dag-node status-${task.status}`}
+                class={`dag-node status-${t.status}`}
                 data-task={t.key}
-                data-status={task.status}
+                data-status={t.status}
               >
-                <title>{`${t.key}: ${task.status}${task.owner ? `, owner ${task.owner}` : ''}, claim version ${task.claimVersion}, ${task.attempts} attempts`}</title>
+                <title>{`${t.key}: ${t.status}${t.owner ? `, owner ${t.owner}` : ''}, claim version ${t.claimVersion}, ${t.attempts} attempts`}</title>
                 <rect x={at.x} y={at.y} width={NODE_WIDTH} height={NODE_HEIGHT} rx={6} />
                 <text x={at.x + 8} y={at.y + 18} class="dag-key">
                   {t.key.length > 22 ? `${t.key.slice(0, 21)}…` : t.key}
                 </text>
                 <text x={at.x + 8} y={at.y + 36} class="dag-meta">
-                  {`${task.status} · v${task.claimVersion} · ${task.attempts}×${task.owner ? ` · ${task.owner.slice(0, 14)}` : ''}`}
+                  {`${t.status} · v${t.claimVersion} · ${t.attempts}×${t.owner ? ` · ${t.owner.slice(0, 14)}` : ''}`}
                 </text>
               </a>
             );

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { TASK_STATUSES } from '../../src/tasks/states.js';
 import { Action } from './Action.js';
 import { api, temporalLink, type PageConfig } from './api.js';
-import { ErrorBox, StatusBadge, Table, taskHref, Time } from './common.js';
+import { ErrorBox, Pending, StatusBadge, Table, taskHref, Time } from './common.js';
 import { Dag } from './Dag.js';
 import { SAFETY_REREAD_MS, useData } from './data.js';
 import { Progress } from './Graphs.js';
@@ -25,21 +25,9 @@ export function Graph({
   const [status, setStatus] = useState('');
   const [search, setSearch] = useState('');
   const [rows, setRows] = useState(PAGE_ROWS);
-  if (graph.error && !graph.value)
-    return (
-      <main>
-        <h1>Graph {graphId}</h1>
-        <ErrorBox error={graph.error} what="The graph could not be read" />
-      </main>
-    );
-  const g = graph.value;
-  if (!g)
-    return (
-      <main aria-busy="true">
-        <h1>Graph {graphId}</h1>
-        <p class="muted">Loading…</p>
-      </main>
-    );
+  const pending = Pending({ title: `Graph ${graphId}`, data: graph, what: 'The graph could not be read' });
+  if (pending) return pending;
+  const g = graph.value!;
   const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, g.tasks.filter((t) => t.status === s).length]));
   const shown = g.tasks.filter(
     (t) => (!status || t.status === status) && (!search || t.key.includes(search) || (t.owner ?? '').includes(search)),

@@ -1,7 +1,7 @@
 // Shared objects: who holds each (and its fencing token), its version, an open offer, whether its
 // holder has gone silent, open suggestions; one object's log shows a handoff step by step.
 import { api } from './api.js';
-import { ago, ErrorBox, objectHref, Section, Table, Time } from './common.js';
+import { ago, ErrorBox, objectHref, Pending, Section, Table, Time } from './common.js';
 import { SAFETY_REREAD_MS, useData } from './data.js';
 import { Timeline } from './Timeline.js';
 
@@ -15,21 +15,9 @@ export function Objects({ objectKey, liveVersion }: { objectKey?: string; liveVe
     SAFETY_REREAD_MS,
   );
   const title = objectKey ? `Object ${objectKey}` : 'Shared objects';
-  if (data.error && !data.value)
-    return (
-      <main>
-        <h1>{title}</h1>
-        <ErrorBox error={data.error} what="The objects could not be read" />
-      </main>
-    );
-  if (!data.value)
-    return (
-      <main aria-busy="true">
-        <h1>{title}</h1>
-        <p class="muted">Loading…</p>
-      </main>
-    );
-  const { objects, log } = data.value;
+  const pending = Pending({ title, data, what: 'The objects could not be read' });
+  if (pending) return pending;
+  const { objects, log } = data.value!;
   return (
     <main>
       {objectKey ? (

@@ -1,33 +1,21 @@
 // One task: what it is, what it produced and on what, how it was verified, what its agent last
 // printed, every tool call it made, and who owned it when, and why that moved.
+import { TERMINAL_STATUSES } from '../../src/tasks/states.js';
 import { Action } from './Action.js';
 import { api, temporalLink, type PageConfig } from './api.js';
-import { ErrorBox, graphHref, Revision, Section, StatusBadge, Table, taskHref, Time } from './common.js';
+import { ErrorBox, graphHref, Pending, Revision, Section, StatusBadge, Table, taskHref, Time } from './common.js';
 import { useData } from './data.js';
 import { Timeline } from './Timeline.js';
 
 const HEARTBEAT_REFRESH_MS = 3_000;
-const FINISHED = new Set(['verified', 'failed', 'cancelled']);
 const RERUNNABLE = new Set(['verified', 'stale', 'failed']);
 
 export function Task({ taskId, liveVersion, admin, config }: { taskId: string; liveVersion: number; admin: boolean; config: PageConfig }) {
   // Read every few seconds too: a run's heartbeats bring its agent's last lines without an event.
   const task = useData((signal) => api('task.show', { taskId }, signal), taskId, liveVersion, HEARTBEAT_REFRESH_MS);
-  if (task.error && !task.value)
-    return (
-      <main>
-        <h1>Task {taskId}</h1>
-        <ErrorBox error={task.error} what="The task could not be read" />
-      </main>
-    );
-  const t = task.value;
-  if (!t)
-    return (
-      <main aria-busy="true">
-        <h1>Task {taskId}</h1>
-        <p class="muted">Loading…</p>
-      </main>
-    );
+  const pending = Pending({ title: `Task ${taskId}`, data: task, what: 'The task could not be read' });
+  if (pending) return pending;
+  const t = task.value!;
   const spec = t.spec as { run?: Record<string, string>; verify?: { command?: string; function?: string; protect?: string[] } };
   const progress = t.progress as { tail?: string[]; lastLine?: string; host?: string; pid?: number; lines?: number } | null;
   const artifact = t.artifact as { revision?: string; testCommand?: string; baseRevision?: string; baseCommit?: string } | null;
@@ -84,7 +72,7 @@ export function Task({ taskId, liveVersion, admin, config }: { taskId: string; l
       </dl>
       {admin ? (
         <p class="actions">
-          {!FINISHED.has(t.status) ? (
+          {!TERMINAL_STATUSES.has(t.status) ? (
             <Action
               label="Cancel task"
               explain={`Cancels ${t.key}: its owner's later writes are refused and its run is stopped. Its dependents stay blocked.`}

@@ -46,6 +46,20 @@ export function ErrorBox({ error, what }: { error: Error; what: string }) {
   );
 }
 
+/**
+ * What a view shows until its data comes, or when it cannot be read at all: its title, and the
+ * error or "Loading…"; undefined once there is data (an error after that is shown by the view above it).
+ */
+export function Pending({ title, data, what }: { title: string; data: { value?: unknown; error?: Error }; what: string }) {
+  if (data.value !== undefined) return undefined;
+  return (
+    <main aria-busy={data.error ? undefined : 'true'}>
+      <h1>{title}</h1>
+      {data.error ? <ErrorBox error={data.error} what={what} /> : <p class="muted">Loading…</p>}
+    </main>
+  );
+}
+
 export function Section({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
   return (
     <section aria-labelledby={id}>

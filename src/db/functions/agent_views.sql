@@ -19,16 +19,11 @@ END $$;
 
 -- graphs.list: newest first, narrowed by state, age (seconds) and a search of id and submitter.
 CREATE FUNCTION baton.agent_view_graphs(a jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
-DECLARE
-  v_search text := nullif(a->>'search', '');
-  v_limit integer := coalesce((a->>'limit')::integer, 100);
 BEGIN
   RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
            'tasks', g.tasks, 'counts', g.counts, 'state', g.state) ORDER BY g.submitted_at DESC, g.id DESC), '[]'::jsonb)
-    FROM (SELECT * FROM baton.graph_list(a->>'state', make_interval(secs => (a->>'submittedWithinSeconds')::double precision),
-                                         CASE WHEN v_search IS NULL THEN v_limit ELSE 2147483647 END) x
-           WHERE v_search IS NULL OR strpos(lower(x.id), lower(v_search)) > 0 OR strpos(lower(x.submitted_by), lower(v_search)) > 0
-           LIMIT v_limit) g);
+    FROM baton.graph_list(a->>'state', make_interval(secs => (a->>'submittedWithinSeconds')::double precision),
+                          coalesce((a->>'limit')::integer, 100), nullif(a->>'search', '')) g);
 END $$;
 
 -- A task as the graph view draws it.
@@ -175,6 +170,7 @@ DECLARE
   v_cancelled text[] := '{}';
   v_left jsonb := '[]'::jsonb;
   x record;
+  v_task baton.tasks;
 BEGIN
   IF p_graph_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
@@ -184,8 +180,9 @@ BEGIN
   END IF;
   FOR x IN SELECT t.id FROM baton.tasks t WHERE t.id = p_task_id OR t.graph_id = p_graph_id ORDER BY t.id LOOP
     -- Locked, then read: a task finished meanwhile is left as it is.
-    IF (baton.task_lock(x.id)).status IN ('verified', 'failed', 'cancelled') THEN
-      v_left := v_left || jsonb_build_object('taskId', x.id, 'status', (SELECT status FROM baton.tasks WHERE id = x.id));
+    v_task := baton.task_lock(x.id);
+    IF v_task.status IN ('verified', 'failed', 'cancelled') THEN
+      v_left := v_left || jsonb_build_object('taskId', x.id, 'status', v_task.status);
     ELSE
       PERFORM baton.task_set_status(x.id, p_actor, 'cancelled', 'cancelled', p_reason);
       v_cancelled := v_cancelled || x.id;

@@ -56,9 +56,10 @@ END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_read_source TO baton_worker, baton_client, baton_reader;
 
 -- Graphs, newest first, each with its task count, how many of its tasks are in each status, and its
--- state (GRAPH_STATES in src/tasks/states.ts, the first that holds). A NULL p_state or
--- p_submitted_within (submitted that long ago or later, by the database clock) narrows nothing.
-CREATE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer)
+-- state (GRAPH_STATES in src/tasks/states.ts, the first that holds). A NULL p_state,
+-- p_submitted_within (submitted that long ago or later, by the database clock) or p_search (in the
+-- graph's id or its submitter, any case) narrows nothing.
+CREATE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer, p_search text DEFAULT NULL)
 RETURNS TABLE (id text, submitted_by text, submitted_at timestamptz, tasks integer, counts jsonb, state text)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
@@ -73,7 +74,8 @@ BEGIN
   RETURN QUERY
   WITH listed AS (
     SELECT g.id, g.submitted_by, g.submitted_at FROM baton.graphs g
-     WHERE p_submitted_within IS NULL OR g.submitted_at >= now() - p_submitted_within
+     WHERE (p_submitted_within IS NULL OR g.submitted_at >= now() - p_submitted_within)
+       AND (p_search IS NULL OR strpos(lower(g.id), lower(p_search)) > 0 OR strpos(lower(g.submitted_by), lower(p_search)) > 0)
      ORDER BY g.submitted_at DESC, g.id DESC
      -- Without a state to match, only the newest p_limit graphs need their tasks counted.
      LIMIT CASE WHEN p_state IS NULL THEN p_limit END
