@@ -17,6 +17,9 @@ import { useTaskStack } from '../helpers/taskStack.js';
 import { tokenFor, useAgentServer } from './helpers.js';
 import type { RemoteAgentConfig } from './remoteAgent.js';
 
+/** How long a wait on a state may last before it is called a hang (the suite's test timeout). */
+const HANG_GUARD_MS = 600_000;
+
 const SCRIPT = fileURLToPath(new URL('./remoteAgent.ts', import.meta.url));
 const agents: ChildProcessWithoutNullStreams[] = [];
 
@@ -49,14 +52,15 @@ function remoteAgent(config: Omit<RemoteAgentConfig, 'url'>) {
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   createInterface({ input: child.stdout }).on('line', (line) => steps.push(JSON.parse(line) as Step));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const next = (name: string, timeoutMs = 60_000) =>
+  // Waits on the agent's state; the deadline is the suite's hang guard, not a speed check.
+  const next = (name: string, timeoutMs = HANG_GUARD_MS) =>
     waitFor(
       `the agent's ${name}`,
       async () => {
         const found = steps.find((s) => s.step === name);
         const failed = steps.find((s) => s.step === 'error');
         if (failed) throw Object.assign(new Error(`agent failed: ${failed.message} ${stderr}`), { fatal: true });
-        if (!found) throw new Error(`steps so far: ${steps.map((s) => s.step).join(', ') || 'none'}`);
+        if (!found) throw new Error(`steps so far: ${steps.map((s) => s.step).join(', ') || 'none'}; its stderr: ${stderr || '(none)'}`);
         return found;
       },
       { timeoutMs, intervalMs: 100 },
@@ -156,7 +160,7 @@ describe('remote agents of a pool', () => {
         const task = await stack.client.task(taskId);
         if (task.claimVersion <= claimed.claimVersion) throw new Error(`still claim version ${task.claimVersion}, ${task.status}`);
       },
-      { timeoutMs: 60_000, intervalMs: 200 },
+      { timeoutMs: HANG_GUARD_MS, intervalMs: 200 },
     );
     const events = await taskEvents(taskId);
     const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence');
