@@ -101,7 +101,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
   async function recoverClaim(task: TaskRow, claimVersion: number, reason: string): Promise<boolean> {
     if (task.status !== 'running' || task.claimVersion !== claimVersion) return false;
     const isolation = await isolateOwner(task.id, claimVersion, task.progress);
-    return claimRelease(db, {
+    const released = await claimRelease(db, {
       taskId: task.id,
       claimVersion,
       actor: identity,
@@ -109,6 +109,17 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       reason,
       details: { isolation, agentPid: task.progress?.pid ?? null, agentHost: task.progress?.host ?? null },
     });
+    if (released)
+      Context.current().log.warn('reclaimed after silence', {
+        graphId: task.graphId,
+        taskKey: task.key,
+        taskId: task.id,
+        claimVersion,
+        worker: identity,
+        previousOwner: task.owner,
+        reason,
+      });
+    return released;
   }
 
   /**
@@ -147,6 +158,16 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs);
       if (!claim) return null;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
+      // SPEC U6: the fields every record of this run carries (docs/observability.md).
+      const fields = {
+        graphId: claim.graphId,
+        taskKey: claim.key,
+        taskId: claim.taskId,
+        claimVersion: claim.claimVersion,
+        worker: identity,
+        agent: claim.spec.run.agent ?? claim.spec.run.pool ?? claim.spec.run.function ?? 'command',
+      };
+      ctx.log.info('claimed', { ...fields, attempt: claim.attempts });
       // Temporal hears from the run from its first moment (worktree setup can take a while), with
       // the claim version a retry must recover; the runner's own heartbeats add progress and
       // extend the lease in Postgres.
@@ -220,13 +241,18 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           await repository.publish(runBranch(claim), artifact.revision);
         }
         await taskSubmit(db, fence, artifact);
+        ctx.log.info('submitted', { ...fields, revision: artifact.revision });
         return { status: 'submitted', attempts: claim.attempts, claimVersion: claim.claimVersion, leaseExpired: false };
       } catch (error) {
-        if (error instanceof StaleClaimError) throw error;
+        if (error instanceof StaleClaimError) {
+          ctx.log.warn('write refused: the claim is no longer this worker’s', { ...fields, error: error.message });
+          throw error;
+        }
         // An artifact the store refuses (no revision, too large) is the agent's failure, not the run's.
         const agentError =
           error instanceof InvalidInputError ? new AgentFailedError(input.taskId, `invalid artifact: ${error.message}`) : error;
         if (agentError instanceof AgentFailedError) {
+          ctx.log.warn('agent failed', { ...fields, error: agentError.detail });
           await taskFailAttempt(db, fence, agentError.detail, claim.attempts < input.maxAttempts);
           throw agentError;
         }
@@ -240,6 +266,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         const reason = handingBack
           ? `worker ${identity} is shutting down and the run had not finished: handed back for another worker to take at once`
           : `run ${ctx.cancellationSignal.aborted ? 'cancelled' : 'failed'} before submitting: ${error instanceof Error ? error.message : String(error)}`;
+        ctx.log.warn(handingBack ? 'handed back' : 'claim released', { ...fields, reason });
         await claimRelease(db, {
           taskId: input.taskId,
           claimVersion: claim.claimVersion,
@@ -337,6 +364,16 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         clearInterval(keepAlive);
       }
       const outcome = await verificationRecord(db, { taskId: input.taskId, verifier, claimVersion, ...result });
+      ctx.log.info(outcome.status === 'verified' ? 'verification passed' : `verification: ${outcome.status}`, {
+        graphId: current.graphId,
+        taskKey: current.key,
+        taskId: input.taskId,
+        claimVersion,
+        worker: identity,
+        verifier,
+        revision: artifact.revision,
+        command: result.command,
+      });
       return { status: outcome.status, revision: artifact.revision, released: outcome.released, staled: outcome.staled };
     },
 

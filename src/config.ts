@@ -38,6 +38,8 @@ export const DEV_TEMPORAL_PORT_DEFAULT = 17233;
 export const DEV_TEMPORAL_UI_PORT_DEFAULT = 18233;
 /** Port of the agent API and operator's page `baton dev` serves (`baton serve` defaults to 8484). */
 export const DEV_PAGE_PORT_DEFAULT = 18484;
+/** Port of the /metrics, /healthz and /readyz `baton dev` serves (`baton worker` and `baton serve` only with --ops-port). */
+export const DEV_OPS_PORT_DEFAULT = 18485;
 /** The file in the baton home that says where a running `baton dev` is (ports, addresses, its pid; no secrets). */
 export const DEV_STACK_STATE_FILE_NAME = 'dev-stack.json';
 /** Database baton creates in the embedded Postgres. */

@@ -20,6 +20,7 @@ import { createFunctionRunner, createFunctionVerifier, type AgentFunction, type 
 import { createPoolRunner } from './runners/poolRunner.js';
 import { repositoryMirrors } from './runners/repository.js';
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
+import type { Tracing } from './observability/tracing.js';
 import type { ToolAdapter } from './tools/types.js';
 
 export { workflowsPath };
@@ -88,6 +89,8 @@ export interface BatonWorkerOptions extends BatonActivityOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Any other Temporal worker option (not its queue, identity, activities or workflows), passed through. */
   workerOptions?: Partial<WorkerOptions>;
+  /** Traces of workflows and activities, from `startTracing`: the worker then bundles its workflows with tracing's interceptors. (Default: none) */
+  tracing?: Tracing;
 }
 
 export interface BatonWorker {
@@ -115,17 +118,28 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   // This worker runs baton alone, so it also answers to the names of 0.1 (`runTask`) that executions
   // started by 0.1 still schedule; an override serves under both names.
   const activities = withUnprefixedAliases(await batonActivities(options, identity));
+  const { tracing, workerOptions = {} } = options;
+  // A bundle given is used as it is: with tracing on, its workflows' spans are missing unless it was built with tracing's interceptors.
+  const code = options.workflowBundle
+    ? { workflowBundle: options.workflowBundle }
+    : await workflowCode(tracing?.workflowInterceptorModules);
   const worker = await Worker.create({
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     maxConcurrentActivityTaskPolls: ACTIVITY_TASK_POLLS_DEFAULT,
-    ...options.workerOptions,
+    ...workerOptions,
     // Never overridden: the queue the client uses, and the identity that owns this worker's claims.
     connection: options.connection,
     namespace: options.namespace,
     identity,
     taskQueue,
     activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : await workflowCode()),
+    ...code,
+    interceptors: {
+      ...workerOptions.interceptors,
+      ...code.interceptors,
+      activity: [...(workerOptions.interceptors?.activity ?? []), ...(tracing?.workerOptions.interceptors?.activity ?? [])],
+    },
+    sinks: { ...workerOptions.sinks, ...tracing?.workerOptions.sinks },
   });
   return {
     identity,

@@ -4,6 +4,7 @@
 import type { Client } from '@temporalio/client';
 import type { WorkflowControl } from './api/dispatch.js';
 import { graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
+import { clientHasSearchAttributes } from './temporal/registerSearchAttributes.js';
 import type { batonTaskWorkflow } from '../workflows/taskWorkflow.js';
 
 export function workflowControl(temporal: Client, taskQueue: string): WorkflowControl {
@@ -25,7 +26,7 @@ export function workflowControl(temporal: Client, taskQueue: string): WorkflowCo
         taskQueue,
         workflowId: taskWorkflowId(taskId),
         // Outside the graph's workflow: it starts the workflows of the dependents it releases.
-        args: [{ taskId, policy, wakeDependents: true }],
+        args: [{ taskId, policy, wakeDependents: true, ...((await clientHasSearchAttributes(temporal)) && { searchAttributes: true }) }],
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
     },

@@ -31,6 +31,8 @@ export interface TaskWorkflowInput {
   wakeDependents?: boolean;
   /** Carried over continue-as-new: the dependents this lifecycle's verifications released so far. */
   released?: string[];
+  /** The namespace has baton's search attributes (src/temporal/searchAttributes.ts): set them. (Default: false) */
+  searchAttributes?: boolean;
 }
 
 export interface TaskWorkflowResult {
@@ -50,6 +52,8 @@ export interface GraphWorkflowInput {
   graphId: string;
   tasks: Array<{ taskId: string; dependsOn: string[] }>;
   policy: GraphPolicy;
+  /** The namespace has baton's search attributes: the task workflows set theirs. (Default: false) */
+  searchAttributes?: boolean;
 }
 
 export interface GraphWorkflowResult {

@@ -98,7 +98,7 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
       workflowId: taskWorkflowId(taskId),
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
-      args: [{ taskId, policy: input.policy }],
+      args: [{ taskId, policy: input.policy, ...(input.searchAttributes && { searchAttributes: true }) }],
     })
       .then((handle) => handle.result())
       .then(

@@ -8,8 +8,11 @@ import {
   patched,
   setHandler,
   sleep,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { graphOf, keyOf } from '../src/tasks/taskId.js';
+import { GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE } from '../src/temporal/searchAttributes.js';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
 import {
   recheckTaskSignal,
@@ -98,6 +101,21 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   let known: TaskView | null = null;
   // The dependents this lifecycle's verifications released (verification_record's word), for the graph's workflow.
   const released = [...(input.released ?? [])];
+  // SPEC U6: the task's graph, key and status, searchable in Temporal, when the namespace has them.
+  let shownStatus: string | undefined;
+  const showStatus = (status: string) => {
+    if (!input.searchAttributes || status === shownStatus) return;
+    upsertSearchAttributes([
+      ...(shownStatus === undefined
+        ? [
+            { key: GRAPH_ID_ATTRIBUTE, value: graphOf(taskId) },
+            { key: TASK_KEY_ATTRIBUTE, value: keyOf(taskId) ?? taskId },
+          ]
+        : []),
+      { key: TASK_STATUS_ATTRIBUTE, value: status },
+    ]);
+    shownStatus = status;
+  };
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
@@ -107,6 +125,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     if (!known) recheck.pending = false; // this read sees every change signalled so far
     const task = known ?? (await store.batonReadTask({ taskId }));
     known = null;
+    showStatus(task.status);
     if (task.status !== 'blocked' && task.status !== 'running') delayMs = POLL_DELAY_MIN_MS;
     let result: TaskWorkflowResult | undefined;
     switch (task.status) {
@@ -139,6 +158,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
         released.push(...outcome.released);
         await wakeAfterVerification(input, outcome);
         // stale: it passed on a superseded pin; the next look applies the policy.
+        showStatus(outcome.status);
         if (outcome.status === 'verified')
           result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
         else if (outcome.status === 'rejected') await store.batonAfterRejection({ taskId, policy });
@@ -180,7 +200,7 @@ async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOu
     ...(input.wakeDependents ? outcome.released : []),
   ];
   if (taskIds.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;
-  await Promise.all(taskIds.map((id) => wakeTask(id, input.policy)));
+  await Promise.all(taskIds.map((id) => wakeTask(id, input.policy, input.searchAttributes)));
 }
 
 /**

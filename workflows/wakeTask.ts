@@ -16,12 +16,12 @@ const WAKE_ROUNDS = 5;
  * itself waking what it releases) when none runs, else signals the one that does. The woken
  * workflow decides from the task's row in Postgres, so a wake that was not needed costs one read.
  */
-export async function wakeTask(taskId: string, policy: GraphPolicy): Promise<void> {
+export async function wakeTask(taskId: string, policy: GraphPolicy, searchAttributes?: boolean): Promise<void> {
   const workflowId = taskWorkflowId(taskId);
   for (let round = 1; round <= WAKE_ROUNDS; round++) {
     try {
       // By name, not by function: this module is imported by taskWorkflow.ts, and imports nothing back.
-      const input: TaskWorkflowInput = { taskId, policy, wakeDependents: true };
+      const input: TaskWorkflowInput = { taskId, policy, wakeDependents: true, ...(searchAttributes && { searchAttributes }) };
       await startChild(batonName('batonTaskWorkflow'), {
         workflowId,
         taskQueue: workflowInfo().taskQueue,

@@ -10,7 +10,7 @@ import { stderrLog, type Log } from '../log.js';
 import { agentAuthenticate, agentOperations, agentRefusalsSummarise } from './agentDoor.js';
 import { createDispatch, type DispatchOptions } from './dispatch.js';
 import { UnauthenticatedError } from './errors.js';
-import { createHttpHandler, type Caller } from './httpHandler.js';
+import { callOutcome, createHttpHandler, type ApiCallObserver, type Caller } from './httpHandler.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from './limits.js';
 import { isOperationName, OPERATION_NAMES, type OperationName } from './operationNames.js';
 import type { OperatorPage } from './operatorPage.js';
@@ -38,6 +38,8 @@ export interface AgentApiOptions extends DispatchOptions {
   log?: Log;
   /** The operator's page, served at /ui/ (`baton serve`). (Default: none) */
   page?: OperatorPage;
+  /** Told of every call answered, for the metrics. (Default: none) */
+  observe?: ApiCallObserver;
 }
 
 export interface AgentApi {
@@ -88,8 +90,23 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     return act(caller, operation, input);
   }
 
-  /** Performs `operation` for a caller whose token passed the gate; input it refuses is refused only once the token is checked. */
+  /** `perform`, told to `options.observe` with its outcome. */
   async function act(caller: Caller, operation: string, input: unknown): Promise<unknown> {
+    if (!options.observe) return performChecked(caller, operation, input);
+    const started = performance.now();
+    const label = isOperationName(operation) ? operation : 'unknown';
+    try {
+      const result = await performChecked(caller, operation, input);
+      options.observe(label, 'ok', (performance.now() - started) / 1000);
+      return result;
+    } catch (error) {
+      options.observe(label, callOutcome(error), (performance.now() - started) / 1000);
+      throw error;
+    }
+  }
+
+  /** Performs `operation` for a caller whose token passed the gate; input it refuses is refused only once the token is checked. */
+  async function performChecked(caller: Caller, operation: string, input: unknown): Promise<unknown> {
     limiter.take(secretSha256(caller.secret));
     let args: Record<string, unknown>;
     try {
@@ -135,6 +152,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
     log,
     page: options.page,
+    observe: options.observe,
   });
 
   return { perform, handle, close: () => gate.flush() };

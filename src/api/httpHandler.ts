@@ -3,14 +3,26 @@
 // operator's page at `/ui/` (src/api/operatorPage.ts). The token is checked
 // before the body is read; what a request is allowed to do is decided by `checkToken` and `act`.
 import type http from 'node:http';
-import { InvalidInputError, NotFoundError } from '../errors.js';
+import { BatonError, InvalidInputError, NotFoundError } from '../errors.js';
 import type { Log } from '../log.js';
 import { serveMcp } from './agentMcp.js';
 import { MethodNotAllowedError, RequestTooLargeError, UnauthenticatedError } from './errors.js';
 import { openApiDocument } from './openApi.js';
 import type { OperatorPage } from './operatorPage.js';
-import type { OperationName } from './operationNames.js';
+import { isOperationName, type OperationName } from './operationNames.js';
 import { answerProblem, newRequestId, REQUEST_ID_HEADER, sendProblem } from './problems.js';
+
+/**
+ * Told of every call the agent API answers (SPEC U6): the operation (`unknown` for a name that is
+ * none; `mcp` or `other` for a request refused before it named one), `ok` or the error's code, and
+ * how long the answer took.
+ */
+export type ApiCallObserver = (operation: string, outcome: string, seconds: number) => void;
+
+/** The outcome a call that threw `error` is counted under: the error's code, or `internal`. */
+export function callOutcome(error: unknown): string {
+  return error instanceof BatonError ? error.code : 'internal';
+}
 
 /** Who is calling: the bearer's secret, from where, and whether the store checked that token during this request. */
 export interface Caller {
@@ -33,13 +45,21 @@ interface HttpHandlerOptions {
   log: Log;
   /** The operator's page, served at /ui/. (Default: none) */
   page?: OperatorPage;
+  /** Told of requests refused before an operation was performed (`act` tells of the rest). (Default: none) */
+  observe?: ApiCallObserver;
 }
 
 /** Answers one HTTP request: /v1/<operation>, /mcp, /openapi.json, /healthz. Nothing a request holds may take the process down. */
 export function createHttpHandler(options: HttpHandlerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   const { checkToken, act, log } = options;
 
-  async function route(req: http.IncomingMessage, res: http.ServerResponse, path: string, requestId: string): Promise<void> {
+  async function route(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    requestId: string,
+    request: { acted: boolean },
+  ): Promise<void> {
     const answer = (status: number, body: unknown) => {
       if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
@@ -79,6 +99,7 @@ export function createHttpHandler(options: HttpHandlerOptions): (req: http.Incom
       await checkToken(caller, operation, true);
       throw error;
     }
+    request.acted = true;
     if (isMcp)
       return serveMcp(req, res, body ?? {}, (name, input) => act(caller, name, input), {
         operations: () => options.operationsFor(caller),
@@ -93,14 +114,24 @@ export function createHttpHandler(options: HttpHandlerOptions): (req: http.Incom
     res.setHeader(REQUEST_ID_HEADER, requestId);
     // Only the path is read, and without URL parsing, which throws on some request targets.
     const path = (req.url ?? '/').split('?')[0]!;
+    const request = { acted: false };
+    const started = performance.now();
     const fail = (error: unknown) => {
       // Whatever of the body is still coming is read and dropped, so the answer reaches the caller.
       req.resume();
       sendProblem(res, answerProblem(log, requestId, `${req.method} ${path}`, error));
+      if (!request.acted) options.observe?.(refusedRoute(path), callOutcome(error), (performance.now() - started) / 1000);
     };
     // Nothing a request holds may take the process down (a run's endpoint lives in the worker).
-    route(req, res, path, requestId).catch(fail);
+    route(req, res, path, requestId, request).catch(fail);
   };
+}
+
+/** The operation label of a request refused before it was performed: its operation's name when it names one. */
+function refusedRoute(path: string): string {
+  if (path === '/mcp') return 'mcp';
+  const operation = path.startsWith('/v1/') ? path.slice('/v1/'.length) : undefined;
+  return operation === undefined ? 'other' : isOperationName(operation) ? operation : 'unknown';
 }
 
 function bearerSecret(req: http.IncomingMessage): string | undefined {

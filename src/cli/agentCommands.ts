@@ -16,6 +16,7 @@ import { errorResponseOf, InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { jsonOption, parsePort, parsePositiveInt, taskQueueOption, untilSignal } from './options.js';
 import { parseLifetime, parseScopes } from './tokenOptions.js';
+import { opsHostOption, opsPortOption, type OpsFlags } from './observe.js';
 
 /** Port `baton serve` listens on unless told otherwise. */
 const SERVE_PORT_DEFAULT = 8484;
@@ -94,18 +95,28 @@ export function registerAgentCommands(program: Command, log: Log): void {
     .option('--temporal-ui <url>', "the Temporal Web UI the page links workflows to (default: baton dev's, else none)")
     .addOption(taskQueueOption('task queue a rerun from the page starts its workflow on'))
     .option('--no-page', "do not serve the operator's page")
+    .addOption(opsPortOption())
+    .addOption(opsHostOption())
     .action(
-      async (opts: {
-        host: string;
-        port: number;
-        rate: number;
-        burst: number;
-        maxBody: number;
-        temporalUi?: string;
-        taskQueue: string;
-        page: boolean;
-      }) => {
-        const [{ withCliContext }, { startOperatorServer }] = await Promise.all([import('./context.js'), import('./operatorServer.js')]);
+      async (
+        opts: {
+          host: string;
+          port: number;
+          rate: number;
+          burst: number;
+          maxBody: number;
+          temporalUi?: string;
+          taskQueue: string;
+          page: boolean;
+        } & OpsFlags,
+      ) => {
+        const [{ withCliContext }, { startOperatorServer }, { observeProcess, readinessChecks }] = await Promise.all([
+          import('./context.js'),
+          import('./operatorServer.js'),
+          import('./observe.js'),
+        ]);
+        const observed = await observeProcess('serve', opts, { temporalRuntime: false });
+        const log = observed.log;
         await withCliContext(
           log,
           { migrate: false, login: 'agent', requireRole: 'baton_agent', applicationName: 'baton serve', poolSize: 10 },
@@ -121,17 +132,33 @@ export function registerAgentCommands(program: Command, log: Log): void {
                 taskQueue: opts.taskQueue,
                 temporalUiUrl: opts.temporalUi,
                 page: opts.page,
+                observe: observed.metrics.apiCalls,
               },
               log,
             );
+            const stopOps = await observed
+              .serveOps({
+                // The deployment's metrics: serve is the one exporter a deployment usually has.
+                deployment: context.pool,
+                readiness: readinessChecks(
+                  context.pool,
+                  context.temporalSettings.connectionOptions.address ? () => context.temporal({ connect: false }) : undefined,
+                ),
+              })
+              .catch(async (error: unknown) => {
+                await server.close();
+                throw error;
+              });
             log(
               `baton agent API on ${server.url}: POST /v1/<operation>, MCP at ${server.url}/mcp, OpenAPI at ${server.url}/openapi.json` +
                 `${server.pageUrl ? `, the operator's page at ${server.pageUrl}` : ''}. Press Ctrl-C to stop.`,
             );
             await untilSignal();
+            await stopOps();
             await server.close();
           },
         );
+        await observed.close();
       },
     );
 

@@ -3,7 +3,14 @@
 // in a blink.
 import { inspect } from 'node:util';
 import { Argument, Command, Option } from 'commander';
-import { DATABASE_URL_ENV, DEV_PAGE_PORT_DEFAULT, readEnv, TASK_QUEUE_DEFAULT, WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT } from '../config.js';
+import {
+  DATABASE_URL_ENV,
+  DEV_OPS_PORT_DEFAULT,
+  DEV_PAGE_PORT_DEFAULT,
+  readEnv,
+  TASK_QUEUE_DEFAULT,
+  WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT,
+} from '../config.js';
 import { BatonError, errorResponse } from '../errors.js';
 import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
@@ -16,6 +23,7 @@ import { registerLoginCommand } from './loginCommand.js';
 import { registerObjectCommands } from './objectCommands.js';
 import { jsonOption, noMigrateOption, parseNonNegativeInt, parsePort, taskQueueOption, untilSignal } from './options.js';
 import { registerTaskCommands } from './taskCommands.js';
+import { observeProcess, opsHostOption, opsPortOption, type OpsFlags } from './observe.js';
 import { installTemporalRuntime } from './temporalRuntime.js';
 import { registerToolCommands } from './toolCommands.js';
 import { registerValidateCommand } from './validateCommand.js';
@@ -87,6 +95,7 @@ program
   .option('--page-port <port>', `the agent API and operator's page; 0 picks a free one (default: ${DEV_PAGE_PORT_DEFAULT})`, parsePort)
   .option('--no-page', "do not serve the agent API and the operator's page")
   .option('--no-worker', 'do not run a baton worker in this process')
+  .addOption(opsPortOption(DEV_OPS_PORT_DEFAULT))
   .addOption(noMigrateOption())
   .addOption(agentUserFlag())
   .addOption(agentSandboxFlag())
@@ -101,20 +110,31 @@ program
         page: boolean;
         worker: boolean;
         migrate: boolean;
+        opsPort: number;
       } & AgentIsolationFlags,
     ) => {
-      const [{ openCliContext }, { describeReach, describeStack }, { createBatonWorker }, { liveBlock }, { startDevPage }] =
-        await Promise.all([
-          import('./context.js'),
-          import('./stack.js'),
-          import('../worker.js'),
-          import('./liveBlock.js'),
-          import('./operatorServer.js'),
-        ]);
+      const [
+        { openCliContext },
+        { describeReach, describeStack },
+        { createBatonWorker },
+        { liveBlock },
+        { startDevPage },
+        { readinessChecks },
+      ] = await Promise.all([
+        import('./context.js'),
+        import('./stack.js'),
+        import('../worker.js'),
+        import('./liveBlock.js'),
+        import('./operatorServer.js'),
+        import('./observe.js'),
+      ]);
       const pagePort = opts.pagePort ?? DEV_PAGE_PORT_DEFAULT;
       // Like the stack's own ports: refused before anything starts, naming what holds it.
-      if (opts.page && pagePort !== 0) await (await import('../dev/portTaken.js')).requirePortFree(pagePort, 'page');
-      await installTemporalRuntime();
+      const { requirePortFree } = await import('../dev/portTaken.js');
+      if (opts.page && pagePort !== 0) await requirePortFree(pagePort, 'page');
+      if (opts.opsPort !== 0) await requirePortFree(opts.opsPort, 'ops');
+      // The stack's own lines stay plain; its worker, API and Temporal SDK log through the structured logger.
+      const observed = await observeProcess('dev', { opsPort: opts.opsPort, opsHost: '127.0.0.1' }, { temporalRuntime: true });
       // A first start's download shows its progress in one line, redrawn in place on a terminal.
       const setup = liveBlock(process.stderr);
       const open = await openCliContext(setup.log, {
@@ -124,6 +144,9 @@ program
         requireRole: opts.worker ? 'baton_worker' : undefined,
       }).finally(setup.clear);
       describeStack(open.stack, log);
+      await (
+        await import('../temporal/registerSearchAttributes.js')
+      ).registerSearchAttributes(await open.workerConnection(), open.temporalSettings.namespace, log);
       // A worker that cannot start (isolation asked for and not to be had) must not leave the stack running.
       const worker = opts.worker
         ? await createBatonWorker({
@@ -131,17 +154,26 @@ program
             namespace: open.temporalSettings.namespace,
             db: open.pool,
             agentIsolation: await agentIsolationOf(opts),
+            log: observed.log,
+            tracing: observed.tracing,
           }).catch(async (error: unknown) => {
             await open.close();
             throw error;
           })
         : undefined;
       const page = opts.page
-        ? await startDevPage(open, pagePort, log).catch(async (error: unknown) => {
+        ? await startDevPage(open, pagePort, log, observed.metrics.apiCalls).catch(async (error: unknown) => {
             await open.close();
             throw error;
           })
         : undefined;
+      const stopOps = await observed
+        .serveOps({ deployment: open.pool, readiness: readinessChecks(open.pool, await open.workerConnection()) })
+        .catch(async (error: unknown) => {
+          await page?.close();
+          await open.close();
+          throw error;
+        });
       log('');
       describeReach(open.stack, log);
       log(`Ready${worker ? `; worker polling task queue '${TASK_QUEUE_DEFAULT}'` : ''}. Press Ctrl-C to stop.`);
@@ -158,7 +190,9 @@ program
       worker?.shutdown();
       await running?.catch((error: unknown) => log(`worker failed: ${String(error)}`));
       await page?.close();
+      await stopOps();
       await open.close();
+      await observed.close();
       log(`Stopped. State is kept in ${open.stack.home} for the next run.`);
     },
   );
@@ -260,27 +294,64 @@ program
   .addOption(agentUserFlag())
   .addOption(agentSandboxFlag())
   .addOption(agentNetworkFlag())
+  .addOption(opsPortOption())
+  .addOption(opsHostOption())
+  .option(
+    '--deployment-metrics',
+    "with --ops-port, also export the deployment's metrics read from the event log (baton serve does; one exporter a deployment is enough)",
+  )
   .action(
     async (
-      opts: { taskQueue: string; workDir?: string; workflowBundle?: string; shutdownGrace: number; migrate: boolean } & AgentIsolationFlags,
+      opts: {
+        taskQueue: string;
+        workDir?: string;
+        workflowBundle?: string;
+        shutdownGrace: number;
+        migrate: boolean;
+        deploymentMetrics?: boolean;
+      } & AgentIsolationFlags &
+        OpsFlags,
     ) => {
-      const [{ openCliContext }, { describeDeployment }, { createBatonWorker }] = await Promise.all([
+      const [
+        { openCliContext },
+        { describeDeployment },
+        { createBatonWorker, defaultWorkerIdentity },
+        { readinessChecks },
+        { registerSearchAttributes },
+      ] = await Promise.all([
         import('./context.js'),
         import('./stack.js'),
         import('../worker.js'),
+        import('./observe.js'),
+        import('../temporal/registerSearchAttributes.js'),
       ]);
-      await installTemporalRuntime();
+      const identity = defaultWorkerIdentity();
+      const observed = await observeProcess('worker', opts, { temporalRuntime: true, fields: { worker: identity } });
+      const log = observed.log;
       const open = await openCliContext(log, { migrate: opts.migrate, login: 'worker', requireRole: 'baton_worker', needsTemporal: true });
-      const worker = await createBatonWorker({
-        connection: await open.workerConnection(),
-        namespace: open.temporalSettings.namespace,
-        taskQueue: opts.taskQueue,
-        db: open.pool,
-        workDir: opts.workDir,
-        workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
-        agentIsolation: await agentIsolationOf(opts),
-        workerOptions: { shutdownGraceTime: opts.shutdownGrace * 1000 },
-      }).catch(async (error: unknown) => {
+      const connection = await open.workerConnection();
+      await registerSearchAttributes(connection, open.temporalSettings.namespace, log);
+      let stopOps = async () => {};
+      const worker = await (async () => {
+        const created = await createBatonWorker({
+          connection,
+          namespace: open.temporalSettings.namespace,
+          taskQueue: opts.taskQueue,
+          db: open.pool,
+          identity,
+          workDir: opts.workDir,
+          workflowBundle: opts.workflowBundle ? { codePath: opts.workflowBundle } : undefined,
+          agentIsolation: await agentIsolationOf(opts),
+          workerOptions: { shutdownGraceTime: opts.shutdownGrace * 1000 },
+          log,
+          tracing: observed.tracing,
+        });
+        stopOps = await observed.serveOps({
+          deployment: opts.deploymentMetrics ? open.pool : undefined,
+          readiness: readinessChecks(open.pool, connection),
+        });
+        return created;
+      })().catch(async (error: unknown) => {
         await open.close();
         throw error;
       });
@@ -306,10 +377,12 @@ program
       }
       worker.shutdown();
       await running.catch((error: unknown) => {
-        log(`worker failed: ${String(error)}`);
+        observed.logger.error({ err: error }, 'worker failed');
         process.exitCode = 1;
       });
+      await stopOps();
       await open.close();
+      await observed.close();
     },
   );
 

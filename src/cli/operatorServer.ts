@@ -3,6 +3,7 @@
 // out through the Temporal server of the deployment (refused when it names none).
 import type { Queryable } from '../db/queryable.js';
 import type { Log } from '../log.js';
+import type { ApiCallObserver } from '../api/httpHandler.js';
 import type { RateLimit } from '../api/rateLimiter.js';
 import type { CliContext } from './context.js';
 
@@ -17,6 +18,8 @@ export interface OperatorServerOptions {
   temporalUiUrl?: string;
   /** Serve the page at /ui/. */
   page: boolean;
+  /** Told of every call answered, for the metrics. (Default: none) */
+  observe?: ApiCallObserver;
 }
 
 /** Starts the server on `db` (a baton_agent login); its URL, the page's, and how to stop it. */
@@ -37,6 +40,7 @@ export async function startOperatorServer(context: CliContext, db: Queryable, op
     rateLimit: options.rateLimit,
     log,
     page,
+    observe: options.observe,
     // Dialled on the first cancel or rerun: a server that only answers reads never needs Temporal.
     workflows: context.temporalSettings.connectionOptions.address
       ? async () => workflowControl(await context.temporal(), options.taskQueue)
@@ -61,7 +65,12 @@ const DEV_PAGE_TOKEN_LIFETIME_MS = 24 * 3_600_000;
  * for the operator (24 h, revoked when the stack stops) in the printed address's fragment, which
  * the browser never sends to a server. On a stack without the embedded logins (DATABASE_URL given) it says how to run `baton serve`.
  */
-export async function startDevPage(context: CliContext, port: number, log: Log): Promise<{ close(): Promise<void> } | undefined> {
+export async function startDevPage(
+  context: CliContext,
+  port: number,
+  log: Log,
+  observe?: ApiCallObserver,
+): Promise<{ close(): Promise<void> } | undefined> {
   if (!context.componentUrls) {
     log("The operator's page: run `baton serve` with a baton_agent login (this stack's database is DATABASE_URL's).");
     return undefined;
@@ -95,6 +104,7 @@ export async function startDevPage(context: CliContext, port: number, log: Log):
       maxBodyBytes: MAX_BODY_BYTES_DEFAULT,
       taskQueue: TASK_QUEUE_DEFAULT,
       page: true,
+      observe,
     },
     log,
   ).catch(async (error: unknown) => {

@@ -1149,11 +1149,12 @@ CREATE OR REPLACE FUNCTION baton.claim_release(p_task_id text, p_claim_version b
 AS $function$
 DECLARE
   v_owner text;
+  v_heartbeat_at timestamptz;
 BEGIN
   IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released', 'handed_back') THEN
     RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
   END IF;
-  SELECT owner INTO v_owner FROM baton.tasks
+  SELECT owner, heartbeat_at INTO v_owner, v_heartbeat_at FROM baton.tasks
    WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
@@ -1167,7 +1168,9 @@ BEGIN
          attempts = attempts - CASE WHEN p_kind = 'handed_back' THEN 1 ELSE 0 END
    WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
-    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner)
+      -- The owner's last sign of life: a recovery's length is measured from it (baton_recovery_seconds).
+      || CASE WHEN p_kind = 'reclaimed_after_silence' THEN jsonb_build_object('silent_since', v_heartbeat_at) ELSE '{}'::jsonb END);
   RETURN true;
 END $function$
 ;
@@ -1199,6 +1202,9 @@ DECLARE
   v_seq integer;
   v_id bigint;
 BEGIN
+  -- The transaction takes its id before the event takes its number, so a reader of the log that
+  -- sees a snapshot without this transaction knows its events are yet to come (src/observability/eventLogReader.ts).
+  PERFORM pg_current_xact_id();
   SELECT coalesce(max(subject_seq), 0) + 1 INTO v_seq
     FROM baton.events WHERE subject_kind = p_subject_kind AND subject_id = p_subject_id;
   INSERT INTO baton.events (subject_kind, subject_id, subject_seq, kind, actor, fence, version, reason, details)
@@ -1378,6 +1384,51 @@ AS $function$
   INSERT INTO baton.health_checks (workflow_id, message) VALUES (p_workflow_id, p_message)
   ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
   RETURNING *
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.metrics_events(p_after bigint, p_limit integer)
+ RETURNS TABLE(id bigint, subject_kind text, kind text, labels jsonb, amount bigint, seconds double precision)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT e.id, e.subject_kind, e.kind,
+         CASE
+           WHEN e.subject_kind = 'task' AND e.kind = 'stale_write_refused'
+             THEN jsonb_build_object('action', coalesce(e.details->>'action', 'unknown'))
+           WHEN e.subject_kind IN ('object', 'agent') AND e.details ? 'refusal'
+             THEN jsonb_build_object('refusal', e.details->>'refusal', 'operation', coalesce(e.details->>'operation', 'none'))
+           ELSE '{}'::jsonb
+         END,
+         CASE WHEN e.kind = 'api_refused' AND e.details ? 'count' THEN (e.details->>'count')::bigint ELSE 1 END,
+         CASE
+           WHEN e.subject_kind = 'task' AND e.kind = 'verified' THEN
+             (SELECT extract(epoch FROM e.at - c.at)::double precision FROM baton.events c
+               WHERE c.subject_kind = 'task' AND c.subject_id = e.subject_id AND c.kind = 'claimed' AND c.fence = e.fence
+               ORDER BY c.subject_seq DESC LIMIT 1)
+           WHEN e.subject_kind = 'task' AND e.kind = 'reclaimed_after_silence' AND e.details ? 'silent_since'
+             THEN extract(epoch FROM e.at - (e.details->>'silent_since')::timestamptz)::double precision
+         END
+    FROM baton.events e
+   WHERE e.id > p_after
+   ORDER BY e.id
+   LIMIT p_limit
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.metrics_gauges()
+ RETURNS TABLE(name text, labels jsonb, value bigint)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT 'tasks', jsonb_build_object('status', t.status), count(*) FROM baton.tasks t GROUP BY t.status
+  UNION ALL
+  SELECT 'pool_offers_waiting', jsonb_build_object('pool', w.pool), count(*)
+    FROM baton.pool_runs w JOIN baton.tasks t ON t.id = w.task_id
+   WHERE w.agent IS NULL AND t.status = 'running' AND t.claim_version = w.claim_version
+   GROUP BY w.pool
 $function$
 ;
 
@@ -3054,6 +3105,10 @@ function baton.graph_submit(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,b
 function baton.health_check_read(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.health_check_record(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.metrics_events(bigint,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
+
+function baton.metrics_gauges(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 
 function baton.object_accept(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 

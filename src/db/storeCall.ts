@@ -1,6 +1,7 @@
 // The one way baton's TypeScript calls a store function (tasks, tool calls and objects alike):
 // the statement is built here, and a database error becomes baton's typed error here
 // (`fromDatabaseError`) and nowhere else.
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { fromDatabaseError, StaleClaimError } from '../errors.js';
 import type { Queryable } from './queryable.js';
 
@@ -25,14 +26,23 @@ export async function callStore<R extends Record<string, any> = Record<string, a
   args: readonly unknown[],
 ): Promise<R[]> {
   const text = `SELECT * FROM baton.${fn}(${args.map((_, i) => `$${i + 1}`).join(', ')})`;
-  let result: Awaited<ReturnType<Queryable['query']>>;
-  try {
-    result = await db.query<R>(text, args);
-  } catch (error) {
-    throw fromDatabaseError(error);
-  }
-  return int8AsNumber(result) as R[];
+  // A span of the trace the call is made in, when tracing is on (src/observability/tracing.ts); else nothing.
+  return tracer.startActiveSpan(`baton.${fn}`, { attributes: { 'db.system': 'postgresql', 'db.operation': fn } }, async (span) => {
+    let result: Awaited<ReturnType<Queryable['query']>>;
+    try {
+      result = await db.query<R>(text, args);
+    } catch (error) {
+      const failure = fromDatabaseError(error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: failure instanceof Error ? failure.message : String(failure) });
+      throw failure;
+    } finally {
+      span.end();
+    }
+    return int8AsNumber(result) as R[];
+  });
 }
+
+const tracer = trace.getTracer('baton');
 
 /** pg's type id of int8 (bigint). */
 const INT8_OID = 20;

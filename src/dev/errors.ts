@@ -7,6 +7,7 @@ const DEV_SERVERS = {
   temporal: { what: 'the Temporal dev server', flag: '--temporal-port' },
   ui: { what: 'the Temporal Web UI', flag: '--ui-port' },
   page: { what: "the agent API and operator's page", flag: '--page-port' },
+  ops: { what: 'the metrics and health port', flag: '--ops-port' },
 } as const;
 
 export type DevServer = keyof typeof DEV_SERVERS;

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { SERVER_READY_TIMEOUT_MS_DEFAULT } from '../config.js';
 import { silentLog, type Log } from '../log.js';
+import { BATON_SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { freePort } from './freePort.js';
 import { waitFor } from './waitFor.js';
 
@@ -72,6 +73,8 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
   if (uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort));
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
+  // baton's workflows set these (src/temporal/searchAttributes.ts): registered from the start.
+  for (const attribute of BATON_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${attribute.name}=Keyword`);
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

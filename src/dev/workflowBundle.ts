@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions } from '@temporalio/worker';
 import { BATON_HOME_DIR_NAME } from '../config.js';
 import { PACKAGE_ROOT } from '../packageRoot.js';
 
@@ -45,8 +45,15 @@ export function workflowSdkVersion(): string {
  * in a checkout, the bundle of its current sources, made once per change (`cachedWorkflowBundle`);
  * else the workflow sources, bundled as the worker starts (seconds on a small machine).
  */
-export async function workflowCode(): Promise<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>> {
+export async function workflowCode(
+  interceptorModules: readonly string[] = [],
+): Promise<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> & { interceptors?: Pick<WorkerInterceptors, 'workflowModules'> }> {
   const built = path.extname(workflowsPath) === '.js';
+  // Workflow interceptors (tracing's) are bundled in: the prebuilt bundle has none.
+  if (interceptorModules.length)
+    return built
+      ? { workflowsPath, interceptors: { workflowModules: [...interceptorModules] } }
+      : { workflowBundle: { codePath: await cachedWorkflowBundle(interceptorModules) } };
   if (
     built &&
     existsSync(PREBUILT_WORKFLOW_BUNDLE_SDK) &&
@@ -71,12 +78,15 @@ const CACHED_BUNDLES_KEPT = 4;
  * never less), the lockfile and the workflow SDK's version. Written under a temporary name and
  * renamed, so processes starting together each see a whole bundle.
  */
-export async function cachedWorkflowBundle(): Promise<string> {
-  const file = path.join(WORKFLOW_BUNDLE_CACHE, `workflow-bundle-${await workflowSourceHash()}.js`);
+export async function cachedWorkflowBundle(interceptorModules: readonly string[] = []): Promise<string> {
+  const interceptors = interceptorModules.length
+    ? `-${createHash('sha256').update(interceptorModules.join('\n')).digest('hex').slice(0, 8)}`
+    : '';
+  const file = path.join(WORKFLOW_BUNDLE_CACHE, `workflow-bundle-${await workflowSourceHash()}${interceptors}.js`);
   if (existsSync(file)) return file;
   await mkdir(WORKFLOW_BUNDLE_CACHE, { recursive: true });
   const temp = `${file}.${process.pid}.tmp`;
-  await writeWorkflowBundle(temp);
+  await writeWorkflowBundle(temp, workflowsPath, interceptorModules);
   await rename(temp, file);
   await pruneBundleCache();
   return file;
@@ -130,8 +140,16 @@ export async function workflowBundleFile(fallback: string): Promise<string> {
  * test run, or the package) can start from it instead of each bundling for seconds on a small
  * machine.
  */
-export async function writeWorkflowBundle(file: string, path: string = workflowsPath): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: path, logger: QUIET_BUNDLER_LOGGER });
+export async function writeWorkflowBundle(
+  file: string,
+  path: string = workflowsPath,
+  workflowInterceptorModules: readonly string[] = [],
+): Promise<string> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path,
+    workflowInterceptorModules: [...workflowInterceptorModules],
+    logger: QUIET_BUNDLER_LOGGER,
+  });
   await writeFile(file, code);
   return file;
 }

@@ -111,7 +111,7 @@ describe('commands that migrate as they start', () => {
     await withEmptyDatabase(async (db, env) => {
       for (const args of [
         ['worker', '--no-migrate'],
-        ['dev', '--no-migrate', '--no-worker', '--page-port', '0'],
+        ['dev', '--no-migrate', '--no-worker', '--page-port', '0', '--ops-port', '0'],
         ['check', '--no-migrate'],
       ]) {
         const result = await runCli(args, env);

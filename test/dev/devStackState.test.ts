@@ -121,9 +121,13 @@ describe('finding baton dev from anywhere in the project', () => {
   });
 
   it('refuses a second start in the same home, and leaves the running stack as it was', async () => {
-    const second = await runCli(['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0'], env(), {
-      cwd: project,
-    });
+    const second = await runCli(
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', '--ops-port', '0'],
+      env(),
+      {
+        cwd: project,
+      },
+    );
     expect(second.code, second.output).toBe(1);
     const { state } = first;
     const where = `Postgres 127.0.0.1:${state.postgres?.embedded && state.postgres.port}, Temporal ${state.temporal?.address}`;

@@ -27,12 +27,12 @@ async function holdPort(port: number, host: string): Promise<void> {
 }
 
 /** `baton dev` in a fresh baton home with these ports (0: a free one), until it exits or says it is ready (then stopped). */
-async function dev(ports: { postgres?: number; temporal?: number; ui?: number; page?: number }) {
+async function dev(ports: { postgres?: number; temporal?: number; ui?: number; page?: number; ops?: number }) {
   const home = await mkdtemp(path.join(tmpdir(), 'baton-ports-'));
   await chmod(home, 0o755);
   homes.push(home);
   const args = ['dev', '--postgres-port', String(ports.postgres ?? 0), '--temporal-port', String(ports.temporal ?? 0)];
-  args.push('--ui-port', String(ports.ui ?? 0), '--page-port', String(ports.page ?? 0));
+  args.push('--ui-port', String(ports.ui ?? 0), '--page-port', String(ports.page ?? 0), '--ops-port', String(ports.ops ?? 0));
   const process = startCli(args, cleanEnv({ BATON_HOME: home, TEMPORAL_CLI_PATH: inject('temporalCliPath') }));
   running.push(process);
   const ready = await process.waitForOutput(/Ready/).then(
@@ -73,6 +73,7 @@ describe('baton dev on a port another process holds', () => {
     // A listener on every interface holds the loopback port too.
     { server: 'ui', what: 'the Temporal Web UI', flag: '--ui-port', host: '0.0.0.0' },
     { server: 'page', what: "the agent API and operator's page", flag: '--page-port', host: '127.0.0.1' },
+    { server: 'ops', what: 'the metrics and health port', flag: '--ops-port', host: '127.0.0.1' },
   ] as const)('refuses a $server port held by another program, naming the port and $flag', async ({ server, what, flag, host }) => {
     const port = await freePort();
     await holdPort(port, host);

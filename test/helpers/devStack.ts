@@ -18,7 +18,7 @@ export interface RunningDev {
 /** Starts `baton dev` on free ports (plus `args`) and waits until it says it is ready. */
 export async function startDev(env: NodeJS.ProcessEnv, command: BatonCommand = {}, args: string[] = []): Promise<RunningDev> {
   const dev = startCli(
-    ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', ...args],
+    ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', '--ops-port', '0', ...args],
     env,
     command,
   );

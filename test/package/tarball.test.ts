@@ -245,7 +245,7 @@ describe(`the packed package, installed with --omit=optional beside the lowest T
   it('refuses baton dev without a DATABASE_URL, naming the optional package to install', async () => {
     const env = cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') });
     const dev = await runCli(
-      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0'],
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', '--ops-port', '0'],
       env,
       project().baton,
     );
@@ -335,7 +335,7 @@ describe(`the packed package, installed beside the current Temporal SDK (${SDK_V
   it('runs a one-task graph on baton dev, its agent calling the installed baton', async () => {
     const { baton } = project();
     const dev = startCli(
-      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0'],
+      ['dev', '--postgres-port', '0', '--temporal-port', '0', '--ui-port', '0', '--page-port', '0', '--ops-port', '0'],
       cleanEnv({ TEMPORAL_CLI_PATH: inject('temporalCliPath') }),
       baton,
     );

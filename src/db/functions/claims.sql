@@ -72,11 +72,12 @@ RETURNS boolean LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_owner text;
+  v_heartbeat_at timestamptz;
 BEGIN
   IF p_kind NOT IN ('reclaimed_after_silence', 'claim_released', 'handed_back') THEN
     RAISE EXCEPTION 'unknown release kind %', p_kind USING ERRCODE = 'BT003';
   END IF;
-  SELECT owner INTO v_owner FROM baton.tasks
+  SELECT owner, heartbeat_at INTO v_owner, v_heartbeat_at FROM baton.tasks
    WHERE id = p_task_id AND claim_version = p_claim_version AND status = 'running' FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
@@ -90,7 +91,9 @@ BEGIN
          attempts = attempts - CASE WHEN p_kind = 'handed_back' THEN 1 ELSE 0 END
    WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, p_claim_version, NULL, p_reason,
-    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner));
+    coalesce(p_details, '{}'::jsonb) || jsonb_build_object('previous_owner', v_owner)
+      -- The owner's last sign of life: a recovery's length is measured from it (baton_recovery_seconds).
+      || CASE WHEN p_kind = 'reclaimed_after_silence' THEN jsonb_build_object('silent_since', v_heartbeat_at) ELSE '{}'::jsonb END);
   RETURN true;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.claim_release TO baton_worker;

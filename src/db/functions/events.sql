@@ -19,6 +19,9 @@ DECLARE
   v_seq integer;
   v_id bigint;
 BEGIN
+  -- The transaction takes its id before the event takes its number, so a reader of the log that
+  -- sees a snapshot without this transaction knows its events are yet to come (src/observability/eventLogReader.ts).
+  PERFORM pg_current_xact_id();
   SELECT coalesce(max(subject_seq), 0) + 1 INTO v_seq
     FROM baton.events WHERE subject_kind = p_subject_kind AND subject_id = p_subject_id;
   INSERT INTO baton.events (subject_kind, subject_id, subject_seq, kind, actor, fence, version, reason, details)

@@ -1,0 +1,12 @@
+// SPEC U6: baton's workflows carry these search attributes, so Temporal's UI and CLI can list a
+// graph's workflows (`BatonGraphId = "g1"`), find a task's, and filter by status. A namespace must
+// have them registered before any workflow sets them (a workflow setting an unknown one fails its
+// task), so workflows set them only when the starter found them registered, and say so in their input.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const GRAPH_ID_ATTRIBUTE = defineSearchAttributeKey('BatonGraphId', SearchAttributeType.KEYWORD);
+export const TASK_KEY_ATTRIBUTE = defineSearchAttributeKey('BatonTaskKey', SearchAttributeType.KEYWORD);
+export const TASK_STATUS_ATTRIBUTE = defineSearchAttributeKey('BatonTaskStatus', SearchAttributeType.KEYWORD);
+
+/** Every search attribute baton's workflows set, with its type (what a namespace registers). */
+export const BATON_SEARCH_ATTRIBUTES = [GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE];

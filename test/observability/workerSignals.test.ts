@@ -1,0 +1,284 @@
+// SPEC U6: what a `baton worker` process tells the systems a team runs it with: structured JSON
+// logs carrying graph, task, claim version, worker and agent; OpenTelemetry traces received by a
+// real OTLP endpoint (an in-process collector started here) holding a task's spans from claim to
+// verification; the Temporal SDK's runtime metrics on its /metrics; search attributes that list a
+// graph's workflows in Temporal; and /readyz following Postgres as it stops and starts again.
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startEmbeddedPostgres } from '../../src/dev/embeddedPostgres.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { uniqueGraphId } from '../../src/testkit/graphs.js';
+import { spawnBaton } from '../../src/testkit/workerProcess.js';
+import { graphVerified } from '../helpers/graphStates.js';
+import { usePostgresHomes } from '../helpers/postgresHomes.js';
+import { samples, sampleKey } from '../helpers/prometheus.js';
+import { useTaskStack } from '../helpers/taskStack.js';
+
+/** As long as a test may wait for a state: a hang guard, never a timing assertion. */
+const HANG_GUARD_MS = 600_000;
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+}
+
+/** An OTLP/HTTP trace receiver (JSON), keeping every span it is sent. */
+async function startOtlpReceiver() {
+  const spans: OtlpSpan[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      if (req.method === 'POST' && req.url === '/v1/traces') {
+        const message = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+        for (const resource of message.resourceSpans) for (const scope of resource.scopeSpans) spans.push(...scope.spans);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** `baton worker` as a process of its own, its stderr kept whole. */
+function startWorker(args: string[], env: Record<string, string>) {
+  const child: ChildProcess = spawnBaton(['worker', ...args], { ...process.env, ...env });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.resume();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const opsUrl = () =>
+    waitFor(
+      'the worker to serve its ops port',
+      async () => {
+        const match = /Metrics: (http:\/\/[\d.]+:\d+)\/metrics/.exec(stderr);
+        if (!match) throw new Error(`not yet:\n${stderr}`);
+        return match[1]!;
+      },
+      {
+        timeoutMs: HANG_GUARD_MS,
+        intervalMs: 100,
+        abort: () => (child.exitCode !== null ? new Error(`the worker exited:\n${stderr}`) : undefined),
+      },
+    );
+  return { child, exited, stderr: () => stderr, opsUrl };
+}
+
+describe('a worker process, observed (SPEC U6)', () => {
+  const stack = useTaskStack();
+  let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
+  let worker: ReturnType<typeof startWorker>;
+  const identity = `observed-${randomUUID().slice(0, 6)}`;
+  const graphId = uniqueGraphId('observed');
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    worker = startWorker(
+      ['--task-queue', stack.temporal.taskQueue, '--work-dir', await mkdtemp(path.join(tmpdir(), 'baton-observed-')), '--ops-port', '0'],
+      {
+        ...stack.workerEnv,
+        BATON_WORKER_ID: identity,
+        BATON_LOG_LEVEL: 'debug',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+        OTEL_SERVICE_NAME: 'baton-test-worker',
+      },
+    );
+    await worker.opsUrl();
+    const repo = await createScriptedRepo();
+    await stack.client.submitGraph(
+      {
+        id: graphId,
+        repo,
+        policy: { heartbeatTimeoutMs: 10_000 },
+        tasks: [
+          { key: 'write', run: { command: `echo ok > out.txt && ${commitAll('ok')}`, agent: 'echo-agent' }, verify: 'grep -q ok out.txt' },
+        ],
+      },
+      'test',
+    );
+    await graphVerified(stack.client, graphId);
+  }, HANG_GUARD_MS);
+
+  afterAll(async () => {
+    worker?.child.kill('SIGTERM');
+    await worker?.exited;
+    await receiver?.close();
+  });
+
+  it('logs one JSON object a line, with graph, task, claim version, worker and agent, the Temporal SDK’s records among them', async () => {
+    const parse = () =>
+      worker
+        .stderr()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          try {
+            return JSON.parse(line) as Record<string, unknown>;
+          } catch {
+            throw new Error(`not a JSON record: ${line}`);
+          }
+        });
+    // The verification's record follows its row in Postgres, which the graph's state waited on.
+    const records = await waitFor(
+      "the verification's record",
+      async () => {
+        const parsed = parse();
+        if (!parsed.some((r) => r.msg === 'verification passed')) throw new Error(worker.stderr());
+        return parsed;
+      },
+      { timeoutMs: HANG_GUARD_MS, intervalMs: 100 },
+    );
+    for (const record of records) {
+      expect(record).toMatchObject({
+        level: expect.any(String),
+        time: expect.any(String),
+        msg: expect.any(String),
+        component: 'worker',
+        worker: identity,
+      });
+    }
+    const task = { graphId, taskKey: 'write', taskId: `${graphId}/write`, claimVersion: 1 };
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: 'info', msg: 'claimed', ...task, worker: identity, agent: 'echo-agent', attempt: 1 }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: 'info', msg: 'submitted', ...task, revision: expect.stringMatching(/^[0-9a-f]{40}$/) }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: 'info',
+        msg: 'verification passed',
+        ...task,
+        worker: identity,
+        verifier: `${identity}/verifier`,
+        command: 'grep -q ok out.txt',
+      }),
+    );
+    // The SDK's own records, through the same logger (its INFO at debug).
+    expect(records).toContainEqual(expect.objectContaining({ source: 'temporal', level: 'debug' }));
+  });
+
+  it('sends a task’s spans from claim to verification, as one trace, to the OTLP endpoint', async () => {
+    const trace = await waitFor(
+      'the spans of the verification',
+      async () => {
+        const recorded = receiver.spans.find((s) => s.name === 'baton.verification_record');
+        if (!recorded) throw new Error(`spans so far: ${[...new Set(receiver.spans.map((s) => s.name))].join(', ')}`);
+        return receiver.spans.filter((s) => s.traceId === recorded.traceId);
+      },
+      { timeoutMs: HANG_GUARD_MS, intervalMs: 200 },
+    );
+    const names = new Set(trace.map((s) => s.name));
+    for (const name of [
+      'RunWorkflow:batonGraphWorkflow',
+      'RunWorkflow:batonTaskWorkflow',
+      'RunActivity:batonRunTask',
+      'baton.task_claim',
+      'baton.task_submit',
+      'RunActivity:batonVerifyTask',
+      'baton.verification_start',
+      'baton.verification_record',
+    ])
+      expect(names, [...names].join(', ')).toContain(name);
+    // Each store call is a child of the activity it ran in, which descends from the task's workflow.
+    const byId = new Map(trace.map((s) => [s.spanId, s]));
+    const ancestors = (span: OtlpSpan) => {
+      const chain: string[] = [];
+      for (let parent = byId.get(span.parentSpanId ?? ''); parent; parent = byId.get(parent.parentSpanId ?? '')) chain.push(parent.name);
+      return chain;
+    };
+    const claim = trace.find((s) => s.name === 'baton.task_claim')!;
+    expect(ancestors(claim)[0]).toBe('RunActivity:batonRunTask');
+    expect(ancestors(claim)).toContain('RunWorkflow:batonTaskWorkflow');
+    const recorded = trace.find((s) => s.name === 'baton.verification_record')!;
+    expect(ancestors(recorded)[0]).toBe('RunActivity:batonVerifyTask');
+    expect(ancestors(recorded)).toContain('RunWorkflow:batonTaskWorkflow');
+  });
+
+  it('serves the Temporal SDK’s runtime metrics with its own on /metrics (no deployment metrics unless asked)', async () => {
+    const text = await (await fetch(`${await worker.opsUrl()}/metrics`)).text();
+    const metrics = samples(text);
+    expect(metrics.get(sampleKey('baton_metrics_source_up', { source: 'temporal_runtime' }))).toBe(1);
+    expect([...metrics.keys()].some((key) => key.startsWith('temporal_'))).toBe(true);
+    expect([...metrics.keys()].some((key) => key.startsWith('process_cpu'))).toBe(true);
+    expect([...metrics.keys()].some((key) => key.startsWith('baton_events_total'))).toBe(false);
+  });
+
+  it('gives its workflows search attributes: Temporal lists a graph’s workflows, and a task’s status', async () => {
+    const listed = await waitFor(
+      "Temporal's visibility to list the graph's workflows",
+      async () => {
+        const found: { workflowId: string; status?: unknown }[] = [];
+        for await (const execution of stack.temporal.client.workflow.list({ query: `BatonGraphId = "${graphId}"` }))
+          found.push({ workflowId: execution.workflowId, status: execution.searchAttributes.BatonTaskStatus });
+        if (found.length < 2 || !found.some((w) => JSON.stringify(w.status) === '["verified"]')) throw new Error(JSON.stringify(found));
+        return found;
+      },
+      { timeoutMs: HANG_GUARD_MS, intervalMs: 500 },
+    );
+    expect(listed.map((w) => w.workflowId).sort()).toEqual([`baton-graph:${graphId}`, `baton-task:${graphId}/write`]);
+  });
+});
+
+describe('/readyz of a worker whose Postgres stops (SPEC U6)', () => {
+  const homes = usePostgresHomes('baton-readyz');
+
+  it('turns unready, naming Postgres, while it is down, and ready again once it is back, the worker running throughout', async () => {
+    const dataDir = path.join(await homes(), 'data');
+    let postgres = await startEmbeddedPostgres({ dataDir });
+    const worker = startWorker(
+      ['--task-queue', `readyz-${randomUUID()}`, '--ops-port', '0', '--work-dir', path.join(dataDir, '..', 'work')],
+      {
+        DATABASE_URL: postgres.url,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      },
+    );
+    try {
+      const ops = await worker.opsUrl();
+      const readiness = async () => {
+        const response = await fetch(`${ops}/readyz`);
+        return { status: response.status, body: (await response.json()) as { checks: Record<string, { ok: boolean; error?: string }> } };
+      };
+      const until = (what: string, status: number) =>
+        waitFor(
+          what,
+          async () => {
+            const now = await readiness();
+            if (now.status !== status) throw new Error(JSON.stringify(now));
+            return now;
+          },
+          { timeoutMs: HANG_GUARD_MS, intervalMs: 200 },
+        );
+      await until('ready', 200);
+      await postgres.stop();
+      const down = await until('unready with Postgres stopped', 503);
+      expect(down.body.checks.postgres!.ok).toBe(false);
+      expect(down.body.checks.postgres!.error).toBeTruthy();
+      expect(down.body.checks.temporal).toEqual({ ok: true });
+      expect((await fetch(`${ops}/healthz`)).status).toBe(200);
+      postgres = await startEmbeddedPostgres({ dataDir, port: postgres.port, secretFile: postgres.secretFile });
+      const up = await until('ready again', 200);
+      expect(up.body.checks).toEqual({ postgres: { ok: true }, temporal: { ok: true } });
+      expect(worker.child.exitCode).toBeNull();
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await postgres.stop();
+    }
+  });
+});
