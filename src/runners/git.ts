@@ -15,6 +15,28 @@ export function git(repo: string, args: string[]): Promise<string> {
   return run('git', ['-C', repo, ...GIT_IDENTITY, ...args]).then((r) => r.stdout.trim());
 }
 
+/** How many times `ensureGitConfig` writes a setting another writer's lock on the config kept out. */
+const CONFIG_WRITE_ATTEMPTS = 20;
+
+/**
+ * Makes `key` of `repo`'s config `value`, leaving it alone when it already is. Runs of one
+ * repository start together (a graph's independent tasks), and git refuses a config write while
+ * another holds the config's lock: a refused write is tried again until the setting is in place.
+ */
+export async function ensureGitConfig(repo: string, key: string, value: string): Promise<void> {
+  const current = () => git(repo, ['config', '--get', key]).catch(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    if ((await current()) === value) return;
+    try {
+      await git(repo, ['config', key, value]);
+      return;
+    } catch (error) {
+      if (attempt >= CONFIG_WRITE_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    }
+  }
+}
+
 /** The branch a claim's work is kept on: in the repository, and on the graph's remote when it has one. */
 export function runBranch(claim: Pick<Claim, 'graphId' | 'key' | 'claimVersion'>): string {
   return `baton/${claim.graphId}/${claim.key}/v${claim.claimVersion}`;

@@ -5,7 +5,7 @@ import { taskRead } from '../db/sql/reads.js';
 import { StaleClaimError } from '../errors.js';
 import { HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../tasks/graphSpec.js';
 import type { Artifact } from '../tasks/types.js';
-import { git, resolveCommit } from './git.js';
+import { ensureGitConfig, git, resolveCommit } from './git.js';
 import { RefusedObjectsError } from './repository.js';
 import { AgentFailedError, type RunContext, type Runner } from './types.js';
 
@@ -47,7 +47,7 @@ export function createPoolRunner(options: PoolRunnerOptions): Runner {
       // A remote agent pushes its commit into the repository itself: every object it sends is
       // checked as strictly as any push should be (S6: `.git`, `..` and the rest of fsck's rules).
       // It pushes to the graph's remote when it has one, and the mirror checks what it fetches of it.
-      if (ctx.repo && !ctx.fetch) await git(ctx.repo, ['config', 'receive.fsckObjects', 'true']);
+      if (ctx.repo && !ctx.fetch) await ensureGitConfig(ctx.repo, 'receive.fsckObjects', 'true');
       await poolOffer(db, fence, pool);
       let relayed: string | null = null;
       for (;;) {
