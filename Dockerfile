@@ -40,6 +40,7 @@ RUN echo '{"name":"baton-worker","private":true}' > package.json \
      @temporalio/activity@${TEMPORAL_SDK_VERSION} @temporalio/client@${TEMPORAL_SDK_VERSION} \
      @temporalio/common@${TEMPORAL_SDK_VERSION} @temporalio/envconfig@${TEMPORAL_SDK_VERSION} \
      @temporalio/worker@${TEMPORAL_SDK_VERSION} @temporalio/workflow@${TEMPORAL_SDK_VERSION} \
+     @temporalio/interceptors-opentelemetry@${TEMPORAL_SDK_VERSION} \
   && npm cache clean --force && rm /tmp/baton.tgz \
   && ln -s node_modules/@batonhq/baton/bin bin
 

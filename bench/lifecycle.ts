@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createBatonClient } from '../src/client.js';
+import { createBatonClient, type BatonClient } from '../src/client.js';
 import { graphWorkflowId, taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
@@ -12,6 +12,29 @@ import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 /** `tasks` independent tasks, each a no-op function agent and a passing function verifier: baton's whole lifecycle, nothing else. */
 export function noopGraph(id: string, tasks = 1) {
   return functionGraph(id, independentTasks(tasks));
+}
+
+/**
+ * `count` one-task graphs submitted through `client` (ids `<prefix>-<i>-<random>`), `concurrency` in
+ * flight, each awaited until verified: lifecycles per second, each one's latency, and the graph ids.
+ */
+export async function batonLifecycles(
+  client: BatonClient,
+  options: { count: number; concurrency: number },
+  prefix: string,
+): Promise<{ perSecond: number; latencyMs: Latencies; ids: string[] }> {
+  const start = nowMs();
+  const ids: string[] = [];
+  const samples = await runConcurrent(options.count, options.concurrency, async (i) => {
+    const id = `${prefix}-${i}-${randomUUID().slice(0, 4)}`;
+    ids.push(id);
+    const t = nowMs();
+    await client.submitGraph(noopGraph(id), 'bench');
+    const result = await client.waitForGraph(id);
+    if (result.verified.length !== 1) throw new Error(`lifecycle ${id} ended ${JSON.stringify(result)}`);
+    return nowMs() - t;
+  });
+  return { perSecond: (options.count / (nowMs() - start)) * 1000, latencyMs: latencies(samples), ids };
 }
 
 interface LifecycleRound {
@@ -67,27 +90,11 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
 
     const batonRound = async (r: number): Promise<LifecycleRound> => {
       const before = await readCounters(admin);
-      const start = nowMs();
-      const ids: string[] = [];
-      const samples = await runConcurrent(options.count, options.concurrency, async (i) => {
-        const id = `${ctx.runId}-lc${r + 1}-${i}-${randomUUID().slice(0, 4)}`;
-        ids.push(id);
-        const t = nowMs();
-        await client.submitGraph(noopGraph(id), 'bench');
-        const result = await client.waitForGraph(id);
-        if (result.verified.length !== 1) throw new Error(`lifecycle ${id} ended ${JSON.stringify(result)}`);
-        return nowMs() - t;
-      });
-      const elapsed = nowMs() - start;
+      const round = await batonLifecycles(client, options, `${ctx.runId}-lc${r + 1}`);
       // Worker backends publish their transaction counts within a second of going idle.
       await sleep(1_500);
       const after = await readCounters(admin);
-      return {
-        perSecond: (options.count / elapsed) * 1000,
-        latencyMs: latencies(samples),
-        ids,
-        transactionsPerLifecycle: (after.xactCommit - before.xactCommit) / options.count,
-      };
+      return { ...round, transactionsPerLifecycle: (after.xactCommit - before.xactCommit) / options.count };
     };
     const bareRound = async (r: number): Promise<LifecycleRound> => {
       const start = nowMs();

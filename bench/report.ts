@@ -2,6 +2,7 @@ import type { runClaimBench } from './claim.js';
 import type { runCompleteBench } from './complete.js';
 import type { Environment } from './env.js';
 import type { runLifecycleBench } from './lifecycle.js';
+import type { runObservabilityBench } from './observability.js';
 import type { runRecoveryBench } from './recovery.js';
 import type { runScaleBench } from './scale.js';
 import type { runScalingBench } from './scaling.js';
@@ -26,6 +27,7 @@ export interface BenchResults {
     complete: Result<typeof runCompleteBench>;
     scaling: Result<typeof runScalingBench>;
     lifecycle: Result<typeof runLifecycleBench>;
+    observability: Result<typeof runObservabilityBench>;
     recovery: Result<typeof runRecoveryBench>;
     scale: Result<typeof runScaleBench>;
     startup: Result<typeof runStartupBench>;
@@ -59,7 +61,7 @@ type Row = [string, string, string, Spread | undefined, string, number?];
 
 /** The markdown report: the headline table (every ratio with its spread), then each benchmark's detail. */
 export function renderMarkdown(results: BenchResults): string {
-  const { claim, complete, scaling, lifecycle, recovery, scale, startup } = results.benchmarks;
+  const { claim, complete, scaling, lifecycle, observability, recovery, scale, startup } = results.benchmarks;
   const env = results.environment;
   const out: string[] = [];
   out.push(`# baton benchmark results${results.meta.mode === 'quick' ? ' (QUICK smoke run: too few pairs to rely on)' : ''}`);
@@ -115,6 +117,11 @@ export function renderMarkdown(results: BenchResults): string {
     row('lifecycle', 'p50 latency, baton / bare', undefined, lifecycle.p50Ratio);
     row('lifecycle', 'p99 latency, baton / bare', undefined, lifecycle.p99Ratio);
     row('lifecycle', 'Postgres transactions per lifecycle, baton', undefined, lifecycle.transactionsPerLifecycle, 1);
+  }
+  if (observability) {
+    row('observability', 'lifecycles/s, metrics and logs on / off', undefined, observability.throughputRatio);
+    row('observability', 'p50 latency, on / off', undefined, observability.p50Ratio);
+    row('observability', 'p99 latency, on / off', undefined, observability.p99Ratio);
   }
   if (recovery) {
     row('recovery', `kill → next claim / bound (${recovery.boundMs} ms)`, TARGETS.recovery, recovery.ratio);
@@ -239,6 +246,16 @@ export function renderMarkdown(results: BenchResults): string {
       ),
     );
     out.push('');
+  }
+  if (observability) {
+    out.push(
+      `## observability (${observability.lifecyclesPerRound} lifecycles per round, ${observability.concurrency} in flight)`,
+      '',
+      "Two baton workers, interleaved: one with JSON logs at info (the Temporal SDK's records and runtime metrics included) and the deployment metrics, " +
+        `scraped every ${observability.scrapeIntervalMs / 1000} s (${observability.scrapes} scrapes of ${f(observability.scrapeBytes / 1024, 0)} KiB); ` +
+        "the other with the SDK's default logger at WARN and nothing else. Tracing is off on both.",
+      '',
+    );
   }
   if (recovery) {
     out.push(

@@ -15,6 +15,7 @@ import { runCompleteBench } from './complete.js';
 import type { BenchContext } from './context.js';
 import { recordEnvironment } from './env.js';
 import { runLifecycleBench } from './lifecycle.js';
+import { runObservabilityBench } from './observability.js';
 import { createBareTable } from './queueTables.js';
 import { runRecoveryBench } from './recovery.js';
 import { renderMarkdown, renderScalingChart, type BenchResults } from './report.js';
@@ -26,7 +27,7 @@ import { runStartupBench } from './startup.js';
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const README_TABLE = /(<!-- latest-table:start[^>]*-->)[\s\S]*?(<!-- latest-table:end -->)/;
-export const BENCHMARK_IDS = ['claim', 'complete', 'scaling', 'lifecycle', 'recovery', 'scale', 'startup'] as const;
+export const BENCHMARK_IDS = ['claim', 'complete', 'scaling', 'lifecycle', 'observability', 'recovery', 'scale', 'startup'] as const;
 type BenchmarkId = (typeof BENCHMARK_IDS)[number];
 
 /** The full run's sizes; `--quick` shrinks each so the whole suite smoke-runs in a few minutes. */
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
       `Postgres ${stack.stack.postgresVersion}, Temporal ${environment.temporal.server}, ${environment.machine.nproc} cores (${environment.machine.cpuModel})`,
     );
     await createBareTable(stack.pool);
-    const needsTemporal = ['lifecycle', 'recovery', 'scale'].some((id) => selected.has(id as BenchmarkId));
+    const needsTemporal = ['lifecycle', 'observability', 'recovery', 'scale'].some((id) => selected.has(id as BenchmarkId));
     const bundles = needsTemporal ? await buildBundles(bundleDir) : { baton: '', bare: '' };
     const ctx: BenchContext = { stack, bundles, runId, log };
     type Figures<K extends BenchmarkId> = Omit<NonNullable<BenchResults['benchmarks'][K]>, 'durationS'>;
@@ -156,6 +157,9 @@ async function main(): Promise<void> {
       activities = result.activitiesPerLifecycle;
       return result;
     });
+    await step('observability', () =>
+      runObservabilityBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency }),
+    );
     await step('recovery', () => runRecoveryBench(ctx, { trials: opts.recoveryTrials ?? profile.recoveryTrials }));
     await step('scale', () =>
       runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),

@@ -1,7 +1,11 @@
 // Entry point of a benchmark worker process (spawned by bench/workerProcess.ts): a baton worker
 // with no-op (or slow, heartbeating) function agents, or a bare Temporal worker with no-op activities.
 import { DefaultLogger, NativeConnection, Runtime, Worker, type CompiledWorkerOptions } from '@temporalio/worker';
+import { installTemporalRuntime } from '../src/cli/temporalRuntime.js';
 import { createPool } from '../src/db/pool.js';
+import { createLogger, loggerLog } from '../src/observability/logger.js';
+import { createBatonMetrics } from '../src/observability/metrics.js';
+import { startOpsServer } from '../src/observability/opsServer.js';
 import { createBatonWorker } from '../src/worker.js';
 import type { Artifact } from '../src/tasks/types.js';
 import { createBareActivities } from './bareActivities.js';
@@ -17,10 +21,16 @@ export interface WorkerProcessConfig {
   slowStepMs: number;
   /** Extra Temporal worker options, for experiments. */
   workerOptions?: Record<string, unknown>;
+  /**
+   * Observed as `baton worker --ops-port` observes a worker (SPEC U6): JSON logs at info through
+   * pino (the Temporal SDK's too), the SDK's runtime metrics, and an ops port with the deployment
+   * metrics, whose address the ready message carries. (Default: the SDK's default logger at WARN, nothing else)
+   */
+  observed?: boolean;
 }
 
 export type WorkerMessage =
-  | { type: 'ready'; workerOptions: Array<Record<string, unknown>>; poolMax: number }
+  | { type: 'ready'; workerOptions: Array<Record<string, unknown>>; poolMax: number; opsUrl?: string }
   | {
       type: 'memory';
       heapUsedMiB: number;
@@ -40,7 +50,16 @@ let poolMaxWaiting = 0;
 const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '{}') as WorkerProcessConfig;
 const send = (message: WorkerMessage) => process.send?.(message);
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
+const observed = config.observed ? await observe() : undefined;
+if (!observed) Runtime.install({ logger: new DefaultLogger('WARN') });
+
+/** Installs the runtime as `baton worker` does with its logger and metrics; the metrics are served once the pool exists. */
+async function observe() {
+  const logger = createLogger({ format: 'json', level: 'info', base: { component: 'worker', worker: config.identity } });
+  const { metricsUrl } = await installTemporalRuntime(logger, { metrics: true });
+  const metrics = createBatonMetrics({ temporalRuntimeUrl: metricsUrl, log: (line) => logger.warn(line) });
+  return { logger, metrics };
+}
 
 // createBatonWorker builds its Temporal workers inside; record what they were resolved to.
 const resolved: CompiledWorkerOptions[] = [];
@@ -63,6 +82,7 @@ async function main(): Promise<void> {
   let run: () => Promise<void>;
   let shutdown: () => void;
   let poolMax = 0;
+  let opsUrl: string | undefined;
   if (config.kind === 'baton') {
     const pool = createPool(process.env.DATABASE_URL ?? '');
     poolMax = pool.options.max ?? 0;
@@ -90,7 +110,13 @@ async function main(): Promise<void> {
         },
       },
       verifierFunctions: { pass: async () => ({ exitCode: 0, outputDigest: 'ok', outputTail: '' }) },
+      ...(observed && { log: loggerLog(observed.logger) }),
     });
+    if (observed) {
+      observed.metrics.exportDeployment(pool);
+      const ops = await startOpsServer({ host: '127.0.0.1', port: 0, metrics: observed.metrics, readiness: {} });
+      opsUrl = ops.url;
+    }
     run = worker.run;
     shutdown = worker.shutdown;
   } else {
@@ -109,7 +135,7 @@ async function main(): Promise<void> {
   const running = run();
   // An orchestrator that dies (Ctrl-C, crash) must not leave its workers polling.
   process.on('disconnect', () => process.exit(1));
-  send({ type: 'ready', workerOptions: resolved.map(summariseOptions), poolMax });
+  send({ type: 'ready', workerOptions: resolved.map(summariseOptions), poolMax, opsUrl });
   process.on('message', (message: { type?: string }) => {
     if (message.type === 'memory') {
       const m = process.memoryUsage();

@@ -14,6 +14,8 @@ export interface BenchWorker {
   /** The Temporal worker options as the SDK resolved them, one entry per Temporal worker. */
   workerOptions: Array<Record<string, unknown>>;
   poolMax: number;
+  /** Where an observed worker serves /metrics, /healthz and /readyz. */
+  opsUrl?: string;
   exited: Promise<void>;
   /** The process's own view of its memory (V8 heap, RSS). */
   memory(): Promise<Extract<WorkerMessage, { type: 'memory' }>>;
@@ -59,6 +61,7 @@ export async function startBenchWorker(config: WorkerProcessConfig, env: Record<
     child,
     workerOptions: ready.workerOptions,
     poolMax: ready.poolMax,
+    opsUrl: ready.opsUrl,
     exited,
     output,
     memory: () =>

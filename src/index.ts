@@ -93,3 +93,18 @@ export type { AgentApiInput } from './api/operations.js';
 export type { AgentApiResult, AgentApiResults, TaskContext, TaskNote } from './api/operationResults.js';
 export { OPERATION_NAMES, TOKEN_SCOPES, type OperationName, type TokenScope } from './api/operationNames.js';
 export { createObjectActivities } from '../activities/objects.js';
+// SPEC U6: what `baton worker` and `baton serve` are observed through, for a host's own worker (docs/observability.md).
+export { createBatonMetrics, type BatonMetrics, type BatonMetricsOptions } from './observability/metrics.js';
+export { startOpsServer, readinessChecks, type OpsServer, type OpsServerOptions, type ReadinessCheck } from './observability/opsServer.js';
+export {
+  createLogger,
+  loggerLog,
+  temporalLogger,
+  LOG_LEVEL_ENV,
+  LOG_FORMAT_ENV,
+  type Logger,
+  type LoggerOptions,
+} from './observability/logger.js';
+export { startTracing, tracingEndpoint, type Tracing } from './observability/tracing.js';
+export { BATON_SEARCH_ATTRIBUTES, GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE } from './temporal/searchAttributes.js';
+export { registerSearchAttributes, searchAttributesRegistered } from './temporal/registerSearchAttributes.js';

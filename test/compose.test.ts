@@ -289,9 +289,13 @@ describe('docker-compose.yml: the production topology', () => {
     for (const name of ['postgres', 'git', 'baton-worker', 'baton-agent-api']) {
       expectOf(name, 'has a healthcheck test', service(name).healthcheck?.test).toBeTruthy();
     }
-    expectOf('baton-worker', 'checks through Temporal into Postgres', JSON.stringify(service('baton-worker').healthcheck?.test)).toMatch(
-      /bin\/baton\.js","check/,
-    );
+    // The long-running baton services are healthy when their own /readyz says so (Postgres with the schema, Temporal).
+    for (const name of ['baton-worker', 'baton-agent-api']) {
+      const command = service(name).command as string[];
+      const port = command.includes('--ops-port') ? command[command.indexOf('--ops-port') + 1] : undefined;
+      expectOf(name, 'serves its ops port', port).toBeTruthy();
+      expectOf(name, 'checks its own /readyz', JSON.stringify(service(name).healthcheck?.test)).toContain(`127.0.0.1:${port}/readyz`);
+    }
   });
 
   it('only depends on services it defines', () => {

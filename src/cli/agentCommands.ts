@@ -110,10 +110,11 @@ export function registerAgentCommands(program: Command, log: Log): void {
           page: boolean;
         } & OpsFlags,
       ) => {
-        const [{ withCliContext }, { startOperatorServer }, { observeProcess, readinessChecks }] = await Promise.all([
+        const [{ withCliContext }, { startOperatorServer }, { observeProcess }, { readinessChecks }] = await Promise.all([
           import('./context.js'),
           import('./operatorServer.js'),
           import('./observe.js'),
+          import('../observability/opsServer.js'),
         ]);
         const observed = await observeProcess('serve', opts, { temporalRuntime: false });
         const log = observed.log;

@@ -5,6 +5,7 @@
 import { userInfo } from 'node:os';
 import type { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
+import type { Tracing } from '../observability/tracing.js';
 import type pg from 'pg';
 import { BATON_ACTOR_ENV, batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../config.js';
 import { migrate, type MigrateResult, requireMigrated } from '../db/migrate.js';
@@ -162,6 +163,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
 
   let connection: Connection | undefined;
   let client: Client | undefined;
+  let tracing: Tracing | undefined;
   let worker: Promise<NativeConnection> | undefined;
   const unreachable = (error: Error) => new Error(`cannot reach Temporal at ${settings.connectionOptions.address}: ${error.message}`);
   return {
@@ -176,7 +178,11 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
     temporal: async ({ connect = true } = {}) => {
       const { Client, Connection } = await import('@temporalio/client');
       connection ??= Connection.lazy(settings.connectionOptions as ConnectionOptions);
-      client ??= new Client({ connection, namespace: settings.namespace });
+      if (!client) {
+        // With OTEL_EXPORTER_OTLP_ENDPOINT set, a graph's trace starts where its workflow is started (SPEC U6).
+        tracing = await (await import('../observability/tracing.js')).startTracing('client', log);
+        client = new Client({ connection, namespace: settings.namespace, interceptors: { workflow: tracing?.clientInterceptors ?? [] } });
+      }
       if (connect) {
         if (unnamed) throw unnamed;
         try {
@@ -195,6 +201,7 @@ export async function openCliContext(log: Log, options: CliContextOptions): Prom
             throw unreachable(error);
           })),
     close: async () => {
+      await tracing?.shutdown();
       await connection?.close();
       await (await worker?.catch(() => undefined))?.close();
       await pool.end();

@@ -11,7 +11,7 @@ import {
   TASK_QUEUE_DEFAULT,
   WORKER_SHUTDOWN_GRACE_SECONDS_DEFAULT,
 } from '../config.js';
-import { BatonError, errorResponse } from '../errors.js';
+import { BatonError, errorResponse, InvalidInputError } from '../errors.js';
 import { stderrLog } from '../log.js';
 import { packageVersion } from '../packageRoot.js';
 import type { AgentIsolationOptions } from '../runners/isolation/agentIsolation.js';
@@ -126,7 +126,7 @@ program
         import('../worker.js'),
         import('./liveBlock.js'),
         import('./operatorServer.js'),
-        import('./observe.js'),
+        import('../observability/opsServer.js'),
       ]);
       const pagePort = opts.pagePort ?? DEV_PAGE_PORT_DEFAULT;
       // Like the stack's own ports: refused before anything starts, naming what holds it.
@@ -322,9 +322,11 @@ program
         import('./context.js'),
         import('./stack.js'),
         import('../worker.js'),
-        import('./observe.js'),
+        import('../observability/opsServer.js'),
         import('../temporal/registerSearchAttributes.js'),
       ]);
+      if (opts.deploymentMetrics && opts.opsPort === undefined)
+        throw new InvalidInputError('--deployment-metrics needs --ops-port: the metrics are served there');
       const identity = defaultWorkerIdentity();
       const observed = await observeProcess('worker', opts, { temporalRuntime: true, fields: { worker: identity } });
       const log = observed.log;

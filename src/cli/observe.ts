@@ -93,26 +93,3 @@ export async function observeProcess(
     },
   };
 }
-
-/** A Temporal connection, as far as readiness needs one: its workflow service answers. */
-interface TemporalReachable {
-  workflowService: { getSystemInfo(request: object): Promise<unknown> };
-}
-
-/**
- * What /readyz checks: Postgres answers and holds the schema this baton needs; the Temporal server
- * answers, when the process uses one (`temporal` gives its connection, dialled on first use).
- */
-export function readinessChecks(
-  db: Queryable,
-  temporal?: TemporalReachable | (() => Promise<TemporalReachable>),
-): Record<string, ReadinessCheck> {
-  return {
-    postgres: async () => (await import('../db/migrate.js')).requireMigrated(db),
-    ...(temporal && {
-      temporal: async () => {
-        await (typeof temporal === 'function' ? await temporal() : temporal).workflowService.getSystemInfo({});
-      },
-    }),
-  };
-}

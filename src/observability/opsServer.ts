@@ -4,6 +4,7 @@
 // deployment can keep it on a private network.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Queryable } from '../db/queryable.js';
 import type { BatonMetrics } from './metrics.js';
 
 /** A dependency's check: resolves when it is ready, throws saying why not. */
@@ -86,4 +87,27 @@ async function readiness(checks: Record<string, ReadinessCheck>): Promise<Record
     }),
   );
   return Object.fromEntries(results);
+}
+
+/** A Temporal connection, as far as readiness needs one: its workflow service answers. */
+interface TemporalReachable {
+  workflowService: { getSystemInfo(request: object): Promise<unknown> };
+}
+
+/**
+ * What /readyz checks: Postgres answers and holds the schema this baton needs; the Temporal server
+ * answers, when the process uses one (`temporal` gives its connection, dialled on first use).
+ */
+export function readinessChecks(
+  db: Queryable,
+  temporal?: TemporalReachable | (() => Promise<TemporalReachable>),
+): Record<string, ReadinessCheck> {
+  return {
+    postgres: async () => (await import('../db/migrate.js')).requireMigrated(db),
+    ...(temporal && {
+      temporal: async () => {
+        await (typeof temporal === 'function' ? await temporal() : temporal).workflowService.getSystemInfo({});
+      },
+    }),
+  };
 }

@@ -36,12 +36,24 @@ export function tracingEndpoint(): string | undefined {
   return undefined;
 }
 
+/** This process's tracing, once started: a process has one tracer provider, named after its first caller. */
+let started: Promise<Tracing | undefined> | undefined;
+
 /**
  * Starts tracing for this process when the environment asks for it (see `tracingEndpoint`), as
  * service `OTEL_SERVICE_NAME` (default `baton-<component>`); undefined otherwise. Registers the
- * global tracer provider, so baton's own spans (store calls) join the trace of the activity they run in.
+ * global tracer provider, so baton's own spans (store calls) join the trace of the activity they run
+ * in. Called again (a worker's command opening a Temporal client too), it gives what the first call started.
  */
-export async function startTracing(component: string, log: Log): Promise<Tracing | undefined> {
+export function startTracing(component: string, log: Log): Promise<Tracing | undefined> {
+  started ??= start(component, log).catch((error: unknown) => {
+    started = undefined;
+    throw error;
+  });
+  return started;
+}
+
+async function start(component: string, log: Log): Promise<Tracing | undefined> {
   const endpoint = tracingEndpoint();
   if (!endpoint) return undefined;
   const interceptors = await import(INTERCEPTORS_PACKAGE).catch((error: unknown) => {
@@ -78,6 +90,9 @@ export async function startTracing(component: string, log: Log): Promise<Tracing
     },
     workflowInterceptorModules: [require.resolve(`${INTERCEPTORS_PACKAGE}/lib/workflow-interceptors`)],
     clientInterceptors: [new interceptors.OpenTelemetryWorkflowClientInterceptor()],
-    shutdown: () => provider.shutdown(),
+    shutdown: async () => {
+      started = undefined;
+      await provider.shutdown();
+    },
   };
 }

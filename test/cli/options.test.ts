@@ -49,6 +49,7 @@ describe('the CLI option parsers', () => {
         "error: option '--version <n>' argument '1.5' is invalid. not a non-negative integer: 1.5",
       ],
       [['dev', '--ui-port', '70000'], "error: option '--ui-port <port>' argument '70000' is invalid. not a TCP port: 70000"],
+      [['worker', '--ops-port', 'metrics'], "error: option '--ops-port <port>' argument 'metrics' is invalid. not a TCP port: metrics"],
     ];
     for (const [args, message] of cases) {
       const result = await runCli(args, env);
@@ -56,5 +57,14 @@ describe('the CLI option parsers', () => {
       expect(result.output).toContain(message);
       expect(result.output).not.toMatch(/cannot reach Postgres/);
     }
+  });
+
+  it('refuses --deployment-metrics without --ops-port, where they would be served, before anything connects', async () => {
+    const result = await runCli(
+      ['worker', '--deployment-metrics'],
+      cleanEnv({ DATABASE_URL: 'postgresql://nobody:nothing@127.0.0.1:1/none' }),
+    );
+    expect(result.code, result.output).toBe(2);
+    expect(result.stderr.trim()).toBe('baton: invalid input: --deployment-metrics needs --ops-port: the metrics are served there');
   });
 });

@@ -5,7 +5,7 @@
 // graph's workflows in Temporal; and /readyz following Postgres as it stops and starts again.
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { waitFor } from '../../src/dev/waitFor.js';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
 import { spawnBaton } from '../../src/testkit/workerProcess.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
 import { graphVerified } from '../helpers/graphStates.js';
 import { usePostgresHomes } from '../helpers/postgresHomes.js';
 import { samples, sampleKey } from '../helpers/prometheus.js';
@@ -87,7 +88,15 @@ describe('a worker process, observed (SPEC U6)', () => {
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
     worker = startWorker(
-      ['--task-queue', stack.temporal.taskQueue, '--work-dir', await mkdtemp(path.join(tmpdir(), 'baton-observed-')), '--ops-port', '0'],
+      [
+        '--task-queue',
+        stack.temporal.taskQueue,
+        '--work-dir',
+        await mkdtemp(path.join(tmpdir(), 'baton-observed-')),
+        '--ops-port',
+        '0',
+        '--deployment-metrics',
+      ],
       {
         ...stack.workerEnv,
         BATON_WORKER_ID: identity,
@@ -99,17 +108,27 @@ describe('a worker process, observed (SPEC U6)', () => {
     );
     await worker.opsUrl();
     const repo = await createScriptedRepo();
-    await stack.client.submitGraph(
-      {
-        id: graphId,
-        repo,
-        policy: { heartbeatTimeoutMs: 10_000 },
-        tasks: [
-          { key: 'write', run: { command: `echo ok > out.txt && ${commitAll('ok')}`, agent: 'echo-agent' }, verify: 'grep -q ok out.txt' },
-        ],
-      },
-      'test',
+    // Submitted by `baton submit`, traced too: the graph's trace starts where its workflow is started.
+    const graphFile = path.join(await mkdtemp(path.join(tmpdir(), 'baton-observed-graph-')), 'graph.yaml');
+    const graph = {
+      id: graphId,
+      repo,
+      policy: { heartbeatTimeoutMs: 10_000 },
+      tasks: [
+        { key: 'write', run: { command: `echo ok > out.txt && ${commitAll('ok')}`, agent: 'echo-agent' }, verify: 'grep -q ok out.txt' },
+      ],
+    };
+    await writeFile(graphFile, JSON.stringify(graph));
+    const submitted = await runCli(
+      ['submit', graphFile, '--task-queue', stack.temporal.taskQueue],
+      cleanEnv({
+        DATABASE_URL: (await stack.db.login('baton_client')).url,
+        TEMPORAL_ADDRESS: stack.temporal.address,
+        TEMPORAL_NAMESPACE: stack.temporal.namespace,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      }),
     );
+    expect(submitted.code, submitted.output).toBe(0);
     await graphVerified(stack.client, graphId);
   }, HANG_GUARD_MS);
 
@@ -173,17 +192,9 @@ describe('a worker process, observed (SPEC U6)', () => {
   });
 
   it('sends a task’s spans from claim to verification, as one trace, to the OTLP endpoint', async () => {
-    const trace = await waitFor(
-      'the spans of the verification',
-      async () => {
-        const recorded = receiver.spans.find((s) => s.name === 'baton.verification_record');
-        if (!recorded) throw new Error(`spans so far: ${[...new Set(receiver.spans.map((s) => s.name))].join(', ')}`);
-        return receiver.spans.filter((s) => s.traceId === recorded.traceId);
-      },
-      { timeoutMs: HANG_GUARD_MS, intervalMs: 200 },
-    );
-    const names = new Set(trace.map((s) => s.name));
-    for (const name of [
+    // Spans leave in batches, a workflow's when it ends: wait until the trace holds every one expected.
+    const expected = [
+      'StartWorkflow:batonGraphWorkflow',
       'RunWorkflow:batonGraphWorkflow',
       'RunWorkflow:batonTaskWorkflow',
       'RunActivity:batonRunTask',
@@ -192,8 +203,18 @@ describe('a worker process, observed (SPEC U6)', () => {
       'RunActivity:batonVerifyTask',
       'baton.verification_start',
       'baton.verification_record',
-    ])
-      expect(names, [...names].join(', ')).toContain(name);
+    ];
+    const trace = await waitFor(
+      'the spans of one task from claim to verification, in one trace',
+      async () => {
+        const recorded = receiver.spans.find((s) => s.name === 'baton.verification_record');
+        const spans = recorded ? receiver.spans.filter((s) => s.traceId === recorded.traceId) : [];
+        const missing = expected.filter((name) => !spans.some((s) => s.name === name));
+        if (missing.length) throw new Error(`missing ${missing.join(', ')}; spans so far: ${receiver.spans.map((s) => s.name).join(', ')}`);
+        return spans;
+      },
+      { timeoutMs: HANG_GUARD_MS, intervalMs: 200 },
+    );
     // Each store call is a child of the activity it ran in, which descends from the task's workflow.
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const ancestors = (span: OtlpSpan) => {
@@ -204,18 +225,47 @@ describe('a worker process, observed (SPEC U6)', () => {
     const claim = trace.find((s) => s.name === 'baton.task_claim')!;
     expect(ancestors(claim)[0]).toBe('RunActivity:batonRunTask');
     expect(ancestors(claim)).toContain('RunWorkflow:batonTaskWorkflow');
+    // ... and from the `baton submit` that started the graph's workflow, at the trace's root.
+    expect(ancestors(claim).at(-1)).toBe('StartWorkflow:batonGraphWorkflow');
     const recorded = trace.find((s) => s.name === 'baton.verification_record')!;
     expect(ancestors(recorded)[0]).toBe('RunActivity:batonVerifyTask');
     expect(ancestors(recorded)).toContain('RunWorkflow:batonTaskWorkflow');
   });
 
-  it('serves the Temporal SDK’s runtime metrics with its own on /metrics (no deployment metrics unless asked)', async () => {
+  it('serves the Temporal SDK’s runtime metrics with its own on /metrics, every one the Grafana dashboard queries among them', async () => {
     const text = await (await fetch(`${await worker.opsUrl()}/metrics`)).text();
     const metrics = samples(text);
     expect(metrics.get(sampleKey('baton_metrics_source_up', { source: 'temporal_runtime' }))).toBe(1);
-    expect([...metrics.keys()].some((key) => key.startsWith('temporal_'))).toBe(true);
-    expect([...metrics.keys()].some((key) => key.startsWith('process_cpu'))).toBe(true);
-    expect([...metrics.keys()].some((key) => key.startsWith('baton_events_total'))).toBe(false);
+    expect(metrics.get(sampleKey('baton_metrics_source_up', { source: 'event_log' }))).toBe(1);
+    expect(metrics.get(sampleKey('baton_events_total', { subject: 'task', kind: 'verified' }))).toBe(1);
+    // Every metric and grouping label of the dashboard in docs/ is one a worker (or serve: same registry) exports.
+    const types = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const labelsOf = (name: string) =>
+      new Set(
+        [...text.matchAll(new RegExp(`^${name}(?:_bucket|_sum|_count)?\\{([^}]*)\\}`, 'gm'))].flatMap((m) =>
+          [...m[1]!.matchAll(/(\w+)="/g)].map((l) => l[1]!),
+        ),
+      );
+    const dashboard = JSON.parse(await readFile(new URL('../../docs/grafana/baton-dashboard.json', import.meta.url), 'utf8')) as {
+      panels: { title: string; targets?: { expr: string }[] }[];
+    };
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
+    expect(exprs.length).toBeGreaterThan(20);
+    for (const { panel, expr } of exprs) {
+      const names = [...expr.matchAll(/\b((?:baton|temporal|process|nodejs)_[a-z0-9_]+)/g)].map((m) =>
+        m[1]!.replace(/_(bucket|sum|count)$/, ''),
+      );
+      expect(names.length, `${panel}: ${expr}`).toBeGreaterThan(0);
+      for (const name of names) expect(types, `${panel}: ${name} is not exported`).toContain(name);
+      const grouped = [...expr.matchAll(/by \(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((l) => l.trim())).filter((l) => l !== 'le');
+      // (A gauge with no sample yet, such as the pool offers of a deployment without pools, shows no labels.)
+      const sampled = names.filter((name) => labelsOf(name).size > 0);
+      for (const label of grouped)
+        expect(
+          sampled.length === 0 || sampled.some((name) => labelsOf(name).has(label)),
+          `${panel}: no metric of ${names.join(', ')} has the label ${label} (they have ${sampled.flatMap((n) => [...labelsOf(n)]).join(', ')})`,
+        ).toBe(true);
+    }
   });
 
   it('gives its workflows search attributes: Temporal lists a graph’s workflows, and a task’s status', async () => {
@@ -250,6 +300,10 @@ describe('/readyz of a worker whose Postgres stops (SPEC U6)', () => {
     );
     try {
       const ops = await worker.opsUrl();
+      // Without --deployment-metrics a worker exports its own metrics only: the deployment's have one exporter (baton serve).
+      const own = await (await fetch(`${ops}/metrics`)).text();
+      expect(own).toMatch(/^process_cpu_seconds_total /m);
+      expect(own).not.toMatch(/^baton_events_total/m);
       const readiness = async () => {
         const response = await fetch(`${ops}/readyz`);
         return { status: response.status, body: (await response.json()) as { checks: Record<string, { ok: boolean; error?: string }> } };
