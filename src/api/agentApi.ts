@@ -90,7 +90,7 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
     return act(caller, operation, input);
   }
 
-  /** `perform`, told to `options.observe` with its outcome. */
+  /** `performChecked`, its outcome and time told to `options.observe` (the metrics). */
   async function act(caller: Caller, operation: string, input: unknown): Promise<unknown> {
     if (!options.observe) return performChecked(caller, operation, input);
     const started = performance.now();

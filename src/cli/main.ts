@@ -244,7 +244,8 @@ program
   .command('migrate')
   .description(
     `apply baton's database migrations to ${DATABASE_URL_ENV} (safe to run concurrently and repeatedly); ` +
-      'creates the roles baton needs (baton_owner and the group roles) when this login may',
+      'creates the roles baton needs (baton_owner and the group roles) when this login may; with TEMPORAL_ADDRESS, ' +
+      "registers the search attributes baton's workflows set (BatonGraphId, BatonTaskKey, BatonTaskStatus) where they are missing",
   )
   .option('--print-roles', 'print the statements an administrator runs once to set up the roles for this login, and change nothing')
   .action(async (opts: { printRoles?: boolean }) => {
@@ -262,9 +263,20 @@ program
     await withCliContext(
       log,
       { migrate: true, databaseUrlRequired: 'baton migrate needs the database to migrate' },
-      async ({ migration }) => {
+      async ({ migration, temporalSettings, temporal }) => {
         // Undefined for a login that may not migrate, once it found the schema current (and said so).
         if (migration) log(`Applied ${migration.applied.length} migration(s); ${migration.alreadyApplied} were already applied.`);
+        // Temporal's part of the schema: the search attributes baton's workflows set (docs/observability.md).
+        if (!temporalSettings.connectionOptions.address) {
+          log('Search attributes: no Temporal server named (TEMPORAL_ADDRESS); each worker registers them as it starts.');
+          return;
+        }
+        const { registerSearchAttributes } = await import('../temporal/registerSearchAttributes.js');
+        const client = await temporal().catch((error: Error) =>
+          log(`Search attributes not registered: ${error.message}; each worker registers them as it starts.`),
+        );
+        if (client && (await registerSearchAttributes(client.connection, temporalSettings.namespace, log)) === 'present')
+          log(`Search attributes: baton's are registered in namespace ${temporalSettings.namespace}.`);
       },
     );
   });

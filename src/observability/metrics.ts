@@ -198,7 +198,7 @@ function deploymentMetrics(db: Queryable, registry: client.Registry): () => Prom
   }
 
   const reader = createEventLogReader(db);
-  return async () => {
+  const refresh = async () => {
     await reader.read(count);
     const { rows } = await db.query<{ name: string; labels: Record<string, string>; value: string | number }>(
       'SELECT name, labels, value FROM baton.metrics_gauges()',
@@ -211,4 +211,10 @@ function deploymentMetrics(db: Queryable, registry: client.Registry): () => Prom
       else poolOffers.set({ pool: labels.pool }, Number(value));
     }
   };
+  // Scrapes that come together share one read of the log.
+  let reading: Promise<void> | undefined;
+  return () =>
+    (reading ??= refresh().finally(() => {
+      reading = undefined;
+    }));
 }

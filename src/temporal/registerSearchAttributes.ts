@@ -32,13 +32,17 @@ export async function searchAttributesRegistered(connection: OperatorServiceHold
 }
 
 /**
- * Registers the search attributes `namespace` lacks. Where this login may not (Temporal Cloud: an
- * account's admin does it), says which command registers them and goes on: workflows then run
- * without them.
+ * Registers the search attributes `namespace` lacks, saying so. Where this login may not (Temporal
+ * Cloud: an account's admin does it), says which command registers them and goes on: workflows then
+ * run without them. Returns whether they were all there already, were added, or are still missing.
  */
-export async function registerSearchAttributes(connection: OperatorServiceHolder, namespace: string, log: Log): Promise<void> {
+export async function registerSearchAttributes(
+  connection: OperatorServiceHolder,
+  namespace: string,
+  log: Log,
+): Promise<'present' | 'added' | 'missing'> {
   const missing = await missingSearchAttributes(connection, namespace);
-  if (missing.length === 0) return;
+  if (missing.length === 0) return 'present';
   try {
     await connection.operatorService.addSearchAttributes({
       namespace,
@@ -47,6 +51,7 @@ export async function registerSearchAttributes(connection: OperatorServiceHolder
       ),
     });
     log(`Registered the search attributes ${missing.join(', ')} in namespace ${namespace}`);
+    return 'added';
   } catch (error) {
     log(
       `baton's search attributes ${missing.join(', ')} are not registered in namespace ${namespace}, and this login may not register them ` +
@@ -55,6 +60,7 @@ export async function registerSearchAttributes(connection: OperatorServiceHolder
           .map((name) => `temporal operator search-attribute create --namespace ${namespace} --name ${name} --type Keyword`)
           .join('; '),
     );
+    return 'missing';
   }
 }
 

@@ -19,7 +19,7 @@ import { spawnBaton } from '../../src/testkit/workerProcess.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { graphVerified } from '../helpers/graphStates.js';
 import { usePostgresHomes } from '../helpers/postgresHomes.js';
-import { samples, sampleKey } from '../helpers/prometheus.js';
+import { samples, sampleKey, startPrometheus } from '../helpers/prometheus.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 /** As long as a test may wait for a state: a hang guard, never a timing assertion. */
@@ -265,6 +265,32 @@ describe('a worker process, observed (SPEC U6)', () => {
           sampled.length === 0 || sampled.some((name) => labelsOf(name).has(label)),
           `${panel}: no metric of ${names.join(', ')} has the label ${label} (they have ${sampled.flatMap((n) => [...labelsOf(n)]).join(', ')})`,
         ).toBe(true);
+    }
+
+    // And a real Prometheus, scraping this worker, evaluates every query of the dashboard: valid
+    // PromQL, with a result wherever the worker has samples of what it asks for.
+    const prometheus = await startPrometheus([new URL(await worker.opsUrl()).host]);
+    try {
+      await waitFor(
+        'three scrapes of the worker',
+        async () => {
+          const { data } = await prometheus.query('count_over_time(baton_claims_total[1m])');
+          const scrapes = Number((data?.result[0] as { value?: [number, string] } | undefined)?.value?.[1] ?? 0);
+          if (scrapes < 3) throw new Error(`${scrapes} scrapes so far`);
+        },
+        { timeoutMs: HANG_GUARD_MS, intervalMs: 250 },
+      );
+      const hasSamples = (name: string) => new RegExp(`^${name}(?:_bucket|_sum|_count)?[{ ]`, 'm').test(text);
+      for (const { panel, expr } of exprs) {
+        const answer = await prometheus.query(expr);
+        expect(answer, `${panel}: ${expr}`).toMatchObject({ status: 'success' });
+        const names = [...expr.matchAll(/\b((?:baton|temporal|process|nodejs)_[a-z0-9_]+)/g)].map((m) =>
+          m[1]!.replace(/_(bucket|sum|count)$/, ''),
+        );
+        if (names.every(hasSamples)) expect(answer.data!.result.length, `${panel}: ${expr}`).toBeGreaterThan(0);
+      }
+    } finally {
+      await prometheus.stop();
     }
   });
 
