@@ -12,6 +12,7 @@
 // Runs begun before STARTS_RELEASED_PATCH counted each dependent's verified dependencies here
 // instead, and replay that way.
 import { condition, makeContinueAsNewFunc, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+import { taskSearchAttributes } from '../src/temporal/searchAttributes.js';
 import {
   graphProgressQuery,
   graphProgressQueryUnprefixed,
@@ -99,6 +100,7 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
       args: [{ taskId, policy: input.policy, ...(input.searchAttributes && { searchAttributes: true }) }],
+      ...taskSearchAttributes(taskId, input.searchAttributes),
     })
       .then((handle) => handle.result())
       .then(

@@ -11,8 +11,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { graphOf, keyOf } from '../src/tasks/taskId.js';
-import { GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE } from '../src/temporal/searchAttributes.js';
+import { TASK_STATUS_ATTRIBUTE } from '../src/temporal/searchAttributes.js';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
 import {
   recheckTaskSignal,
@@ -101,19 +100,13 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   let known: TaskView | null = null;
   // The dependents this lifecycle's verifications released (verification_record's word), for the graph's workflow.
   const released = [...(input.released ?? [])];
-  // SPEC U6: the task's graph, key and status, searchable in Temporal, when the namespace has them.
+  // SPEC U6: the task's status, searchable in Temporal when the namespace has baton's attributes
+  // (its graph and key came with its start). Not the moments between a run and its verification
+  // (submitted, verifying): each change is a command and a visibility write.
   let shownStatus: string | undefined;
   const showStatus = (status: string) => {
-    if (!input.searchAttributes || status === shownStatus) return;
-    upsertSearchAttributes([
-      ...(shownStatus === undefined
-        ? [
-            { key: GRAPH_ID_ATTRIBUTE, value: graphOf(taskId) },
-            { key: TASK_KEY_ATTRIBUTE, value: keyOf(taskId) ?? taskId },
-          ]
-        : []),
-      { key: TASK_STATUS_ATTRIBUTE, value: status },
-    ]);
+    if (!input.searchAttributes || status === shownStatus || status === 'submitted' || status === 'verifying') return;
+    upsertSearchAttributes([{ key: TASK_STATUS_ATTRIBUTE, value: status }]);
     shownStatus = status;
   };
   for (;;) {

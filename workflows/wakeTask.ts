@@ -3,6 +3,7 @@
 // (it is signalled) or ended long ago (a new one is started).
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import { taskSearchAttributes } from '../src/temporal/searchAttributes.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { recheckTaskSignal, type TaskWorkflowInput } from './definitions.js';
 import { batonName } from './prefixedNames.js';
@@ -27,6 +28,7 @@ export async function wakeTask(taskId: string, policy: GraphPolicy, searchAttrib
         taskQueue: workflowInfo().taskQueue,
         parentClosePolicy: ParentClosePolicy.ABANDON,
         args: [input],
+        ...taskSearchAttributes(taskId, searchAttributes),
       });
       return;
     } catch (error) {

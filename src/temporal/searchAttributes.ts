@@ -2,7 +2,8 @@
 // graph's workflows (`BatonGraphId = "g1"`), find a task's, and filter by status. A namespace must
 // have them registered before any workflow sets them (a workflow setting an unknown one fails its
 // task), so workflows set them only when the starter found them registered, and say so in their input.
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import { graphOf, keyOf } from '../tasks/taskId.js';
 
 export const GRAPH_ID_ATTRIBUTE = defineSearchAttributeKey('BatonGraphId', SearchAttributeType.KEYWORD);
 export const TASK_KEY_ATTRIBUTE = defineSearchAttributeKey('BatonTaskKey', SearchAttributeType.KEYWORD);
@@ -10,3 +11,18 @@ export const TASK_STATUS_ATTRIBUTE = defineSearchAttributeKey('BatonTaskStatus',
 
 /** Every search attribute baton's workflows set, with its type (what a namespace registers). */
 export const BATON_SEARCH_ATTRIBUTES = [GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE];
+
+/**
+ * What a task's workflow is started with (by the graph's workflow, a wake or a rerun), when its
+ * namespace has baton's search attributes: its graph and key, part of the start, costing no
+ * command of their own. Its status the workflow sets itself as it changes.
+ */
+export function taskSearchAttributes(taskId: string, registered: boolean | undefined): { typedSearchAttributes?: SearchAttributePair[] } {
+  if (!registered) return {};
+  return {
+    typedSearchAttributes: [
+      { key: GRAPH_ID_ATTRIBUTE, value: graphOf(taskId) },
+      { key: TASK_KEY_ATTRIBUTE, value: keyOf(taskId) ?? taskId },
+    ],
+  };
+}
