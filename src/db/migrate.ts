@@ -244,7 +244,7 @@ export class DatabaseNotMigratedError extends BatonError {
  * migrations were edited is `migrate`'s business.
  */
 export async function requireMigrated(db: Queryable): Promise<void> {
-  const [migrations, definitions] = [await loadMigrations(), await loadDefinitions()];
+  const { migrations, definitions } = await shippedSchema();
   // Read through a function: a component's login may read no table (SPEC S1).
   const { rows } = await db.query<{ present: boolean }>("SELECT to_regprocedure('baton.read_schema_state()') IS NOT NULL AS present");
   if (!rows[0]?.present) throw new DatabaseNotMigratedError(migrations.map(label), false);
@@ -253,9 +253,26 @@ export async function requireMigrated(db: Queryable): Promise<void> {
   const recorded = new Map(state.filter((r) => r.kind === 'definition').map((r) => [r.name, r.checksum]));
   const missing = [
     ...migrations.filter((m) => !applied.has(m.id)).map(label),
-    ...definitions.filter((d) => recorded.get(d.file) !== checksum(d.sql)).map((d) => `functions/${d.file}`),
+    ...definitions.filter((d) => recorded.get(d.file) !== d.checksum).map((d) => `functions/${d.file}`),
   ];
   if (missing.length) throw new DatabaseNotMigratedError(missing, true);
+}
+
+let shipped: Promise<{ migrations: Migration[]; definitions: { file: string; checksum: string }[] }> | undefined;
+
+/**
+ * The migrations and definitions this baton ships, read and checksummed once per process: a
+ * readiness probe asks `requireMigrated` every few seconds, and the files do not change under it.
+ */
+function shippedSchema() {
+  shipped ??= Promise.all([loadMigrations(), loadDefinitions()]).then(
+    ([migrations, definitions]) => ({ migrations, definitions: definitions.map((d) => ({ file: d.file, checksum: checksum(d.sql) })) }),
+    (error: unknown) => {
+      shipped = undefined;
+      throw error;
+    },
+  );
+  return shipped;
 }
 
 async function inTransaction(client: Queryable, what: string, work: () => Promise<void>): Promise<void> {

@@ -3,7 +3,6 @@
 // real OTLP endpoint (an in-process collector started here) holding a task's spans from claim to
 // verification; the Temporal SDK's runtime metrics on its /metrics; search attributes that list a
 // graph's workflows in Temporal; and /readyz following Postgres as it stops and starts again.
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -15,8 +14,7 @@ import { startEmbeddedPostgres } from '../../src/dev/embeddedPostgres.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
-import { spawnBaton } from '../../src/testkit/workerProcess.js';
-import { cleanEnv, runCli } from '../helpers/cli.js';
+import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
 import { graphVerified } from '../helpers/graphStates.js';
 import { usePostgresHomes } from '../helpers/postgresHomes.js';
 import { samples, sampleKey, startPrometheus } from '../helpers/prometheus.js';
@@ -54,28 +52,10 @@ async function startOtlpReceiver() {
   };
 }
 
-/** `baton worker` as a process of its own, its stderr kept whole. */
+/** `baton worker` as a process of its own (it writes nothing on stdout: its output is its log), and where its ops port is. */
 function startWorker(args: string[], env: Record<string, string>) {
-  const child: ChildProcess = spawnBaton(['worker', ...args], { ...process.env, ...env });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdout!.resume();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const opsUrl = () =>
-    waitFor(
-      'the worker to serve its ops port',
-      async () => {
-        const match = /Metrics: (http:\/\/[\d.]+:\d+)\/metrics/.exec(stderr);
-        if (!match) throw new Error(`not yet:\n${stderr}`);
-        return match[1]!;
-      },
-      {
-        timeoutMs: HANG_GUARD_MS,
-        intervalMs: 100,
-        abort: () => (child.exitCode !== null ? new Error(`the worker exited:\n${stderr}`) : undefined),
-      },
-    );
-  return { child, exited, stderr: () => stderr, opsUrl };
+  const cli = startCli(['worker', ...args], { ...process.env, ...env });
+  return { ...cli, opsUrl: async () => (await cli.waitForOutput(/Metrics: (http:\/\/[\d.]+:\d+)\/metrics/))[1]! };
 }
 
 describe('a worker process, observed (SPEC U6)', () => {
@@ -141,7 +121,7 @@ describe('a worker process, observed (SPEC U6)', () => {
   it('logs one JSON object a line, with graph, task, claim version, worker and agent, the Temporal SDK’s records among them', async () => {
     const parse = () =>
       worker
-        .stderr()
+        .output()
         .split('\n')
         .filter(Boolean)
         .map((line) => {
@@ -156,7 +136,7 @@ describe('a worker process, observed (SPEC U6)', () => {
       "the verification's record",
       async () => {
         const parsed = parse();
-        if (!parsed.some((r) => r.msg === 'verification passed')) throw new Error(worker.stderr());
+        if (!parsed.some((r) => r.msg === 'verification passed')) throw new Error(worker.output());
         return parsed;
       },
       { timeoutMs: HANG_GUARD_MS, intervalMs: 100 },
