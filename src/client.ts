@@ -9,7 +9,7 @@ import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
-import { clientHasSearchAttributes } from './temporal/registerSearchAttributes.js';
+import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { GRAPH_ID_ATTRIBUTE } from './temporal/searchAttributes.js';
 import { workflowControl } from './workflowControl.js';
 import { type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
@@ -77,19 +77,20 @@ export function createBatonClient(options: BatonClientOptions) {
         if (!existing || !sameGraph(existing, graph)) throw error;
       }
       const byKey = (key: string) => taskIdOf(graph.id, key);
-      const searchAttributes = await clientHasSearchAttributes(temporal);
-      const workflowInput: GraphWorkflowInput = {
-        graphId: graph.id,
-        policy: graph.policy,
-        tasks: graph.tasks.map((t) => ({ taskId: byKey(t.key), dependsOn: t.dependsOn.map(byKey) })),
-        ...(searchAttributes && { searchAttributes }),
-      };
-      await temporal.workflow.start<typeof batonGraphWorkflow>('batonGraphWorkflow', {
-        taskQueue,
-        workflowId: graphWorkflowId(graph.id),
-        args: [workflowInput],
-        ...(searchAttributes && { typedSearchAttributes: [{ key: GRAPH_ID_ATTRIBUTE, value: graph.id }] }),
-        workflowIdConflictPolicy: 'USE_EXISTING',
+      await startWithSearchAttributes(temporal, (searchAttributes) => {
+        const workflowInput: GraphWorkflowInput = {
+          graphId: graph.id,
+          policy: graph.policy,
+          tasks: graph.tasks.map((t) => ({ taskId: byKey(t.key), dependsOn: t.dependsOn.map(byKey) })),
+          ...(searchAttributes && { searchAttributes }),
+        };
+        return temporal.workflow.start<typeof batonGraphWorkflow>('batonGraphWorkflow', {
+          taskQueue,
+          workflowId: graphWorkflowId(graph.id),
+          args: [workflowInput],
+          ...(searchAttributes && { typedSearchAttributes: [{ key: GRAPH_ID_ATTRIBUTE, value: graph.id }] }),
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        });
       });
       return graph;
     },

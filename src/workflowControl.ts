@@ -4,7 +4,7 @@
 import type { Client } from '@temporalio/client';
 import type { WorkflowControl } from './api/dispatch.js';
 import { graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
-import { clientHasSearchAttributes } from './temporal/registerSearchAttributes.js';
+import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { taskSearchAttributes } from './temporal/searchAttributes.js';
 import type { batonTaskWorkflow } from '../workflows/taskWorkflow.js';
 
@@ -23,15 +23,16 @@ export function workflowControl(temporal: Client, taskQueue: string): WorkflowCo
     cancelTask: (taskId) => cancel(taskWorkflowId(taskId)),
     cancelGraph: (graphId) => cancel(graphWorkflowId(graphId)),
     async rerunTask(taskId, policy) {
-      const registered = await clientHasSearchAttributes(temporal);
-      await temporal.workflow.start<typeof batonTaskWorkflow>('batonTaskWorkflow', {
-        taskQueue,
-        workflowId: taskWorkflowId(taskId),
-        // Outside the graph's workflow: it starts the workflows of the dependents it releases.
-        args: [{ taskId, policy, wakeDependents: true, ...(registered && { searchAttributes: true }) }],
-        ...taskSearchAttributes(taskId, registered),
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
+      await startWithSearchAttributes(temporal, (registered) =>
+        temporal.workflow.start<typeof batonTaskWorkflow>('batonTaskWorkflow', {
+          taskQueue,
+          workflowId: taskWorkflowId(taskId),
+          // Outside the graph's workflow: it starts the workflows of the dependents it releases.
+          args: [{ taskId, policy, wakeDependents: true, ...(registered && { searchAttributes: true }) }],
+          ...taskSearchAttributes(taskId, registered),
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        }),
+      );
     },
   };
 }

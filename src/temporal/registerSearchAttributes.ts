@@ -79,3 +79,21 @@ export async function clientHasSearchAttributes(client: Client): Promise<boolean
   clientAnswers.set(client, { registered, at: Date.now() });
   return registered;
 }
+
+/**
+ * Starts a workflow through `start`, with baton's search attributes when `client`'s namespace has
+ * them. A server may list them before it maps them for the namespace (a Temporal server on SQL
+ * visibility, just after a worker registered them): a start refused for that is made again without
+ * them, and the client asks again later.
+ */
+export async function startWithSearchAttributes<T>(client: Client, start: (registered: boolean) => Promise<T>): Promise<T> {
+  if (!(await clientHasSearchAttributes(client))) return start(false);
+  try {
+    return await start(true);
+  } catch (error) {
+    const text = `${error instanceof Error ? error.message : ''} ${String((error as { cause?: { details?: unknown } })?.cause?.details ?? '')}`;
+    if (!/search attribute/i.test(text)) throw error;
+    clientAnswers.set(client, { registered: false, at: Date.now() });
+    return start(false);
+  }
+}
