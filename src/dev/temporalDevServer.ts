@@ -77,16 +77,13 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
   for (const attribute of BATON_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${attribute.name}=Keyword`);
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8_000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
+  const output = new OutputKeeper();
+  child.stdout?.on('data', (chunk: Buffer) => output.add(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => output.add(chunk.toString()));
   let exited: Error | undefined;
   const exitedPromise = new Promise<void>((resolve) => {
     child.once('exit', (code, signal) => {
-      exited = new Error(`${EXITED_EARLY} (code ${code}, signal ${signal}):\n${output.trim()}`);
+      exited = new Error(`${EXITED_EARLY} (code ${code}, signal ${signal}):\n${output.text()}`);
       resolve();
     });
   });
@@ -127,5 +124,31 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/**
+ * What a server printed, for the error when it stops: its start and its end (a Go panic prints its
+ * cause first and then a long stack, so the end alone loses the cause).
+ */
+class OutputKeeper {
+  private static readonly KEEP = 4_000;
+  private head = '';
+  private tail = '';
+  private dropped = false;
+
+  add(chunk: string): void {
+    if (this.head.length < OutputKeeper.KEEP) {
+      const room = OutputKeeper.KEEP - this.head.length;
+      this.head += chunk.slice(0, room);
+      chunk = chunk.slice(room);
+    }
+    const tail = this.tail + chunk;
+    if (tail.length > OutputKeeper.KEEP) this.dropped = true;
+    this.tail = tail.slice(-OutputKeeper.KEEP);
+  }
+
+  text(): string {
+    return (this.dropped ? `${this.head}\n[...]\n${this.tail}` : this.head + this.tail).trim();
   }
 }
