@@ -11,7 +11,7 @@ import { withDeadline } from '../src/testkit/withDeadline.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
 import { RUN_RETRY_INTERVAL_MS } from '../workflows/definitions.js';
 import type { BenchContext } from './context.js';
-import { round, spread } from './stats.js';
+import { quantile, round, spread } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 import { eventTimeMs } from './history.js';
 
@@ -26,8 +26,14 @@ const TIMEOUT_TYPES: Record<number, string> = { 1: 'start-to-close', 2: 'schedul
 /** What recovered the claim, read from the reason of its `reclaimed_after_silence` event. */
 export type RecoveryPath = 'heartbeat timeout + run retry' | 'lease expiry' | 'other';
 
+/** How a trial silences the task's owner: SIGKILL right after its claim or mid-run, or SIGSTOP mid-run. */
+export type Silence = 'after-claim' | 'mid-run' | 'frozen';
+
+/** How long a resumed frozen owner is watched for a late write before it is replaced. */
+const RESUMED_WATCH_MS = 5_000;
+
 interface Trial {
-  kill: 'after-claim' | 'mid-run';
+  kill: Silence;
   recovered: boolean;
   recoveryMs?: number;
   path?: RecoveryPath;
@@ -40,18 +46,25 @@ interface Trial {
   /** The task workflow's events from just before the kill to the next claim, ms relative to the kill. */
   events?: string[];
   problem?: string;
+  /** A frozen owner, resumed after the recovery: its writes that landed (must be 0) and were refused. */
+  lateWrites?: { landed: number; refused: number };
 }
 
 /**
- * recovery: real worker processes run a heartbeating function agent; the claimant is SIGKILLed
- * (alternately right after its claim and mid-run). Measures the time from the kill to the task's
- * next claim (both on the database clock) against heartbeat timeout + retry interval.
+ * recovery and frozen: real worker processes run a heartbeating function agent; the claimant is
+ * silenced in each of `silences` in turn (SIGKILLed right after its claim or mid-run, or SIGSTOPped
+ * mid-run and resumed once its task is claimed again). Measures the time from the silencing to the
+ * task's next claim (both on the database clock) against the heartbeat timeout.
  */
-export async function runRecoveryBench(ctx: BenchContext, options: { trials: number; heartbeatTimeoutMs?: number }) {
+export async function runRecoveryBench(
+  ctx: BenchContext,
+  options: { trials: number; silences: readonly Silence[]; heartbeatTimeoutMs?: number },
+) {
   const { stack, log } = ctx;
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT;
   const boundMs = heartbeatTimeoutMs + RUN_RETRY_INTERVAL_MS;
-  const taskQueue = `${ctx.runId}-recovery`;
+  const id = options.silences.includes('frozen') ? 'frozen' : 'recovery';
+  const taskQueue = `${ctx.runId}-${id}`;
   const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue });
   let spawned = 0;
   const spawn = () =>
@@ -71,17 +84,18 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
   try {
     // Trial -1 is a discarded warm-up: the first workflow tasks of a fresh worker load its bundle.
     for (let i = -1; i < options.trials; i++) {
-      const kill: Trial['kill'] = i % 2 === 0 ? 'after-claim' : 'mid-run';
+      const kill = options.silences[(i + options.silences.length) % options.silences.length]!;
       const trial = await runTrial(ctx, client, workers, kill, heartbeatTimeoutMs);
       // The replacement starts after the measurement, so its start-up does not compete with recovery.
       const dead = workers.findIndex((w) => w.child.exitCode !== null || w.child.signalCode !== null);
       if (dead >= 0) workers.splice(dead, 1, await spawn());
       log(
-        `  recovery ${i < 0 ? 'warm-up (discarded)' : `trial ${i + 1}/${options.trials}`} kill ${kill}: ` +
+        `  ${id} ${i < 0 ? 'warm-up (discarded)' : `trial ${i + 1}/${options.trials}`} owner ${kill === 'frozen' ? 'frozen mid-run' : `killed ${kill}`}: ` +
           (trial.recovered
-            ? `next claim ${trial.recoveryMs!.toFixed(0)} ms after the kill via ${trial.path} (claim released at ${trial.reclaimAtMs} ms by run attempt ${trial.takeoverAttempt ?? '?'}` +
+            ? `next claim ${trial.recoveryMs!.toFixed(0)} ms after the silencing via ${trial.path} (claim released at ${trial.reclaimAtMs} ms by run attempt ${trial.takeoverAttempt ?? '?'}` +
               `${trial.workflowTaskTimeouts?.map((t) => `, workflow task ${t.type} timeout at ${t.atMs} ms after ${t.waitedMs} ms`).join('') ?? ''})`
-            : `LOST: ${trial.problem}`),
+            : `LOST: ${trial.problem}`) +
+          (trial.lateWrites ? `; resumed owner: ${trial.lateWrites.landed} late writes landed, ${trial.lateWrites.refused} refused` : ''),
       );
       if (i >= 0) trials.push(trial);
     }
@@ -97,7 +111,17 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
     stickyQueueTimeoutMs: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
     trials: trials.length,
     lost: trials.length - recovered.length,
-    ratio: spread(recovered.map((t) => t.recoveryMs! / boundMs)),
+    /** Late writes of resumed frozen owners that landed (must be 0), and those refused. */
+    lateWritesLanded: trials.reduce((sum, t) => sum + (t.lateWrites?.landed ?? 0), 0),
+    lateWritesRefused: trials.reduce((sum, t) => sum + (t.lateWrites?.refused ?? 0), 0),
+    /** Silencing -> next claim over the heartbeat timeout. */
+    ratio: spread(recovered.map((t) => t.recoveryMs! / heartbeatTimeoutMs)),
+    p99Ratio: quantile(
+      recovered.map((t) => t.recoveryMs! / heartbeatTimeoutMs),
+      0.99,
+    ),
+    /** The same over heartbeat timeout + retry interval. */
+    boundRatio: spread(recovered.map((t) => t.recoveryMs! / boundMs)),
     recoveryMs: spread(recovered.map((t) => t.recoveryMs!)),
     /** The ratio for each path the recoveries took. */
     byPath: paths.map((path) => {
@@ -105,7 +129,7 @@ export async function runRecoveryBench(ctx: BenchContext, options: { trials: num
       return {
         path,
         trials: these.length,
-        ratio: spread(these.map((t) => t.recoveryMs! / boundMs)),
+        ratio: spread(these.map((t) => t.recoveryMs! / heartbeatTimeoutMs)),
         reclaimAtMs: spread(these.map((t) => t.reclaimAtMs ?? NaN)),
         workflowTaskTimeoutWaitMs: spread(these.map((t) => (t.workflowTaskTimeouts ?? []).reduce((sum, w) => sum + w.waitedMs, 0))),
       };
@@ -118,7 +142,7 @@ async function runTrial(
   ctx: BenchContext,
   client: ReturnType<typeof createBatonClient>,
   workers: BenchWorker[],
-  kill: Trial['kill'],
+  kill: Silence,
   heartbeatTimeoutMs: number,
 ): Promise<Trial> {
   const { pool, temporal } = ctx.stack;
@@ -149,15 +173,29 @@ async function runTrial(
   if (!victim) return { kill, recovered: false, problem: `claimed by unknown owner ${claimed.owner}` };
   const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
   const killedAt = rows[0]!.now.getTime();
-  await victim.kill();
+  if (kill === 'frozen') victim.child.kill('SIGSTOP');
+  else await victim.kill();
 
-  const outcome = await withDeadline(
-    client.waitForGraph(graphId).catch(() => undefined),
-    deadline,
-  );
+  // Postgres says when the task is done; the graph's workflow may finish later (a frozen worker's
+  // open polls hold what they were handed until it times out).
+  const verified = await waitFor(
+    'the task to be verified',
+    async () => {
+      if ((await taskRead(pool, taskId)).status !== 'verified') throw new Error('not yet');
+      return true;
+    },
+    { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
+  ).catch(() => false);
+  const lateWrites = kill === 'frozen' ? await resumeFrozen(pool, victim, taskId) : undefined;
+  const outcome =
+    verified &&
+    (await withDeadline(
+      client.waitForGraph(graphId).catch(() => undefined),
+      Date.now() + TRIAL_DEADLINE_MS,
+    ));
   const task = await taskRead(pool, taskId);
   if (!outcome || task.status !== 'verified')
-    return { kill, recovered: false, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
+    return { kill, recovered: false, lateWrites, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
   const events = await eventRead(pool, 'task', taskId);
   const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
@@ -172,12 +210,35 @@ async function runTrial(
   return {
     kill,
     recovered: true,
+    lateWrites,
     recoveryMs: nextClaimAt - killedAt,
     path,
     reclaimAtMs: Math.round(new Date(reclaim.at).getTime() - killedAt),
     takeoverAttempt: Number(/run attempt (\d+)/.exec(reason)?.[1]) || undefined,
     ...(await timeline(temporal, taskId, killedAt, nextClaimAt)),
   };
+}
+
+/**
+ * Resumes a frozen owner once its task is verified, watches for its late writes (or a while, for an
+ * owner that had nothing left to write) and kills it; every write it makes must be refused.
+ */
+async function resumeFrozen(pool: BenchContext['stack']['pool'], victim: BenchWorker, taskId: string) {
+  const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+  const late = async () =>
+    (await eventRead(pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
+  victim.child.kill('SIGCONT');
+  await waitFor(
+    'a late write of the resumed owner',
+    async () => {
+      if (!(await late()).length) throw new Error('none yet');
+    },
+    { timeoutMs: RESUMED_WATCH_MS, intervalMs: 100 },
+  ).catch(() => undefined);
+  await victim.kill();
+  const events = await late();
+  const refused = events.filter((e) => e.kind === 'stale_write_refused').length;
+  return { landed: events.length - refused, refused };
 }
 
 /** The task workflow's history around the recovery (server clock, same machine as the database). */

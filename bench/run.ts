@@ -27,7 +27,17 @@ import { runStartupBench } from './startup.js';
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const README = fileURLToPath(new URL('./README.md', import.meta.url));
 const README_TABLE = /(<!-- latest-table:start[^>]*-->)[\s\S]*?(<!-- latest-table:end -->)/;
-export const BENCHMARK_IDS = ['claim', 'complete', 'scaling', 'lifecycle', 'observability', 'recovery', 'scale', 'startup'] as const;
+export const BENCHMARK_IDS = [
+  'claim',
+  'complete',
+  'scaling',
+  'lifecycle',
+  'observability',
+  'recovery',
+  'frozen',
+  'scale',
+  'startup',
+] as const;
 type BenchmarkId = (typeof BENCHMARK_IDS)[number];
 
 /** The full run's sizes; `--quick` shrinks each so the whole suite smoke-runs in a few minutes. */
@@ -39,7 +49,8 @@ const PROFILES = {
     scalingClaims: 1_500,
     lifecycles: 40,
     lifecycleConcurrency: 8,
-    recoveryTrials: 6,
+    recoveryTrials: 20,
+    frozenTrials: 10,
     scaleTasks: 10_000,
     scaleCurve: [500, 2_000],
   },
@@ -51,6 +62,7 @@ const PROFILES = {
     lifecycles: 12,
     lifecycleConcurrency: 4,
     recoveryTrials: 2,
+    frozenTrials: 2,
     scaleTasks: 300,
     scaleCurve: [100],
   },
@@ -62,7 +74,8 @@ const program = new Command()
   .option('--quick', 'fewer pairs and smaller sizes: a smoke run of a few minutes (results marked quick)')
   .option('--only <ids>', `comma-separated subset of ${BENCHMARK_IDS.join(',')}`)
   .option('--pairs <n>', 'measured pairs per benchmark after the warm-up', parsePositiveInt)
-  .option('--recovery-trials <n>', 'recovery: workers killed after the warm-up (default 6; quick 2)', parsePositiveInt)
+  .option('--recovery-trials <n>', 'recovery: workers killed after the warm-up (default 20; quick 2)', parsePositiveInt)
+  .option('--frozen-trials <n>', 'frozen: workers frozen (SIGSTOP) after the warm-up (default 10; quick 2)', parsePositiveInt)
   .option('--scale-tasks <n>', 'size of the headline scale graph (default 10000; quick 300)', parsePositiveInt)
   .option('--scale-curve <sizes>', 'smaller scale sizes run first, comma-separated (default 500,2000; quick 100); "none" for none')
   .option(
@@ -79,6 +92,7 @@ const opts = program.opts<{
   only?: string;
   pairs?: number;
   recoveryTrials?: number;
+  frozenTrials?: number;
   scaleTasks?: number;
   scaleCurve?: string;
   scaleDeadlineS?: number;
@@ -131,7 +145,7 @@ async function main(): Promise<void> {
       `Postgres ${stack.stack.postgresVersion}, Temporal ${environment.temporal.server}, ${environment.machine.nproc} cores (${environment.machine.cpuModel})`,
     );
     await createBareTable(stack.pool);
-    const needsTemporal = ['lifecycle', 'observability', 'recovery', 'scale'].some((id) => selected.has(id as BenchmarkId));
+    const needsTemporal = ['lifecycle', 'observability', 'recovery', 'frozen', 'scale'].some((id) => selected.has(id as BenchmarkId));
     const bundles = needsTemporal ? await buildBundles(bundleDir) : { baton: '', bare: '' };
     const ctx: BenchContext = { stack, bundles, runId, log };
     type Figures<K extends BenchmarkId> = Omit<NonNullable<BenchResults['benchmarks'][K]>, 'durationS'>;
@@ -160,7 +174,10 @@ async function main(): Promise<void> {
     await step('observability', () =>
       runObservabilityBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency }),
     );
-    await step('recovery', () => runRecoveryBench(ctx, { trials: opts.recoveryTrials ?? profile.recoveryTrials }));
+    await step('recovery', () =>
+      runRecoveryBench(ctx, { trials: opts.recoveryTrials ?? profile.recoveryTrials, silences: ['after-claim', 'mid-run'] }),
+    );
+    await step('frozen', () => runRecoveryBench(ctx, { trials: opts.frozenTrials ?? profile.frozenTrials, silences: ['frozen'] }));
     await step('scale', () =>
       runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),
     );
