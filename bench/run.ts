@@ -17,6 +17,7 @@ import { recordEnvironment } from './env.js';
 import { runLifecycleBench } from './lifecycle.js';
 import { runObservabilityBench } from './observability.js';
 import { createBareTable } from './queueTables.js';
+import { runPeersBench } from './peers.js';
 import { runRecoveryBench } from './recovery.js';
 import { renderMarkdown, renderScalingChart, type BenchResults } from './report.js';
 import { runScaleBench } from './scale.js';
@@ -35,6 +36,7 @@ export const BENCHMARK_IDS = [
   'observability',
   'recovery',
   'frozen',
+  'peers',
   'scale',
   'startup',
 ] as const;
@@ -51,6 +53,7 @@ const PROFILES = {
     lifecycleConcurrency: 8,
     recoveryTrials: 20,
     frozenTrials: 10,
+    peersJobs: 3_000,
     scaleTasks: 10_000,
     scaleCurve: [500, 2_000],
   },
@@ -63,6 +66,7 @@ const PROFILES = {
     lifecycleConcurrency: 4,
     recoveryTrials: 2,
     frozenTrials: 2,
+    peersJobs: 500,
     scaleTasks: 300,
     scaleCurve: [100],
   },
@@ -111,6 +115,9 @@ const scaleSizes = [...scaleCurve.filter((s) => s < scaleTasks), scaleTasks];
 // compared by rate, so the default run fits in about 20 minutes on 2 cores.
 const scaleDeadlineMs = (tasks: number) =>
   opts.scaleDeadlineS ? opts.scaleDeadlineS * 1000 : tasks <= 2_000 ? Math.min(300_000, 60_000 + tasks * 120) : 120_000;
+
+/** Workers each side of the peers benchmark drains its jobs with. */
+const PEERS_WORKERS = 4;
 
 const log = stderrLog;
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -178,6 +185,9 @@ async function main(): Promise<void> {
       runRecoveryBench(ctx, { trials: opts.recoveryTrials ?? profile.recoveryTrials, silences: ['after-claim', 'mid-run'] }),
     );
     await step('frozen', () => runRecoveryBench(ctx, { trials: opts.frozenTrials ?? profile.frozenTrials, silences: ['frozen'] }));
+    await step('peers', () =>
+      runPeersBench(stack.pool, stack.databaseUrl, { rounds: pairs, jobs: profile.peersJobs, workers: PEERS_WORKERS, log }),
+    );
     await step('scale', () =>
       runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),
     );
