@@ -127,8 +127,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
    * or froze; or a failure that did not give the claim back). Recovers the claim named in the last
    * heartbeat Temporal recorded, and only that one: this attempt may itself be late (handed to a
    * frozen worker that runs it after thawing), and a later attempt's live claim is never in the
-   * details it was given. Without details (an attempt died between claim and first heartbeat),
-   * nothing is recovered here; the workflow recovers that claim when its lease runs out.
+   * details it was given. Without details (an attempt died between its claim and its first
+   * heartbeat), it recovers the claim the task holds only once that claim's lease has run out on the
+   * database clock, the rule the workflow applies too: a live claim's heartbeats keep its lease.
    * Returns the task's attempts so far.
    */
   async function recoverEarlierAttempt(taskId: string, heartbeatTimeoutMs: number): Promise<number> {
@@ -140,6 +141,12 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         task,
         claimVersion,
         `owner silent: Temporal heartbeat timeout (${heartbeatTimeoutMs} ms) or failure of an earlier run attempt left claim version ${claimVersion} held; run attempt ${attempt} takes over`,
+      );
+    } else if (task.leaseExpired) {
+      await recoverClaim(
+        task,
+        task.claimVersion,
+        `lease expired on the database clock: no heartbeat for claim version ${task.claimVersion}, which no earlier run attempt reported to Temporal; run attempt ${attempt} takes over`,
       );
     }
     return task.attempts;
