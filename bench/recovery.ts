@@ -32,6 +32,17 @@ export type Silence = 'after-claim' | 'mid-run' | 'frozen';
 /** How long a resumed frozen owner is watched for a late write before it is replaced. */
 const RESUMED_WATCH_MS = 5_000;
 
+/** How often a trial samples the task workflow's pending run attempt. */
+const ATTEMPT_SAMPLE_MS = 100;
+
+interface AttemptSeen {
+  attempt: number;
+  worker: string;
+  startedAtMs?: number;
+  heartbeated: boolean;
+  lastFailure?: string;
+}
+
 interface Trial {
   kill: Silence;
   recovered: boolean;
@@ -46,6 +57,12 @@ interface Trial {
   /** The task workflow's events from just before the kill to the next claim, ms relative to the kill. */
   events?: string[];
   problem?: string;
+  /**
+   * The run's attempts after the silencing, as the task workflow's pending activity showed them
+   * (sampled every ATTEMPT_SAMPLE_MS): which worker each went to, when (ms after the silencing) and
+   * whether it ever heartbeated.
+   */
+  attempts?: AttemptSeen[];
   /** A frozen owner, resumed after the recovery: its writes that landed (must be 0) and were refused. */
   lateWrites?: { landed: number; refused: number };
 }
@@ -95,6 +112,9 @@ export async function runRecoveryBench(
             ? `next claim ${trial.recoveryMs!.toFixed(0)} ms after the silencing via ${trial.path} (claim released at ${trial.reclaimAtMs} ms by run attempt ${trial.takeoverAttempt ?? '?'}` +
               `${trial.workflowTaskTimeouts?.map((t) => `, workflow task ${t.type} timeout at ${t.atMs} ms after ${t.waitedMs} ms`).join('') ?? ''})`
             : `LOST: ${trial.problem}`) +
+          (trial.attempts?.length
+            ? `; attempts: ${trial.attempts.map((a) => `${a.attempt} to ${a.worker} at ${a.startedAtMs ?? '?'} ms${a.heartbeated ? '' : ' (no heartbeat)'}`).join(', ')}`
+            : '') +
           (trial.lateWrites ? `; resumed owner: ${trial.lateWrites.landed} late writes landed, ${trial.lateWrites.refused} refused` : ''),
       );
       if (i >= 0) trials.push(trial);
@@ -176,6 +196,7 @@ async function runTrial(
   if (kill === 'frozen') victim.child.kill('SIGSTOP');
   else await victim.kill();
 
+  const sampling = sampleAttempts(temporal, taskId, killedAt);
   // Postgres says when the task is done; the graph's workflow may finish later (a frozen worker's
   // open polls hold what they were handed until it times out).
   const verified = await waitFor(
@@ -186,6 +207,7 @@ async function runTrial(
     },
     { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
   ).catch(() => false);
+  const attempts = await sampling.stop();
   const lateWrites = kill === 'frozen' ? await resumeFrozen(pool, victim, taskId) : undefined;
   const outcome =
     verified &&
@@ -195,7 +217,7 @@ async function runTrial(
     ));
   const task = await taskRead(pool, taskId);
   if (!outcome || task.status !== 'verified')
-    return { kill, recovered: false, lateWrites, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
+    return { kill, recovered: false, lateWrites, attempts, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
   const events = await eventRead(pool, 'task', taskId);
   const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
@@ -211,11 +233,45 @@ async function runTrial(
     kill,
     recovered: true,
     lateWrites,
+    attempts,
     recoveryMs: nextClaimAt - killedAt,
     path,
     reclaimAtMs: Math.round(new Date(reclaim.at).getTime() - killedAt),
     takeoverAttempt: Number(/run attempt (\d+)/.exec(reason)?.[1]) || undefined,
     ...(await timeline(temporal, taskId, killedAt, nextClaimAt)),
+  };
+}
+
+/** Samples the task workflow's pending run attempt until stopped: one entry per attempt seen. */
+function sampleAttempts(temporal: Client, taskId: string, silencedAt: number) {
+  const seen = new Map<number, AttemptSeen>();
+  let stopped = false;
+  const loop = (async () => {
+    const handle = temporal.workflow.getHandle(taskWorkflowId(taskId));
+    while (!stopped) {
+      const { raw } = await handle.describe().catch(() => ({ raw: undefined }));
+      for (const a of raw?.pendingActivities ?? []) {
+        if (!a.activityType?.name?.endsWith('batonRunTask') || !a.lastWorkerIdentity) continue;
+        const attempt = a.attempt ?? 0;
+        const startedAt = a.lastStartedTime ? eventTimeMs(a.lastStartedTime) : undefined;
+        const heartbeatAt = a.lastHeartbeatTime ? eventTimeMs(a.lastHeartbeatTime) : undefined;
+        seen.set(attempt, {
+          attempt,
+          worker: a.lastWorkerIdentity,
+          startedAtMs: startedAt === undefined ? undefined : Math.round(startedAt - silencedAt),
+          heartbeated: startedAt !== undefined && heartbeatAt !== undefined && heartbeatAt >= startedAt,
+          lastFailure: a.lastFailure?.message ?? undefined,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, ATTEMPT_SAMPLE_MS));
+    }
+  })();
+  return {
+    async stop(): Promise<AttemptSeen[]> {
+      stopped = true;
+      await loop;
+      return [...seen.values()].sort((x, y) => x.attempt - y.attempt);
+    },
   };
 }
 

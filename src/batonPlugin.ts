@@ -3,7 +3,8 @@ import type { BundleOptions, BundlerPlugin, ReplayWorkerOptions, WorkerOptions, 
 import type { BatonActivities } from '../activities/index.js';
 import { batonWorkflowsPath, workflowCode, workflowsPath, workflowsWithHostPath } from './dev/workflowBundle.js';
 import { InvalidInputError } from './errors.js';
-import { batonActivities, defaultWorkerIdentity, type BatonActivityOptions } from './worker.js';
+import { withSilentAttemptWatch } from './temporal/silentAttempts.js';
+import { batonActivities, defaultWorkerIdentity, silentAttemptWatchOptions, type BatonActivityOptions } from './worker.js';
 
 /** The module workflows/withHostWorkflows.ts re-exports a host's workflows from: an alias of the bundler's, never a package. */
 const HOST_WORKFLOWS_MODULE = '__baton_host_workflows__';
@@ -55,6 +56,12 @@ export function createBatonPlugin(options: BatonPluginOptions): BatonPlugin {
         activities: { ...worker.activities, ...own },
         ...(await batonWorkflowCode(worker)),
       };
+    },
+    // The watch on run attempts handed to frozen workers runs beside the worker, as in createBatonWorker.
+    runWorker(worker, next) {
+      const watch =
+        worker.connection && silentAttemptWatchOptions(options, worker.connection, worker.options.namespace, worker.options.identity);
+      return withSilentAttemptWatch(watch || undefined, () => next(worker));
     },
     async configureReplayWorker(worker: ReplayWorkerOptions): Promise<ReplayWorkerOptions> {
       return { ...worker, ...(await batonWorkflowCode(worker)) };

@@ -21,6 +21,7 @@ import { createPoolRunner } from './runners/poolRunner.js';
 import { repositoryMirrors } from './runners/repository.js';
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
 import type { Tracing } from './observability/tracing.js';
+import { withSilentAttemptWatch, type SilentAttemptWatchOptions } from './temporal/silentAttempts.js';
 import type { ToolAdapter } from './tools/types.js';
 
 export { workflowsPath };
@@ -78,6 +79,12 @@ export interface BatonActivityOptions {
   log?: Log;
   /** Replaces individual activities by their names (`batonVerifyTask`), e.g. to instrument them; the rest stay baton's own. */
   activityOverrides?: Partial<BatonActivities>;
+  /**
+   * While the worker runs, watch the claims past their lease and fail the run attempts Temporal
+   * handed to a frozen worker, so the next attempt goes to one that answers
+   * (src/temporal/silentAttempts.ts). (Default: true)
+   */
+  silentAttemptWatch?: boolean;
 }
 
 export interface BatonWorkerOptions extends BatonActivityOptions {
@@ -141,14 +148,27 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     },
     sinks: { ...workerOptions.sinks, ...tracing?.workerOptions.sinks },
   });
+  const whileRunning = <T>(running: () => Promise<T>) =>
+    withSilentAttemptWatch(silentAttemptWatchOptions(options, options.connection, options.namespace, identity), running);
   return {
     identity,
-    run: () => worker.run(),
+    run: () => whileRunning(() => worker.run()),
     shutdown: () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
     },
-    runUntil: (until) => worker.runUntil(until),
+    runUntil: (until) => whileRunning(() => worker.runUntil(until)),
   };
+}
+
+/** The silent-attempt watch of a worker of baton's activities, unless `options` turn it off. */
+export function silentAttemptWatchOptions(
+  options: BatonActivityOptions,
+  connection: NativeConnection,
+  namespace: string,
+  identity: string,
+): SilentAttemptWatchOptions | undefined {
+  if (options.silentAttemptWatch === false) return undefined;
+  return { db: options.db, service: connection.workflowService, namespace, identity, log: options.log ?? stderrLog };
 }
 
 /**

@@ -348,6 +348,8 @@ CREATE INDEX tasks_ready_idx ON baton.tasks USING btree (created_at, id) WHERE (
 
 CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, created_at, id) WHERE (status = 'ready'::text);
 
+CREATE INDEX tasks_running_idx ON baton.tasks USING btree (id) WHERE (status = 'running'::text);
+
 -- functions
 
 CREATE OR REPLACE FUNCTION baton.agent_authenticate(p_secret text, p_operation text)
@@ -1192,6 +1194,21 @@ BEGIN
     jsonb_build_object('attempt', c.attempts, 'lease_expires_at', c.lease_expires_at));
   RETURN c;
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.claims_silent(p_limit integer)
+ RETURNS TABLE(task_id text, owner text, claim_version bigint, lease_ms integer)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT t.id, t.owner, t.claim_version,
+         (extract(epoch FROM t.lease_expires_at - t.heartbeat_at) * 1000)::integer
+    FROM baton.tasks t
+   WHERE t.status = 'running' AND t.lease_expires_at < now()
+   ORDER BY t.lease_expires_at, t.id
+   LIMIT p_limit
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.event_append(p_subject_kind text, p_subject_id text, p_kind text, p_actor text, p_fence bigint DEFAULT NULL::bigint, p_version bigint DEFAULT NULL::bigint, p_reason text DEFAULT NULL::text, p_details jsonb DEFAULT '{}'::jsonb)
@@ -3085,6 +3102,8 @@ function baton.claim_refuse_stale_write(text,text,bigint,text): {baton_owner=X/b
 function baton.claim_release(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.claim_take(text,text,integer): {baton_owner=X/baton_owner}
+
+function baton.claims_silent(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.event_append(text,text,text,text,bigint,bigint,text,jsonb): {baton_owner=X/baton_owner}
 

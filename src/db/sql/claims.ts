@@ -64,3 +64,17 @@ export function claimRelease(
     release.details ?? {},
   ]);
 }
+
+/** A claim whose lease ran out on the database clock: its owner has not heartbeated for `leaseMs`. */
+export interface SilentClaim {
+  taskId: string;
+  owner: string;
+  claimVersion: number;
+  leaseMs: number;
+}
+
+/** T6: the claims whose lease ran out, oldest first (at most `limit`); reads only. */
+export async function claimsSilent(db: Queryable, limit: number): Promise<SilentClaim[]> {
+  const rows = await callStore<{ task_id: string; owner: string; claim_version: number; lease_ms: number }>(db, 'claims_silent', [limit]);
+  return rows.map((r) => ({ taskId: r.task_id, owner: r.owner, claimVersion: r.claim_version, leaseMs: r.lease_ms }));
+}

@@ -1,0 +1,154 @@
+// A frozen worker (alive, not answering: SIGSTOP, a hung host, a VM paused) keeps the activity polls
+// it opened before it froze, and Temporal hands them the run's retries: each such attempt counts as
+// started and then waits out a whole heartbeat timeout, so the frozen owner of a task went on
+// holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore watches the
+// tasks whose claim lease ran out on the database clock and fails, through Temporal, a run attempt
+// of such a task that has not heartbeated since it started: at once when it went to the silent owner
+// itself, after a grace otherwise. Temporal retries it, and the attempt that lands on a live worker
+// recovers the silent claim as before (docs/tasks.md, Recovery). Nothing here writes to Postgres:
+// the fence stays the only guard, so a live attempt failed by mistake costs a retry, never a write.
+import { tsToMs } from '@temporalio/common/lib/time.js';
+import type { NativeConnection } from '@temporalio/worker';
+import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
+import type { Queryable } from '../db/queryable.js';
+import type { Log } from '../log.js';
+import { taskWorkflowId } from '../tasks/taskId.js';
+
+/** How often a worker looks for silent claims. */
+const SILENT_ATTEMPT_WATCH_INTERVAL_MS = 250;
+/** Claims looked at per round, oldest first. */
+const SILENT_CLAIMS_PER_ROUND = 50;
+/** The run's activity type, under baton's name and under 0.1's. */
+const RUN_ACTIVITY_TYPES = new Set(['batonRunTask', 'runTask']);
+/** Temporal's PendingActivityState.STARTED. */
+const STARTED = 2;
+/** The failure type Temporal records for an attempt failed here (retryable). */
+export const SILENT_ATTEMPT_FAILURE = 'SilentWorkerAttempt';
+
+type WorkflowService = NativeConnection['workflowService'];
+type PendingActivity = NonNullable<Awaited<ReturnType<WorkflowService['describeWorkflowExecution']>>['pendingActivities']>[number];
+
+export interface SilentAttemptWatchOptions {
+  db: Queryable;
+  service: WorkflowService;
+  namespace: string;
+  /** This worker's identity, recorded as who failed the attempt. */
+  identity: string;
+  intervalMs?: number;
+  log: Log;
+}
+
+/**
+ * How long an attempt that went to a worker other than the silent owner may stay without a
+ * heartbeat before it is failed: a live worker heartbeats within milliseconds of its start (before
+ * its claim, even), so a quarter of the heartbeat timeout is far more than it needs.
+ */
+function graceMs(claim: SilentClaim): number {
+  return Math.max(500, Math.floor(claim.leaseMs / 4));
+}
+
+/** Starts the watch; `stop` ends it after the round in flight. */
+export function watchSilentAttempts(options: SilentAttemptWatchOptions): { stop(): Promise<void> } {
+  const intervalMs = options.intervalMs ?? SILENT_ATTEMPT_WATCH_INTERVAL_MS;
+  // Attempts seen without a heartbeat, by task and attempt, with when this worker first saw them
+  // (its own monotonic clock: the server's and the database's may differ from it).
+  const firstSeen = new Map<string, number>();
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  // A database or server that stays away fails every round alike: said once, not four times a second.
+  let lastProblem: string | undefined;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await watchRound(options, firstSeen);
+        lastProblem = undefined;
+      } catch (error) {
+        const problem = `silent-attempt watch: ${error instanceof Error ? error.message : String(error)}`;
+        if (problem !== lastProblem) options.log(problem);
+        lastProblem = problem;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, intervalMs).unref();
+      });
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await loop;
+    },
+  };
+}
+
+/** Runs `running` with the watch beside it (none when `options` is undefined), and stops the watch when it ends. */
+export async function withSilentAttemptWatch<T>(options: SilentAttemptWatchOptions | undefined, running: () => Promise<T>): Promise<T> {
+  const watch = options && watchSilentAttempts(options);
+  try {
+    return await running();
+  } finally {
+    await watch?.stop();
+  }
+}
+
+async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<string, number>): Promise<void> {
+  const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND);
+  const live = new Set<string>();
+  for (const claim of claims) {
+    try {
+      const attempt = await pendingRun(options, claim.taskId);
+      if (!attempt) continue;
+      const key = `${claim.taskId}#${attempt.attempt}`;
+      live.add(key);
+      const now = performance.now();
+      const seen = firstSeen.get(key) ?? now;
+      firstSeen.set(key, seen);
+      const toSilentOwner = attempt.lastWorkerIdentity === claim.owner;
+      if (!toSilentOwner && now - seen < graceMs(claim)) continue;
+      await failAttempt(options, claim, attempt, toSilentOwner);
+      firstSeen.delete(key);
+    } catch (error) {
+      // Another worker failed the attempt first, or the run ended meanwhile: the next round looks again.
+      options.log(`silent-attempt watch: task ${claim.taskId}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  for (const key of firstSeen.keys()) if (!live.has(key)) firstSeen.delete(key);
+}
+
+/** The task's run attempt if it started and has not heartbeated since; undefined otherwise. */
+async function pendingRun(options: SilentAttemptWatchOptions, taskId: string): Promise<PendingActivity | undefined> {
+  const description = await options.service
+    .describeWorkflowExecution({ namespace: options.namespace, execution: { workflowId: taskWorkflowId(taskId) } })
+    .catch(() => undefined); // a task run outside baton's workflow, or one that ended: nothing to do
+  const run = description?.pendingActivities?.find((a) => RUN_ACTIVITY_TYPES.has(a.activityType?.name ?? ''));
+  if (!run || run.state !== STARTED || !run.lastStartedTime) return undefined;
+  const started = tsToMs(run.lastStartedTime);
+  if (run.lastHeartbeatTime && tsToMs(run.lastHeartbeatTime) >= started) return undefined;
+  return run;
+}
+
+async function failAttempt(
+  options: SilentAttemptWatchOptions,
+  claim: SilentClaim,
+  attempt: PendingActivity,
+  toSilentOwner: boolean,
+): Promise<void> {
+  const worker = attempt.lastWorkerIdentity;
+  const message =
+    `run attempt ${attempt.attempt} went to ${worker}, which has not heartbeated since it started` +
+    (toSilentOwner
+      ? `, and whose claim (version ${claim.claimVersion}) it still holds has not been heartbeated for its ${claim.leaseMs} ms lease`
+      : `, while claim version ${claim.claimVersion} of ${claim.owner} is past its lease`) +
+    ': failed so that Temporal hands the next attempt to a worker that answers';
+  await options.service.respondActivityTaskFailedById({
+    namespace: options.namespace,
+    workflowId: taskWorkflowId(claim.taskId),
+    activityId: attempt.activityId,
+    identity: options.identity,
+    failure: { message, source: 'baton', applicationFailureInfo: { type: SILENT_ATTEMPT_FAILURE, nonRetryable: false } },
+    // The claim version the next attempt must recover travels in these (docs/tasks.md, Recovery).
+    lastHeartbeatDetails: attempt.heartbeatDetails,
+  });
+  options.log(`silent-attempt watch: task ${claim.taskId}: ${message}`);
+}

@@ -1,0 +1,140 @@
+// A frozen worker (SIGSTOP: alive, not answering) keeps the activity polls it opened, and Temporal
+// hands them the run's retries, each then waiting out a whole heartbeat timeout. The watch
+// (src/temporal/silentAttempts.ts) fails such an attempt as soon as it sees it, so the next one can
+// go to a worker that answers. Here the frozen owner is the only worker, so its open polls are
+// certain to be handed the first retry; what tells the watch's work from Temporal's own timeout is
+// the failure the next attempt records, a state, not a time.
+import { NativeConnection } from '@temporalio/worker';
+import type { temporal } from '@temporalio/proto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createBatonClient } from '../../src/client.js';
+import { eventRead, taskRead } from '../../src/db/sql/reads.js';
+import { waitFor } from '../../src/dev/waitFor.js';
+import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
+import { SILENT_ATTEMPT_FAILURE, watchSilentAttempts } from '../../src/temporal/silentAttempts.js';
+import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
+import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
+import { useTaskStack } from '../helpers/taskStack.js';
+
+const stack = useTaskStack();
+/** Long beside the watch's quarter-second rounds, so Temporal's own timeout cannot come first on a busy machine. */
+const HEARTBEAT_TIMEOUT_MS = 10_000;
+
+type PendingActivity = temporal.api.workflow.v1.IPendingActivityInfo;
+
+let fleet: WorkerFleet | undefined;
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+});
+
+/** A task mid-run on the fleet's only worker, which is then frozen; resolves once Temporal handed the run's retry to it. */
+async function frozenOwnerHoldingARetry() {
+  const repo = await createScriptedRepo();
+  fleet = await startWorkerFleet({ name: 'silent-attempts', env: stack.workerEnv, size: 1 });
+  const [owner] = fleet.workers;
+  const client = createBatonClient({ db: stack.db.pool, temporal: stack.temporal.client, taskQueue: fleet.taskQueue });
+  const graph = await client.submitGraph(
+    {
+      id: `silent-${Math.random().toString(36).slice(2, 8)}`,
+      repo,
+      policy: { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, maxAttempts: 3 },
+      tasks: [{ key: 'work', run: { command: steppingAgent(200, 'done.txt') }, verify: { command: 'test -f done.txt' } }],
+    },
+    'test',
+  );
+  const taskId = taskIdOf(graph.id, 'work');
+  const claimed = await waitFor(
+    'the owner to be mid-run',
+    async () => {
+      const task = await taskRead(stack.db.pool, taskId);
+      if (task.status !== 'running' || Number(task.progress?.lines ?? 0) < 3) throw new Error(`task is ${task.status}`);
+      return task;
+    },
+    { timeoutMs: 120_000, intervalMs: 100 },
+  );
+  expect(claimed.owner).toBe(owner!.identity);
+  owner!.child.kill('SIGSTOP');
+  const held = await waitFor(
+    'the frozen owner to be handed the run retry',
+    async () => {
+      const run = await pendingRun(taskId);
+      if (!run || (run.attempt ?? 0) < 2 || run.state !== 2) throw new Error(`attempt ${run?.attempt} in state ${run?.state}`);
+      return run;
+    },
+    { timeoutMs: 120_000, intervalMs: 100 },
+  );
+  expect(held.lastWorkerIdentity).toBe(owner!.identity);
+  return { taskId, claimed, attempt: held.attempt! };
+}
+
+async function pendingRun(taskId: string): Promise<PendingActivity | undefined> {
+  const { raw } = await stack.temporal.client.workflow.getHandle(taskWorkflowId(taskId)).describe();
+  return raw.pendingActivities?.find((a) => a.activityType?.name === 'batonRunTask');
+}
+
+/** The run's next attempt after `attempt`, with the failure that ended the one before. */
+async function nextAttempt(taskId: string, attempt: number): Promise<PendingActivity> {
+  return waitFor(
+    `run attempt ${attempt + 1}`,
+    async () => {
+      const run = await pendingRun(taskId);
+      if (!run || (run.attempt ?? 0) <= attempt) throw new Error(`attempt ${run?.attempt}`);
+      return run;
+    },
+    { timeoutMs: 120_000, intervalMs: 50 },
+  );
+}
+
+describe('the watch on attempts handed to a silent worker', () => {
+  it('fails the retry a frozen owner was handed, so the next goes to a worker that answers, which recovers the task', async () => {
+    const { taskId, claimed, attempt } = await frozenOwnerHoldingARetry();
+    const connection = await NativeConnection.connect({ address: stack.temporal.address });
+    const login = await stack.db.login('baton_worker');
+    const lines: string[] = [];
+    const watch = watchSilentAttempts({
+      db: login.pool,
+      service: connection.workflowService,
+      namespace: stack.temporal.namespace,
+      identity: 'test-watch',
+      log: (line) => lines.push(line),
+    });
+    try {
+      const next = await nextAttempt(taskId, attempt);
+      expect(next.lastFailure?.applicationFailureInfo?.type).toBe(SILENT_ATTEMPT_FAILURE);
+      expect(next.lastFailure?.message).toMatch(
+        `run attempt ${attempt} went to ${claimed.owner}, which has not heartbeated since it started`,
+      );
+      // The claim version the next attempt must recover came through the failure.
+      expect(next.heartbeatDetails?.payloads?.length).toBe(1);
+      expect(lines).toContainEqual(expect.stringContaining(`task ${taskId}: run attempt ${attempt} went to ${claimed.owner}`));
+
+      // A worker that answers takes the run over: it recovers the frozen claim and finishes the task.
+      fleet!.spawn();
+      const task = await waitFor(
+        'the task to be verified',
+        async () => {
+          const current = await taskRead(stack.db.pool, taskId);
+          if (current.status !== 'verified') throw new Error(`task is ${current.status}`);
+          return current;
+        },
+        { timeoutMs: 180_000, intervalMs: 200 },
+      );
+      expect(task.claimVersion).toBeGreaterThan(claimed.claimVersion);
+      expect(task.owner).not.toBe(claimed.owner);
+      const events = await eventRead(stack.db.pool, 'task', taskId);
+      const reclaimed = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
+      expect(reclaimed?.reason).toMatch(/^owner silent: .* left claim version \d+ held; run attempt \d+ takes over/);
+    } finally {
+      await watch.stop();
+      await connection.close();
+    }
+  }, 600_000);
+
+  it('is what made the difference: without it the retry waits out the heartbeat timeout on the frozen owner', async () => {
+    const { taskId, attempt } = await frozenOwnerHoldingARetry();
+    const next = await nextAttempt(taskId, attempt);
+    expect(next.lastFailure?.applicationFailureInfo?.type).not.toBe(SILENT_ATTEMPT_FAILURE);
+    expect(next.lastFailure?.timeoutFailureInfo).toBeTruthy();
+  }, 600_000);
+});
