@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { createBatonClient } from '../src/client.js';
 import { eventRead, taskRead } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
+import { resumeFrozenOwner } from '../src/drills/d2WorkerKill.js';
 import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/types.js';
 import type { TaskRow } from '../src/tasks/types.js';
 import { taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
@@ -280,19 +281,7 @@ function sampleAttempts(temporal: Client, taskId: string, silencedAt: number) {
  * owner that had nothing left to write) and kills it; every write it makes must be refused.
  */
 async function resumeFrozen(pool: BenchContext['stack']['pool'], victim: BenchWorker, taskId: string) {
-  const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-  const late = async () =>
-    (await eventRead(pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
-  victim.child.kill('SIGCONT');
-  await waitFor(
-    'a late write of the resumed owner',
-    async () => {
-      if (!(await late()).length) throw new Error('none yet');
-    },
-    { timeoutMs: RESUMED_WATCH_MS, intervalMs: 100 },
-  ).catch(() => undefined);
-  await victim.kill();
-  const events = await late();
+  const events = await resumeFrozenOwner(pool, victim, taskId, () => victim.kill(), RESUMED_WATCH_MS);
   const refused = events.filter((e) => e.kind === 'stale_write_refused').length;
   return { landed: events.length - refused, refused };
 }

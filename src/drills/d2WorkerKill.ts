@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
@@ -217,24 +218,35 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
 const RESUMED_WATCH_MS = 10_000;
 
 /**
- * Resumes a frozen owner once its task is settled, waits until it tries a late write (or a while,
- * for an owner that had nothing left to write), then replaces it. Every event it records after its
- * resumption must be a refusal.
+ * Resumes a frozen owner once its task is settled, waits until it tries a late write (or `watchMs`,
+ * for an owner that had nothing left to write), then has `stop` end it. Returns the events it
+ * recorded after its resumption, each of which must be a refusal (`stale_write_refused`).
  */
-async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string, tally: Tally): Promise<void> {
-  const { rows } = await trial.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+export async function resumeFrozenOwner(
+  pool: pg.Pool,
+  victim: { identity: string; child: ChildProcess },
+  taskId: string,
+  stop: () => Promise<unknown>,
+  watchMs = RESUMED_WATCH_MS,
+) {
+  const { rows } = await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
   const late = async () =>
-    (await eventRead(trial.pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
+    (await eventRead(pool, 'task', taskId)).filter((e) => e.actor === victim.identity && new Date(e.at) >= rows[0]!.now);
   victim.child.kill('SIGCONT');
   await waitFor(
     'a late write of the resumed owner',
     async () => {
       if (!(await late()).length) throw new Error('none yet');
     },
-    { timeoutMs: RESUMED_WATCH_MS, intervalMs: 100 },
+    { timeoutMs: watchMs, intervalMs: 100 },
   ).catch(() => undefined);
-  await trial.fleet.killAndReplace(victim);
-  const events = await late();
+  await stop();
+  return late();
+}
+
+/** The drill's tally of a resumed frozen owner's late writes. */
+async function resumeFrozen(trial: Trial, victim: WorkerProcess, taskId: string, tally: Tally): Promise<void> {
+  const events = await resumeFrozenOwner(trial.pool, victim, taskId, () => trial.fleet.killAndReplace(victim));
   const landed = events.filter((e) => e.kind !== 'stale_write_refused');
   tally.refusedLateWrites += events.length - landed.length;
   tally.frozenTrials++;
