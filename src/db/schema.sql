@@ -1196,7 +1196,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.claims_silent(p_limit integer)
+CREATE OR REPLACE FUNCTION baton.claims_silent(p_limit integer, p_within_ms integer)
  RETURNS TABLE(task_id text, owner text, claim_version bigint, lease_ms integer)
  LANGUAGE sql
  STABLE SECURITY DEFINER
@@ -1206,7 +1206,8 @@ AS $function$
          (extract(epoch FROM t.lease_expires_at - t.heartbeat_at) * 1000)::integer
     FROM baton.tasks t
    WHERE t.status = 'running' AND t.lease_expires_at < now()
-   ORDER BY t.lease_expires_at, t.id
+     AND t.lease_expires_at > now() - p_within_ms * interval '1 millisecond'
+   ORDER BY t.lease_expires_at DESC, t.id
    LIMIT p_limit
 $function$
 ;
@@ -3103,7 +3104,7 @@ function baton.claim_release(text,bigint,text,text,text,jsonb): {baton_owner=X/b
 
 function baton.claim_take(text,text,integer): {baton_owner=X/baton_owner}
 
-function baton.claims_silent(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.claims_silent(integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.event_append(text,text,text,text,bigint,bigint,text,jsonb): {baton_owner=X/baton_owner}
 

@@ -16,8 +16,14 @@ import { taskWorkflowId } from '../tasks/taskId.js';
 
 /** How often a worker looks for silent claims. */
 const SILENT_ATTEMPT_WATCH_INTERVAL_MS = 250;
-/** Claims looked at per round, oldest first. */
+/** Claims looked at per round, the latest silences first. */
 const SILENT_CLAIMS_PER_ROUND = 50;
+/**
+ * How far back a silence is watched. A frozen worker's open polls are handed attempts only until
+ * the server ends them (its long poll, about a minute); the bench saw them swallow attempts for
+ * 20 s. Older claims are the workflow's to recover (docs/tasks.md).
+ */
+const SILENT_CLAIM_WINDOW_MS = 180_000;
 /** The run's activity type, under baton's name and under 0.1's. */
 const RUN_ACTIVITY_TYPES = new Set(['batonRunTask', 'runTask']);
 /** Temporal's PendingActivityState.STARTED. */
@@ -93,7 +99,7 @@ export async function withSilentAttemptWatch<T>(options: SilentAttemptWatchOptio
 }
 
 async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<string, number>): Promise<void> {
-  const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND);
+  const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND, SILENT_CLAIM_WINDOW_MS);
   const live = new Set<string>();
   for (const claim of claims) {
     try {

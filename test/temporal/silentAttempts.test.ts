@@ -8,12 +8,14 @@ import { NativeConnection } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBatonClient } from '../../src/client.js';
+import { claimsSilent, taskClaim } from '../../src/db/sql/claims.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
 import { SILENT_ATTEMPT_FAILURE, watchSilentAttempts } from '../../src/temporal/silentAttempts.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
+import { insertTask } from '../helpers/tasks.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const stack = useTaskStack();
@@ -87,6 +89,34 @@ async function nextAttempt(taskId: string, attempt: number): Promise<PendingActi
 }
 
 describe('the watch on attempts handed to a silent worker', () => {
+  // Claims left long ago (a queue no worker serves any more) must not crowd a fresh silence out of
+  // the watch's rounds: the bench's frozen row once waited out every timeout behind 50 of them.
+  it('sees the latest silences first, and none older than its window', async () => {
+    const stale = await Promise.all(
+      Array.from({ length: 3 }, () => insertTask(stack.db.pool, { status: 'running', owner: 'gone-long-ago' })),
+    );
+    await stack.db.pool.query(
+      "UPDATE baton.tasks SET heartbeat_at = now() - interval '1 hour', lease_expires_at = now() - interval '59 minutes' WHERE id = ANY($1)",
+      [stale.map((t) => t.id)],
+    );
+    const fresh = await insertTask(stack.db.pool);
+    await taskClaim(stack.db.pool, fresh.id, 'frozen-just-now', 1);
+    const seen = await waitFor(
+      'the fresh claim to be past its lease',
+      async () => {
+        const claims = await claimsSilent(stack.db.pool, 2, 60_000);
+        if (!claims.some((c) => c.taskId === fresh.id)) throw new Error('not yet');
+        return claims;
+      },
+      { timeoutMs: 10_000, intervalMs: 10 },
+    );
+    expect(seen[0]).toMatchObject({ taskId: fresh.id, owner: 'frozen-just-now', leaseMs: 1 });
+    expect(seen.map((c) => c.taskId)).not.toEqual(expect.arrayContaining([stale[0]!.id]));
+    const wider = await claimsSilent(stack.db.pool, 10, 7_200_000);
+    expect(wider.map((c) => c.taskId)).toEqual(expect.arrayContaining(stale.map((t) => t.id)));
+    expect(wider[0]!.taskId).toBe(fresh.id);
+  });
+
   it('fails the retry a frozen owner was handed, so the next goes to a worker that answers, which recovers the task', async () => {
     const { taskId, claimed, attempt } = await frozenOwnerHoldingARetry();
     const connection = await NativeConnection.connect({ address: stack.temporal.address });

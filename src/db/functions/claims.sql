@@ -98,10 +98,12 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.claim_release TO baton_worker;
 
--- T6: claims whose lease ran out on the database clock (their owner stopped heartbeating, or froze),
--- oldest first, with the lease each was given (the graph's heartbeat timeout). Workers watch these
--- tasks' run attempts in Temporal (src/temporal/silentAttempts.ts); this changes nothing.
-CREATE FUNCTION baton.claims_silent(p_limit integer)
+-- T6: claims whose lease ran out on the database clock in the last p_within_ms (their owner stopped
+-- heartbeating, or froze), the latest first, with the lease each was given (the graph's heartbeat
+-- timeout). Workers watch these tasks' run attempts in Temporal (src/temporal/silentAttempts.ts):
+-- the latest first, so claims left long ago (a task queue no worker serves) never crowd out a fresh
+-- silence. Changes nothing.
+CREATE FUNCTION baton.claims_silent(p_limit integer, p_within_ms integer)
 RETURNS TABLE (task_id text, owner text, claim_version bigint, lease_ms integer)
 LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
@@ -109,7 +111,8 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
          (extract(epoch FROM t.lease_expires_at - t.heartbeat_at) * 1000)::integer
     FROM baton.tasks t
    WHERE t.status = 'running' AND t.lease_expires_at < now()
-   ORDER BY t.lease_expires_at, t.id
+     AND t.lease_expires_at > now() - p_within_ms * interval '1 millisecond'
+   ORDER BY t.lease_expires_at DESC, t.id
    LIMIT p_limit
 $$;
 GRANT EXECUTE ON FUNCTION baton.claims_silent TO baton_worker;

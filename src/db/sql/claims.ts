@@ -73,8 +73,11 @@ export interface SilentClaim {
   leaseMs: number;
 }
 
-/** T6: the claims whose lease ran out, oldest first (at most `limit`); reads only. */
-export async function claimsSilent(db: Queryable, limit: number): Promise<SilentClaim[]> {
-  const rows = await callStore<{ task_id: string; owner: string; claim_version: number; lease_ms: number }>(db, 'claims_silent', [limit]);
+/** T6: the claims whose lease ran out in the last `withinMs`, the latest first (at most `limit`); reads only. */
+export async function claimsSilent(db: Queryable, limit: number, withinMs: number): Promise<SilentClaim[]> {
+  const rows = await callStore<{ task_id: string; owner: string; claim_version: number; lease_ms: number }>(db, 'claims_silent', [
+    limit,
+    withinMs,
+  ]);
   return rows.map((r) => ({ taskId: r.task_id, owner: r.owner, claimVersion: r.claim_version, leaseMs: r.lease_ms }));
 }
