@@ -58,6 +58,8 @@ interface Trial {
   /** The task workflow's events from just before the kill to the next claim, ms relative to the kill. */
   events?: string[];
   problem?: string;
+  /** What the live workers' silent-attempt watch said during the trial (its failures of attempts, its errors). */
+  watch?: string[];
   /**
    * The run's attempts after the silencing, as the task workflow's pending activity showed them
    * (sampled every ATTEMPT_SAMPLE_MS): which worker each went to, when (ms after the silencing) and
@@ -209,6 +211,13 @@ async function runTrial(
     { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 50 },
   ).catch(() => false);
   const attempts = await sampling.stop();
+  const watch = workers
+    .filter((w) => w !== victim)
+    .flatMap((w) => w.output().split('\n'))
+    // This task's lines, and the watch's own errors (which name no task).
+    .filter((line) => line.includes('silent-attempt watch') && (line.includes(taskId) || !line.includes(': task ')))
+    .map((line) => line.slice(0, 300))
+    .slice(-8);
   const lateWrites = kill === 'frozen' ? await resumeFrozen(pool, victim, taskId) : undefined;
   const outcome =
     verified &&
@@ -218,7 +227,7 @@ async function runTrial(
     ));
   const task = await taskRead(pool, taskId);
   if (!outcome || task.status !== 'verified')
-    return { kill, recovered: false, lateWrites, attempts, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
+    return { kill, recovered: false, lateWrites, attempts, watch, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };
   const events = await eventRead(pool, 'task', taskId);
   const nextClaim = events.find((e) => e.kind === 'claimed' && (e.fence ?? 0) > claimed.claimVersion);
   const reclaim = events.find((e) => e.kind === 'reclaimed_after_silence' && e.fence === claimed.claimVersion);
@@ -235,6 +244,7 @@ async function runTrial(
     recovered: true,
     lateWrites,
     attempts,
+    watch,
     recoveryMs: nextClaimAt - killedAt,
     path,
     reclaimAtMs: Math.round(new Date(reclaim.at).getTime() - killedAt),
