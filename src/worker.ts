@@ -168,7 +168,7 @@ export function silentAttemptWatchOptions(
   identity: string,
 ): SilentAttemptWatchOptions | undefined {
   if (options.silentAttemptWatch === false) return undefined;
-  return { db: options.db, service: connection.workflowService, namespace, identity, log: options.log ?? stderrLog };
+  return { db: options.db, connection, namespace, identity, log: options.log ?? stderrLog };
 }
 
 /**

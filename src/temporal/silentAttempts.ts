@@ -16,8 +16,13 @@ import { taskWorkflowId } from '../tasks/taskId.js';
 
 /** How often a worker looks for silent claims. */
 const SILENT_ATTEMPT_WATCH_INTERVAL_MS = 250;
-/** Claims looked at per round, the latest silences first. */
-const SILENT_CLAIMS_PER_ROUND = 50;
+/**
+ * Claims looked at per round, the latest silences first: each costs every worker a describe call
+ * four times a second while it lasts, so a worker frozen with many claims is worked through in turn.
+ */
+const SILENT_CLAIMS_PER_ROUND = 20;
+/** How long one call to Temporal may take: a call that never answers must not stop the watch for good. */
+const CALL_DEADLINE_MS = 5_000;
 /**
  * How far back a silence is watched. A frozen worker's open polls are handed attempts only until
  * the server ends them (its long poll, about a minute); the bench saw them swallow attempts for
@@ -31,17 +36,26 @@ const STARTED = 2;
 /** The failure type Temporal records for an attempt failed here (retryable). */
 export const SILENT_ATTEMPT_FAILURE = 'SilentWorkerAttempt';
 
-type WorkflowService = NativeConnection['workflowService'];
-type PendingActivity = NonNullable<Awaited<ReturnType<WorkflowService['describeWorkflowExecution']>>['pendingActivities']>[number];
+type PendingActivity = NonNullable<
+  Awaited<ReturnType<NativeConnection['workflowService']['describeWorkflowExecution']>>['pendingActivities']
+>[number];
 
 export interface SilentAttemptWatchOptions {
   db: Queryable;
-  service: WorkflowService;
+  connection: NativeConnection;
   namespace: string;
   /** This worker's identity, recorded as who failed the attempt. */
   identity: string;
-  intervalMs?: number;
   log: Log;
+}
+
+/** A call to Temporal's workflow service on the watch's connection, cut off after CALL_DEADLINE_MS. */
+function callTemporal<T>(
+  options: SilentAttemptWatchOptions,
+  call: (service: NativeConnection['workflowService']) => Promise<T>,
+): Promise<T> {
+  const { connection } = options;
+  return connection.withDeadline(Date.now() + CALL_DEADLINE_MS, () => call(connection.workflowService));
 }
 
 /**
@@ -55,7 +69,6 @@ function graceMs(claim: SilentClaim): number {
 
 /** Starts the watch; `stop` ends it after the round in flight. */
 export function watchSilentAttempts(options: SilentAttemptWatchOptions): { stop(): Promise<void> } {
-  const intervalMs = options.intervalMs ?? SILENT_ATTEMPT_WATCH_INTERVAL_MS;
   // Attempts seen without a heartbeat, by task and attempt, with when this worker first saw them
   // (its own monotonic clock: the server's and the database's may differ from it).
   const firstSeen = new Map<string, number>();
@@ -75,7 +88,7 @@ export function watchSilentAttempts(options: SilentAttemptWatchOptions): { stop(
       }
       await new Promise<void>((resolve) => {
         wake = resolve;
-        setTimeout(resolve, intervalMs).unref();
+        setTimeout(resolve, SILENT_ATTEMPT_WATCH_INTERVAL_MS).unref();
       });
     }
   })();
@@ -124,9 +137,9 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
 
 /** The task's run attempt if it started and has not heartbeated since; undefined otherwise. */
 async function pendingRun(options: SilentAttemptWatchOptions, taskId: string): Promise<PendingActivity | undefined> {
-  const description = await options.service
-    .describeWorkflowExecution({ namespace: options.namespace, execution: { workflowId: taskWorkflowId(taskId) } })
-    .catch(() => undefined); // a task run outside baton's workflow, or one that ended: nothing to do
+  const description = await callTemporal(options, (service) =>
+    service.describeWorkflowExecution({ namespace: options.namespace, execution: { workflowId: taskWorkflowId(taskId) } }),
+  ).catch(() => undefined); // a task run outside baton's workflow, or one that ended: nothing to do
   const run = description?.pendingActivities?.find((a) => RUN_ACTIVITY_TYPES.has(a.activityType?.name ?? ''));
   if (!run || run.state !== STARTED || !run.lastStartedTime) return undefined;
   const started = tsToMs(run.lastStartedTime);
@@ -147,14 +160,16 @@ async function failAttempt(
       ? `, and whose claim (version ${claim.claimVersion}) it still holds has not been heartbeated for its ${claim.leaseMs} ms lease`
       : `, while claim version ${claim.claimVersion} of ${claim.owner} is past its lease`) +
     ': failed so that Temporal hands the next attempt to a worker that answers';
-  await options.service.respondActivityTaskFailedById({
-    namespace: options.namespace,
-    workflowId: taskWorkflowId(claim.taskId),
-    activityId: attempt.activityId,
-    identity: options.identity,
-    failure: { message, source: 'baton', applicationFailureInfo: { type: SILENT_ATTEMPT_FAILURE, nonRetryable: false } },
-    // The claim version the next attempt must recover travels in these (docs/tasks.md, Recovery).
-    lastHeartbeatDetails: attempt.heartbeatDetails,
-  });
+  await callTemporal(options, (service) =>
+    service.respondActivityTaskFailedById({
+      namespace: options.namespace,
+      workflowId: taskWorkflowId(claim.taskId),
+      activityId: attempt.activityId,
+      identity: options.identity,
+      failure: { message, source: 'baton', applicationFailureInfo: { type: SILENT_ATTEMPT_FAILURE, nonRetryable: false } },
+      // The claim version the next attempt must recover travels in these (docs/tasks.md, Recovery).
+      lastHeartbeatDetails: attempt.heartbeatDetails,
+    }),
+  );
   options.log(`silent-attempt watch: task ${claim.taskId}: ${message}`);
 }

@@ -124,7 +124,7 @@ describe('the watch on attempts handed to a silent worker', () => {
     const lines: string[] = [];
     const watch = watchSilentAttempts({
       db: login.pool,
-      service: connection.workflowService,
+      connection,
       namespace: stack.temporal.namespace,
       identity: 'test-watch',
       log: (line) => lines.push(line),
