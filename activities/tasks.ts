@@ -162,7 +162,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     async batonRunTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
       const ctx = Context.current();
       if (ctx.info.attempt > 1 && (await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
-      const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs);
+      const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs, input.maxAttempts);
       if (!claim) return null;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
       // SPEC U6: the fields every record of this run carries (docs/observability.md).

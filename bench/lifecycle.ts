@@ -134,6 +134,8 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
       activitiesPerLifecycle: activities,
       batonActivityTypes: [...probeGraph.activityTypes, ...probeTask.activityTypes],
       throughputRatio: spread(pairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
+      // The ratio's baseline follows baton's activity count, so one activity less speeds both sides up.
+      batonPerSecond: spread(pairs.map((p) => p.candidate.perSecond)),
       p50Ratio: spread(pairs.map((p) => p.candidate.latencyMs.p50 / p.baseline.latencyMs.p50)),
       p99Ratio: spread(pairs.map((p) => p.candidate.latencyMs.p99 / p.baseline.latencyMs.p99)),
       transactionsPerLifecycle: spread(pairs.map((p) => p.candidate.transactionsPerLifecycle ?? NaN)),

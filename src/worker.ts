@@ -36,12 +36,14 @@ export const STICKY_QUEUE_TIMEOUT_MS_DEFAULT = 2_000;
 
 /**
  * How many activity polls a worker keeps open. A frozen worker (alive, not answering) is still
- * handed one task per open poll, and each run retry it swallows costs another heartbeat timeout:
- * Temporal's default of 10 let one frozen worker delay a recovery by nine timeouts. Two polls keep
- * dispatch far above what agents need (a poll returns in milliseconds) and bound that delay.
- * (Default: 2)
+ * handed one task per open poll, ahead of the live workers' polls, and each run retry it swallows
+ * delays the recovery (by a second or so with the silent-attempt watch, by a heartbeat timeout
+ * without): Temporal's default of 10 let one frozen owner hold its task for up to ten more attempts.
+ * One poll keeps dispatch far above what agents need (a poll returns in milliseconds; the bench's
+ * lifecycles ran as fast as with 10) and bounds the delay to one attempt. Set as the activity poller
+ * behaviour: the SDK (1.24) ignores `maxConcurrentActivityTaskPolls`. (Default: 1)
  */
-export const ACTIVITY_TASK_POLLS_DEFAULT = 2;
+export const ACTIVITY_TASK_POLLS_DEFAULT = 1;
 
 /** Environment variable naming this worker; it becomes the owner of every claim the worker takes (T5). */
 const WORKER_ID_ENV = 'BATON_WORKER_ID';
@@ -132,7 +134,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     : await workflowCode(tracing?.workflowInterceptorModules);
   const worker = await Worker.create({
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS_DEFAULT,
-    maxConcurrentActivityTaskPolls: ACTIVITY_TASK_POLLS_DEFAULT,
+    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: ACTIVITY_TASK_POLLS_DEFAULT },
     ...workerOptions,
     // Never overridden: the queue the client uses, and the identity that owns this worker's claims.
     connection: options.connection,

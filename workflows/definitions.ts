@@ -31,6 +31,12 @@ export interface TaskWorkflowInput {
    * the workflows of the dependents it released, which the graph's workflow will not. (Default: false)
    */
   wakeDependents?: boolean;
+  /**
+   * Postgres made the task ready just before this workflow was started (the graph's workflow starts
+   * exactly those): the claim is the first look, with no read before it. A claim refused (the task
+   * moved on, or has no attempts left) sends the workflow back to reading. (Default: false)
+   */
+  ready?: boolean;
   /** Carried over continue-as-new: the dependents this lifecycle's verifications released so far. */
   released?: string[];
   /** The namespace has baton's search attributes (src/temporal/searchAttributes.ts): set them. (Default: false) */

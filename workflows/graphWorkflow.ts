@@ -94,12 +94,12 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
     running++;
     startedThisRun++;
     progress[taskId] = 'started';
-    // Postgres already made the task ready: its workflow claims it at once.
+    // Postgres already made the task ready: its workflow claims it at once, without reading it first.
     void startChild<typeof batonTaskWorkflow>(batonName('batonTaskWorkflow'), {
       workflowId: taskWorkflowId(taskId),
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
-      args: [{ taskId, policy: input.policy, ...(input.searchAttributes && { searchAttributes: true }) }],
+      args: [{ taskId, policy: input.policy, ready: true, ...(input.searchAttributes && { searchAttributes: true }) }],
       ...taskSearchAttributes(taskId, input.searchAttributes),
     })
       .then((handle) => handle.result())

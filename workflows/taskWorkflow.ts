@@ -109,11 +109,16 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     upsertSearchAttributes([{ key: TASK_STATUS_ATTRIBUTE, value: status }]);
     shownStatus = status;
   };
+  if (input.ready) {
+    showStatus('ready');
+    known = await claimAndRun(taskId, policy);
+  }
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
       // Under the prefixed type, so an execution started under 0.1's type leaves it here.
-      await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow') })({ ...input, released });
+      const next = { ...input, ready: false, released };
+      await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow') })(next);
     }
     if (!known) recheck.pending = false; // this read sees every change signalled so far
     const task = known ?? (await store.batonReadTask({ taskId }));

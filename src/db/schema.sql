@@ -2328,7 +2328,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer)
+CREATE OR REPLACE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer, p_max_attempts integer DEFAULT NULL::integer)
  RETURNS SETOF baton.claim
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2338,7 +2338,9 @@ DECLARE
   v_id text;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
+  SELECT id INTO v_id FROM baton.tasks
+   WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
+     FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
@@ -3230,7 +3232,7 @@ function baton.task_check_change(): {baton_owner=X/baton_owner}
 
 function baton.task_check_release(): {baton_owner=X/baton_owner}
 
-function baton.task_claim(text,text,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.task_claim(text,text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.task_claim_next(text,integer,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

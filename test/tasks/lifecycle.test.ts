@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { graphSubmit } from '../../src/db/sql/graphs.js';
+import { taskFailAttempt } from '../../src/db/sql/ownerWrites.js';
 import { waitFor } from '../../src/dev/waitFor.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import { claimFence } from '../../src/testkit/claims.js';
 import type { TaskRow } from '../../src/tasks/types.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { taskWorkflowId } from '../../src/tasks/taskId.js';
@@ -250,6 +254,20 @@ describe('task lifecycle on real Temporal and Postgres', () => {
     const kinds = (await stack.client.events(`${id}/work`)).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'claimed', 'claim_released', 'claimed', 'claim_released', 'failed']);
     expect(runFailures.get(`${id}/work`)).toBe(2);
+  });
+
+  it('never claims a task past its attempts when its workflow starts on it as ready: it fails the task instead', async () => {
+    const id = `g-${randomUUID().slice(0, 8)}`;
+    const spec = { id, policy: { maxAttempts: 1 }, tasks: [{ key: 'work', run: { function: 'commit' }, verify: { function: 'pass' } }] };
+    // Another claimer used the task's only attempt before the graph's workflow started: ready, no attempts left.
+    await graphSubmit(stack.db.pool, parseGraphSpec(spec), 'test');
+    await taskFailAttempt(stack.db.pool, await claimFence(stack.db.pool, `${id}/work`, 'another-claimer'), 'gave up', true);
+    expect(await stack.client.task(`${id}/work`)).toMatchObject({ status: 'ready', attempts: 1 });
+
+    await stack.client.submitGraph(spec, 'test');
+    expect((await stack.client.waitForGraph(id)).failed).toEqual([`${id}/work`]);
+    const kinds = (await stack.client.events(`${id}/work`)).map((e) => e.kind);
+    expect(kinds).toEqual(['created', 'claimed', 'attempt_failed', 'failed']);
   });
 
   it("starts a fresh count of attempts on an operator's rerun: a task failed for its attempts runs again", async () => {

@@ -26,15 +26,19 @@ BEGIN
   END IF;
 END $$;
 
--- T3: claim one named task if it is ready. Returns no row when it is not (or another claim holds its lock).
-CREATE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer) RETURNS SETOF baton.claim
+-- T3: claim one named task if it is ready and, when p_max_attempts is given, has attempts left. Returns no
+-- row when it is not (or another claim holds its lock).
+CREATE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer, p_max_attempts integer DEFAULT NULL)
+RETURNS SETOF baton.claim
 LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id INTO v_id FROM baton.tasks WHERE id = p_task_id AND status = 'ready' FOR UPDATE SKIP LOCKED;
+  SELECT id INTO v_id FROM baton.tasks
+   WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
+     FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;

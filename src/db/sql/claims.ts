@@ -29,9 +29,18 @@ export function toClaim(row: ClaimRecord): Claim {
   };
 }
 
-/** T3: claims the named task if it is ready; undefined when it is not (never waits on a lock). */
-export async function taskClaim(db: Queryable, taskId: string, owner: string, leaseMs: number): Promise<Claim | undefined> {
-  const [row] = await callStore<ClaimRecord>(db, 'task_claim', [taskId, owner, leaseMs]);
+/**
+ * T3: claims the named task if it is ready and, given `maxAttempts`, has attempts left; undefined
+ * when it is not (never waits on a lock).
+ */
+export async function taskClaim(
+  db: Queryable,
+  taskId: string,
+  owner: string,
+  leaseMs: number,
+  maxAttempts?: number,
+): Promise<Claim | undefined> {
+  const [row] = await callStore<ClaimRecord>(db, 'task_claim', [taskId, owner, leaseMs, maxAttempts ?? null]);
   return row ? toClaim(row) : undefined;
 }
 
