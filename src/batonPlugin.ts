@@ -3,8 +3,7 @@ import type { BundleOptions, BundlerPlugin, ReplayWorkerOptions, WorkerOptions, 
 import type { BatonActivities } from '../activities/index.js';
 import { batonWorkflowsPath, workflowCode, workflowsPath, workflowsWithHostPath } from './dev/workflowBundle.js';
 import { InvalidInputError } from './errors.js';
-import { withSilentAttemptWatch } from './temporal/silentAttempts.js';
-import { batonActivities, defaultWorkerIdentity, silentAttemptWatchOptions, type BatonActivityOptions } from './worker.js';
+import { batonActivities, defaultWorkerIdentity, withWorkerLoops, type BatonActivityOptions } from './worker.js';
 
 /** The module workflows/withHostWorkflows.ts re-exports a host's workflows from: an alias of the bundler's, never a package. */
 const HOST_WORKFLOWS_MODULE = '__baton_host_workflows__';
@@ -57,11 +56,9 @@ export function createBatonPlugin(options: BatonPluginOptions): BatonPlugin {
         ...(await batonWorkflowCode(worker)),
       };
     },
-    // The watch on run attempts handed to frozen workers runs beside the worker, as in createBatonWorker.
+    // What runs beside baton's worker runs beside the host's, as in createBatonWorker.
     runWorker(worker, next) {
-      const watch =
-        worker.connection && silentAttemptWatchOptions(options, worker.connection, worker.options.namespace, worker.options.identity);
-      return withSilentAttemptWatch(watch || undefined, () => next(worker));
+      return withWorkerLoops(options, worker.connection, worker.options.namespace, worker.options.identity, () => next(worker));
     },
     async configureReplayWorker(worker: ReplayWorkerOptions): Promise<ReplayWorkerOptions> {
       return { ...worker, ...(await batonWorkflowCode(worker)) };

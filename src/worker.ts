@@ -21,7 +21,9 @@ import { createPoolRunner } from './runners/poolRunner.js';
 import { repositoryMirrors } from './runners/repository.js';
 import { httpToolsFromEnv } from './tools/httpToolsConfig.js';
 import type { Tracing } from './observability/tracing.js';
-import { withSilentAttemptWatch, type SilentAttemptWatchOptions } from './temporal/silentAttempts.js';
+import { watchSilentAttempts } from './temporal/silentAttempts.js';
+import { withRepeating, type Repeating } from './everyInterval.js';
+import { sweepSilentHoldersOnTime } from './objects/holderSweep.js';
 import type { ToolAdapter } from './tools/types.js';
 
 export { workflowsPath };
@@ -87,6 +89,12 @@ export interface BatonActivityOptions {
    * (src/temporal/silentAttempts.ts). (Default: true)
    */
   silentAttemptWatch?: boolean;
+  /**
+   * While the worker runs, record the loss of the role of every object holder past its silence
+   * timeout, within about a second, rather than at the next call on the object
+   * (src/objects/holderSweep.ts). (Default: true)
+   */
+  holderSweep?: boolean;
 }
 
 export interface BatonWorkerOptions extends BatonActivityOptions {
@@ -150,8 +158,7 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
     },
     sinks: { ...workerOptions.sinks, ...tracing?.workerOptions.sinks },
   });
-  const whileRunning = <T>(running: () => Promise<T>) =>
-    withSilentAttemptWatch(silentAttemptWatchOptions(options, options.connection, options.namespace, identity), running);
+  const whileRunning = <T>(running: () => Promise<T>) => withWorkerLoops(options, options.connection, options.namespace, identity, running);
   return {
     identity,
     run: () => whileRunning(() => worker.run()),
@@ -162,15 +169,25 @@ export async function createBatonWorker(options: BatonWorkerOptions): Promise<Ba
   };
 }
 
-/** The silent-attempt watch of a worker of baton's activities, unless `options` turn it off. */
-export function silentAttemptWatchOptions(
+/**
+ * Runs `running` (a worker of baton's activities) with what runs beside it, unless `options` turn
+ * it off: the watch on run attempts handed to frozen workers (which needs the worker's connection)
+ * and the sweep of silent object holders.
+ */
+export function withWorkerLoops<T>(
   options: BatonActivityOptions,
-  connection: NativeConnection,
+  connection: NativeConnection | undefined,
   namespace: string,
   identity: string,
-): SilentAttemptWatchOptions | undefined {
-  if (options.silentAttemptWatch === false) return undefined;
-  return { db: options.db, connection, namespace, identity, log: options.log ?? stderrLog };
+  running: () => Promise<T>,
+): Promise<T> {
+  const { db } = options;
+  const log = options.log ?? stderrLog;
+  const loops: Array<() => Repeating> = [];
+  if (connection && options.silentAttemptWatch !== false)
+    loops.push(() => watchSilentAttempts({ db, connection, namespace, identity, log }));
+  if (options.holderSweep !== false) loops.push(() => sweepSilentHoldersOnTime({ db, identity, log }));
+  return withRepeating(loops, running);
 }
 
 /**

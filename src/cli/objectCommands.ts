@@ -237,7 +237,7 @@ export function registerObjectCommands(program: Command, log: Log): void {
 
   leaf(
     'sweep',
-    'administrators: record the loss of the role for every holder silent past its timeout (on the database)',
+    'administrators: record the loss of the role for every holder silent past its timeout (on the database); running workers do it every second',
     'each holder reclaimed as one JSON object per line',
   ).action(async (opts: ActorOptions) => {
     const [{ declaredActor, withCliContext }, store] = await Promise.all([import('./context.js'), loadObjectStore()]);

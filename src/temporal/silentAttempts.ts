@@ -11,6 +11,7 @@ import { tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
 import type { Queryable } from '../db/queryable.js';
+import { everyInterval, type Repeating } from '../everyInterval.js';
 import type { Log } from '../log.js';
 import { taskWorkflowId } from '../tasks/taskId.js';
 
@@ -40,7 +41,7 @@ type PendingActivity = NonNullable<
   Awaited<ReturnType<NativeConnection['workflowService']['describeWorkflowExecution']>>['pendingActivities']
 >[number];
 
-export interface SilentAttemptWatchOptions {
+interface SilentAttemptWatchOptions {
   db: Queryable;
   connection: NativeConnection;
   namespace: string;
@@ -68,47 +69,11 @@ function graceMs(claim: SilentClaim): number {
 }
 
 /** Starts the watch; `stop` ends it after the round in flight. */
-export function watchSilentAttempts(options: SilentAttemptWatchOptions): { stop(): Promise<void> } {
+export function watchSilentAttempts(options: SilentAttemptWatchOptions): Repeating {
   // Attempts seen without a heartbeat, by task and attempt, with when this worker first saw them
   // (its own monotonic clock: the server's and the database's may differ from it).
   const firstSeen = new Map<string, number>();
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  // A database or server that stays away fails every round alike: said once, not four times a second.
-  let lastProblem: string | undefined;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        await watchRound(options, firstSeen);
-        lastProblem = undefined;
-      } catch (error) {
-        const problem = `silent-attempt watch: ${error instanceof Error ? error.message : String(error)}`;
-        if (problem !== lastProblem) options.log(problem);
-        lastProblem = problem;
-      }
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        setTimeout(resolve, SILENT_ATTEMPT_WATCH_INTERVAL_MS).unref();
-      });
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      wake?.();
-      await loop;
-    },
-  };
-}
-
-/** Runs `running` with the watch beside it (none when `options` is undefined), and stops the watch when it ends. */
-export async function withSilentAttemptWatch<T>(options: SilentAttemptWatchOptions | undefined, running: () => Promise<T>): Promise<T> {
-  const watch = options && watchSilentAttempts(options);
-  try {
-    return await running();
-  } finally {
-    await watch?.stop();
-  }
+  return everyInterval('silent-attempt watch', SILENT_ATTEMPT_WATCH_INTERVAL_MS, () => watchRound(options, firstSeen), options.log);
 }
 
 async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<string, number>): Promise<void> {
