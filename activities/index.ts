@@ -1,5 +1,6 @@
 import type { Runner } from '../src/runners/types.js';
 import { isBatonName, unprefixedName } from '../src/temporal/batonNames.js';
+import { runAgentIdentity } from '../src/tasks/taskId.js';
 import { createToolGateway, type ToolGateway } from '../src/tools/toolGateway.js';
 import type { ToolAdapter } from '../src/tools/types.js';
 import { createHealthCheckActivities } from './healthCheck.js';
@@ -32,7 +33,8 @@ export function createActivities(deps: ActivityDeps) {
 
 /**
  * Gives a run `callTool`, bound to its own claim: the owner is this worker's identity (T5) and the
- * claim version the run's, so nothing the agent sends can name another task or owner.
+ * claim version the run's, so nothing the agent sends can name another task or owner; the
+ * objects its preconditions name are checked against its agent's access.
  */
 function withToolAccess(runner: Runner, gateway: ToolGateway, identity: string): Runner {
   return {
@@ -40,7 +42,12 @@ function withToolAccess(runner: Runner, gateway: ToolGateway, identity: string):
     run: (ctx) =>
       runner.run({
         ...ctx,
-        callTool: (call) => gateway.call({ taskId: ctx.claim.taskId, owner: identity, claimVersion: ctx.claim.claimVersion }, call),
+        callTool: (call) =>
+          gateway.call(
+            { taskId: ctx.claim.taskId, owner: identity, claimVersion: ctx.claim.claimVersion },
+            call,
+            runAgentIdentity(ctx.claim),
+          ),
       }),
   };
 }

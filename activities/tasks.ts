@@ -17,6 +17,7 @@ import { runBranch } from '../src/runners/git.js';
 import { repositoryMirrors, type RepositoryMirrors } from '../src/runners/repository.js';
 import { AgentFailedError, type Runner, type VerificationResult, type Verifier } from '../src/runners/types.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
+import { runAgentIdentity } from '../src/tasks/taskId.js';
 import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
@@ -233,7 +234,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           heartbeatTimeoutMs: input.heartbeatTimeoutMs,
           openAgentApi: async (run) => {
             const token = newTokenSecret();
-            await runTokenIssue(db, fence, claim.spec.run.agent ?? claim.taskId, secretSha256(token));
+            await runTokenIssue(db, fence, runAgentIdentity(claim), secretSha256(token));
             return { api: createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } }), token };
           },
           heartbeat,

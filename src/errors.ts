@@ -89,6 +89,7 @@ export const SQLSTATE = {
   appendOnly: 'BT004',
   objectExists: 'BT020',
   toolParamsMismatch: 'BT040',
+  toolPreconditionFailed: 'BT041',
   /** Postgres's own: the login's roles may not do this (SPEC S1). */
   insufficientPrivilege: '42501',
   /** Postgres's own: a database is in use by other sessions (CREATE DATABASE ... TEMPLATE). */
@@ -178,6 +179,20 @@ export class ObjectExistsError extends BatonError {
 export class ToolParamsMismatchError extends BatonError {
   override readonly name = 'ToolParamsMismatchError';
   readonly code = 'tool_params_mismatch';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
+
+/**
+ * Thrown when a tool call's precondition does not hold as it is about to be sent: an object it
+ * names moved from the version the call expected, or is not one the caller may view (U11). Nothing
+ * was sent and nothing changed. Re-read, decide again, and call with the versions now read (the
+ * same step: its key and parameters are unchanged).
+ */
+export class ToolPreconditionFailedError extends BatonError {
+  override readonly name = 'ToolPreconditionFailedError';
+  readonly code = 'stale_view';
   constructor(readonly detail: string) {
     super(detail);
   }
@@ -322,6 +337,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new ObjectExistsError(message);
     case SQLSTATE.toolParamsMismatch:
       return new ToolParamsMismatchError(message);
+    case SQLSTATE.toolPreconditionFailed:
+      return new ToolPreconditionFailedError(message);
     case SQLSTATE.insufficientPrivilege:
       return new InsufficientPrivilegeError(message);
     default:

@@ -94,7 +94,12 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
       throw new ForbiddenError('other_run', `this endpoint serves claim version ${localRun.claimVersion} of task ${localRun.taskId} only`);
     }
     if (!localRun.callTool) throw new InvalidInputError("this run's worker has no tools configured");
-    return localRun.callTool({ tool: call.tool, step: call.step, params: call.params ?? null });
+    return localRun.callTool({
+      tool: call.tool,
+      step: call.step,
+      params: call.params ?? null,
+      ...(call.preconditions && { preconditions: call.preconditions }),
+    });
   }
 
   async function claimFromPool(secret: string, args: { pool: string; waitSeconds?: number }, signal?: AbortSignal): Promise<unknown> {

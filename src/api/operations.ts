@@ -135,8 +135,17 @@ export const OPERATIONS = {
     // Whatever the tool does outside baton; once per task and step, the ledger returns the recorded result after that.
     effect: { kind: 'destructive', idempotent: true, openWorld: true },
     description:
-      "An external side effect through the worker's tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again.",
-    input: z.strictObject({ tool: str().min(1).max(100), step: str().min(1).max(100), params: json.optional() }),
+      "An external side effect through the worker's tool gateway, idempotent per task and step: a retry or a successor returns the recorded result instead of calling again. " +
+      'With preconditions, it is sent only while each named shared object is still at the version given (checked as it is marked sent); otherwise nothing is sent and it fails with stale_view.',
+    input: z.strictObject({
+      tool: str().min(1).max(100),
+      step: str().min(1).max(100),
+      params: json.optional(),
+      preconditions: z
+        .array(z.strictObject({ object: str().min(1).max(200), version: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }))
+        .max(20)
+        .optional(),
+    }),
   },
   'note.add': {
     scope: 'notes',

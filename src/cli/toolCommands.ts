@@ -21,6 +21,18 @@ async function paramsOf(opts: { params?: string; paramsFile?: string }): Promise
   }
 }
 
+/** `--expect key@version`, as many as given: the shared objects the call depends on (U11). */
+function preconditionsOf(expect: string[] | undefined): Array<{ object: string; version: number }> | undefined {
+  return expect?.map((text) => {
+    const at = text.lastIndexOf('@');
+    const version = Number(text.slice(at + 1));
+    if (at < 1 || !/^\d+$/.test(text.slice(at + 1)) || !Number.isSafeInteger(version)) {
+      throw new InvalidInputError(`--expect ${JSON.stringify(text)}: give an object and the version you read, as key@version`);
+    }
+    return { object: text.slice(0, at), version };
+  });
+}
+
 export function registerToolCommands(program: Command, log: Log): void {
   const tool = program.command('tool').description('external side effects through the tool gateway (docs/tools.md)');
 
@@ -28,16 +40,26 @@ export function registerToolCommands(program: Command, log: Log): void {
     .command('call')
     .description(
       `for agents: make an idempotency-keyed call through the endpoint the runner gave this run (${AGENT_URL_ENV}, ${AGENT_TOKEN_ENV}); ` +
-        'the task and claim are bound by the run token. Prints the result as JSON. Exit 0 done, 2 bad call, 3 stale claim, ' +
-        '4 the tool refused, 5 outcome unknown',
+        'the task and claim are bound by the run token. Prints the result as JSON. Exit 0 done, 2 bad call, 3 stale claim ' +
+        'or an --expect-ed object moved (nothing sent), 4 the tool refused, 5 outcome unknown',
     )
     .argument('<tool>', 'a tool configured on the worker')
     .argument('<step>', "this call's name within the task; with the task id it is the idempotency key")
     .option('--params <json>', 'the parameters as JSON (default: null)')
     .option('--params-file <file>', 'read the parameters from a JSON file')
-    .action(async (toolName: string, step: string, opts: { params?: string; paramsFile?: string }) => {
+    .option(
+      '--expect <object@version...>',
+      'send only while each shared object is still at the version you read (checked as the call is marked sent)',
+    )
+    .action(async (toolName: string, step: string, opts: { params?: string; paramsFile?: string; expect?: string[] }) => {
       const endpoint = requireAgentEndpoint();
-      const result = await cliCall(log, endpoint, 'tool.call', { tool: toolName, step, params: await paramsOf(opts) });
+      const preconditions = preconditionsOf(opts.expect);
+      const result = await cliCall(log, endpoint, 'tool.call', {
+        tool: toolName,
+        step,
+        params: await paramsOf(opts),
+        ...(preconditions && { preconditions }),
+      });
       if (process.exitCode === undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
     });
 

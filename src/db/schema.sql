@@ -2655,7 +2655,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text)
+CREATE OR REPLACE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text, p_preconditions jsonb DEFAULT NULL::jsonb, p_actor text DEFAULT NULL::text)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2682,8 +2682,10 @@ BEGIN
       RAISE EXCEPTION 'tool call %: this key was first used for tool % with parameters %, not tool % with parameters %; a key names one call, so give a different call its own step name',
         c.idempotency_key, c.tool, c.params_hash, p_tool, p_params_hash USING ERRCODE = 'BT040';
     END IF;
+    -- Its preconditions are checked when a send is due: a call that took effect returns its result.
     RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
   END IF;
+  PERFORM baton.tool_call_check_preconditions(p_task_id || ':' || p_step, p_preconditions, coalesce(p_actor, p_owner));
   INSERT INTO baton.tool_calls (task_id, step, tool, params_hash, status, owner, claim_version)
     VALUES (p_task_id, p_step, p_tool, p_params_hash, 'pending', p_owner, p_claim_version)
     RETURNING * INTO c;
@@ -2718,6 +2720,42 @@ BEGIN
   END IF;
   NEW.updated_at := now();
   RETURN NEW;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.tool_call_check_preconditions(p_key text, p_preconditions jsonb, p_actor text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  p jsonb;
+  o baton.objects;
+  v_malformed boolean;
+BEGIN
+  IF p_preconditions IS NULL THEN
+    RETURN;
+  END IF;
+  IF jsonb_typeof(p_preconditions) <> 'array' OR jsonb_array_length(p_preconditions) > 20 THEN
+    RAISE EXCEPTION 'tool call %: preconditions are a list of at most 20 {object, version}', p_key USING ERRCODE = 'BT003';
+  END IF;
+  FOR p IN SELECT value FROM jsonb_array_elements(p_preconditions) LOOP
+    v_malformed := CASE WHEN jsonb_typeof(p) <> 'object' THEN true
+      ELSE p - 'object' - 'version' <> '{}'::jsonb OR jsonb_typeof(p->'object') IS DISTINCT FROM 'string'
+        OR jsonb_typeof(p->'version') IS DISTINCT FROM 'number' OR (p->>'version') !~ '^[0-9]{1,15}$' END;
+    IF v_malformed THEN
+      RAISE EXCEPTION 'tool call %: a precondition is {"object": a key, "version": a whole number}, not %', p_key, left(p::text, 200)
+        USING ERRCODE = 'BT003';
+    END IF;
+    SELECT * INTO o FROM baton.objects WHERE key = p->>'object' FOR SHARE;
+    IF NOT FOUND OR NOT baton.object_may(o, p_actor, 'view') THEN
+      RAISE EXCEPTION 'tool call %: its precondition names %, which is no object % may view; nothing was sent',
+        p_key, left(p->>'object', 200), p_actor USING ERRCODE = 'BT041';
+    END IF;
+    IF o.version <> (p->>'version')::bigint THEN
+      RAISE EXCEPTION 'tool call %: object % is at version %, not % as the call expected; nothing was sent',
+        p_key, o.key, o.version, p->>'version' USING ERRCODE = 'BT041';
+    END IF;
+  END LOOP;
 END $function$
 ;
 
@@ -2845,7 +2883,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean)
+CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean, p_preconditions jsonb DEFAULT NULL::jsonb, p_actor text DEFAULT NULL::text)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -2873,6 +2911,7 @@ BEGIN
            ELSE 'it already took effect; its recorded result is the answer' END
       USING ERRCODE = 'BT001';
   END IF;
+  PERFORM baton.tool_call_check_preconditions(c.idempotency_key, p_preconditions, coalesce(p_actor, p_owner));
   v_from := c.status;
   UPDATE baton.tool_calls
      SET status = 'sent', attempts = attempts + 1, owner = p_owner, claim_version = p_claim_version,
@@ -3264,9 +3303,11 @@ function baton.task_submit(text,text,bigint,jsonb): {baton_owner=X/baton_owner,b
 
 function baton.task_view(baton.tasks): {baton_owner=X/baton_owner}
 
-function baton.tool_call_begin(text,text,bigint,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_begin(text,text,bigint,text,text,text,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.tool_call_check_change(): {baton_owner=X/baton_owner}
+
+function baton.tool_call_check_preconditions(text,jsonb,text): {baton_owner=X/baton_owner}
 
 function baton.tool_call_event(baton.tool_calls,text,text,bigint,text,jsonb): {baton_owner=X/baton_owner}
 
@@ -3280,7 +3321,7 @@ function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): 
 
 function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.tool_call_send(text,text,bigint,text,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_send(text,text,bigint,text,boolean,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.verification_record(text,text,bigint,text,text,integer,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

@@ -32,3 +32,11 @@ export function taskWorkflowId(taskId: string): string {
 export function graphWorkflowId(graphId: string): string {
   return `baton-graph:${graphId}`;
 }
+
+/**
+ * Who a run's agent is to the rest of baton: its token's identity and the actor of its tool calls'
+ * preconditions. The task's `run.agent`, else the task id.
+ */
+export function runAgentIdentity(claim: { taskId: string; spec: { run: { agent?: string } } }): string {
+  return claim.spec.run.agent ?? claim.taskId;
+}

@@ -28,8 +28,11 @@ export interface ToolGatewayOptions {
   maxSends?: number;
 }
 
-/** Performs a tool call for the claim `fence`; see `createToolGateway`. */
-export type CallTool = (fence: Fence, call: ToolCallInput) => Promise<ToolCallResult>;
+/**
+ * Performs a tool call for the claim `fence`; see `createToolGateway`. `actor` is who asks (the
+ * run's agent): the objects a precondition names must be ones it may view. (Default: the owner)
+ */
+export type CallTool = (fence: Fence, call: ToolCallInput, actor?: string) => Promise<ToolCallResult>;
 
 export interface ToolGateway {
   call: CallTool;
@@ -57,9 +60,15 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
   // same step from finding the first one `sent` and reconciling a request still in flight.
   const inFlight = new Map<string, Promise<unknown>>();
 
-  async function run(fence: Fence, call: ToolCallInput, adapter: ToolAdapter, hash: string): Promise<ToolCallResult> {
+  async function run(fence: Fence, call: ToolCallInput, adapter: ToolAdapter, hash: string, actor?: string): Promise<ToolCallResult> {
     const key = toolCallKey(fence.taskId, call.step);
-    let row = await toolCallBegin(db, fence, { step: call.step, tool: call.tool, paramsHash: hash });
+    let row = await toolCallBegin(db, fence, {
+      step: call.step,
+      tool: call.tool,
+      paramsHash: hash,
+      preconditions: call.preconditions,
+      actor,
+    });
     let sentNow = 0;
     let reconciled = false;
     let lookedUp = false;
@@ -100,7 +109,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
           true,
         );
       }
-      await toolCallSend(db, fence, call.step, sendOptions);
+      await toolCallSend(db, fence, call.step, { ...sendOptions, preconditions: call.preconditions, actor });
       sentNow++;
       lookedUp = false;
       return toolCallRecord(db, fence, call.step, await safeExecute(adapter, key, call.params));
@@ -122,7 +131,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 
   return {
     tools: Object.keys(tools).sort(),
-    async call(fence, call) {
+    async call(fence, call, actor) {
       const adapter = Object.hasOwn(tools, call.tool) ? tools[call.tool] : undefined;
       if (!adapter) throw new UnknownToolError(call.tool, Object.keys(tools).sort());
       if (typeof call.step !== 'string' || !STEP_PATTERN.test(call.step)) {
@@ -131,7 +140,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
       const hash = paramsHash(call.params);
       const key = toolCallKey(fence.taskId, call.step);
       const previous = inFlight.get(key) ?? Promise.resolve();
-      const current = previous.catch(() => undefined).then(() => run(fence, call, adapter, hash));
+      const current = previous.catch(() => undefined).then(() => run(fence, call, adapter, hash, actor));
       inFlight.set(key, current);
       try {
         return await current;

@@ -18,7 +18,7 @@ export type { Json } from '../json.js';
 export { TOOL_CALL_STATUSES } from '../db/sql/toolCalls.js';
 export type { ExecuteOutcome, LookupFinding, ToolCallRow, ToolCallStatus } from '../db/sql/toolCalls.js';
 import type { Json } from '../json.js';
-import type { ExecuteOutcome, LookupFinding, ToolCallStatus } from '../db/sql/toolCalls.js';
+import type { ExecuteOutcome, LookupFinding, ToolCallPrecondition, ToolCallStatus } from '../db/sql/toolCalls.js';
 
 /** Statuses in which the effect is known to have happened; the recorded result is the answer. */
 export const TOOL_CALL_DONE: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'reconciled_succeeded']);
@@ -46,6 +46,13 @@ export interface ToolCallInput {
   /** This call's step name within the task: with the task id, the idempotency key. */
   step: string;
   params: Json;
+  /**
+   * U11: shared objects the call depends on, at the versions the caller read. Checked in the
+   * transaction that marks the call sent (before every send): if one moved, nothing is sent and the
+   * call fails with ToolPreconditionFailedError. Not part of the key: call the same step again with
+   * the versions read now. (Default: none)
+   */
+  preconditions?: ToolCallPrecondition[];
 }
 
 /** What a gateway call returns once the effect is known to have happened. */

@@ -9,6 +9,7 @@ import { AGENT_TOKEN_ENV, AGENT_URL_ENV, startAgentServer } from '../../src/api/
 import type { Fence } from '../../src/db/storeCall.js';
 import { eventRead, toolCallRead } from '../../src/db/sql/reads.js';
 import { runTokenIssue } from '../../src/db/sql/tokens.js';
+import { createObject, grantObjectAccess, takeObject, writeObject } from '../../src/objects/objectStore.js';
 import { git } from '../../src/runners/git.js';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
 import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
@@ -87,7 +88,7 @@ async function runEndpoint(fence: Fence) {
     localRun: {
       taskId: fence.taskId,
       claimVersion: fence.claimVersion,
-      callTool: (call) => gateway.call(fence, call),
+      callTool: (call) => gateway.call(fence, call, RUN_AGENT),
       reportProgress: () => {},
     },
   });
@@ -227,6 +228,35 @@ describe('agent access to the tool gateway', () => {
       const refusal = (await eventRead(stack.db.pool, 'task', old.taskId)).find((e) => e.kind === 'stale_write_refused');
       expect(refusal).toMatchObject({ actor: RUN_AGENT, fence: 1, details: { action: 'tool.call' } });
       expect(await toolCallRead(stack.db.pool, old.taskId)).toEqual([]);
+    } finally {
+      await endpoint.close();
+    }
+  });
+
+  it('sends a call only while the objects it --expects are at their versions: exit 3 and nothing sent once one moved', async () => {
+    const fence = await runningTask(stack.db.pool);
+    const plan = `plan-${randomUUID().slice(0, 8)}`;
+    await createObject(stack.db.pool, 'A', { key: plan, content: 'v1' });
+    await grantObjectAccess(stack.db.pool, 'A', { key: plan, grantee: RUN_AGENT, access: 'view' });
+    const { token } = await takeObject(stack.db.pool, 'A', { key: plan });
+    await writeObject(stack.db.pool, 'A', { key: plan, version: 1, token, content: 'v2' });
+    const endpoint = await runEndpoint(fence);
+    const call = (expect: string) =>
+      runCli(['tool', 'call', 'payments', 'charge', '--params', '{"amount":5}', '--expect', expect], cleanEnv(endpoint.env));
+    try {
+      const moved = await call(`${plan}@1`);
+      expect(moved.code, moved.output).toBe(3);
+      expect(moved.output).toMatch(/\(stale_view\):.* is at version 2, not 1 as the call expected; nothing was sent/);
+      expect(await toolCallRead(stack.db.pool, fence.taskId)).toEqual([]);
+      expect((await tool.effects()).filter((e) => e.key.startsWith(fence.taskId))).toEqual([]);
+
+      const malformed = await call(plan);
+      expect(malformed.code, malformed.output).toBe(2);
+      expect(malformed.output).toMatch(/--expect .*: give an object and the version you read, as key@version/);
+
+      const current = await call(`${plan}@2`);
+      expect(current.code, current.output).toBe(0);
+      expect((await tool.effects()).filter((e) => e.key.startsWith(fence.taskId))).toHaveLength(1);
     } finally {
       await endpoint.close();
     }

@@ -1,13 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolCallRead } from '../../src/db/sql/reads.js';
-import { StaleClaimError, ToolParamsMismatchError } from '../../src/errors.js';
+import { InvalidInputError, StaleClaimError, ToolParamsMismatchError, ToolPreconditionFailedError } from '../../src/errors.js';
+import { toolCallBegin, toolCallSend } from '../../src/db/sql/toolCalls.js';
+import { createObject, grantObjectAccess, showObject, takeObject, writeObject } from '../../src/objects/objectStore.js';
 import type { ToolFault } from '../../src/testkit/toolServer.js';
 import { spawnToolServer, type ToolServerProcess } from '../../src/testkit/toolServerProcess.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from '../../src/tools/errors.js';
 import { createHttpTool } from '../../src/tools/httpTool.js';
 import { createToolGateway, toolCallKey, type ToolGateway } from '../../src/tools/toolGateway.js';
+import { paramsHash } from '../../src/tools/paramsHash.js';
+import type { ToolCallInput } from '../../src/tools/types.js';
 import type { Fence } from '../../src/db/storeCall.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { uniqueObjectKey } from '../helpers/objects.js';
 import { reclaim, runningTask, toolEventKinds } from '../helpers/tools.js';
 
 // A real tool in its own process: resets, hangs and 5xx are real network behaviour.
@@ -175,5 +180,91 @@ describe('the tool gateway against a real HTTP tool', () => {
     await expect(gateway.call(fence, { tool: 'payments', step: 'refund', params: {} })).rejects.toThrow(StaleClaimError);
     expect((await plain.effects()).filter((e) => e.key.startsWith(fence.taskId))).toHaveLength(1);
     expect(key).toBe(`${fence.taskId}:charge`);
+  });
+});
+
+describe('preconditions on shared objects (U11)', () => {
+  /** An object `agent` may view, at version 1, held by its creator A; `bump` writes the next version. */
+  async function sharedPlan() {
+    const key = uniqueObjectKey('plan');
+    await createObject(db.pool, 'A', { key, content: 'v1' });
+    await grantObjectAccess(db.pool, 'A', { key, grantee: 'agent', access: 'view' });
+    const { token } = await takeObject(db.pool, 'A', { key });
+    const bump = async () => {
+      const { version } = await showObject(db.pool, 'A', { key });
+      await writeObject(db.pool, 'A', { key, version, token, content: `v${version + 1}` });
+    };
+    return { key, bump };
+  }
+  const at = (object: string, version: number) => [{ object, version }];
+
+  it('sends while the named objects are at their versions; once one moved, refuses a new call, writing and sending nothing', async () => {
+    const { fence, key } = await scenario([]);
+    const plan = await sharedPlan();
+    await gateway.call(fence, { tool: 'payments', step: 'charge', params: { amount: 5 }, preconditions: at(plan.key, 1) }, 'agent');
+    expect(await effectsOf(plain, key)).toHaveLength(1);
+
+    await plan.bump();
+    const refund = { tool: 'payments', step: 'refund', params: {} };
+    const refused = await gateway.call(fence, { ...refund, preconditions: at(plan.key, 1) }, 'agent').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ToolPreconditionFailedError);
+    expect((refused as Error).message).toContain(`object ${plan.key} is at version 2, not 1 as the call expected; nothing was sent`);
+    expect((await toolCallRead(db.pool, fence.taskId)).map((r) => r.key)).toEqual([key]);
+    expect(await effectsOf(plain, toolCallKey(fence.taskId, 'refund'))).toHaveLength(0);
+
+    // The same step on the version read now goes out: the refusal was the precondition's, and it wrote nothing to reuse.
+    await gateway.call(fence, { ...refund, preconditions: at(plan.key, 2) }, 'agent');
+    expect(await effectsOf(plain, toolCallKey(fence.taskId, 'refund'))).toHaveLength(1);
+    // A call that took effect answers from the ledger whatever moved since: preconditions guard sends only.
+    const repeat = await gateway.call(
+      fence,
+      { tool: 'payments', step: 'charge', params: { amount: 5 }, preconditions: at(plan.key, 1) },
+      'agent',
+    );
+    expect(repeat).toMatchObject({ status: 'succeeded', sentNow: 0 });
+  });
+
+  it('checks again in the transaction that marks the call sent: an object that moved after the row was written refuses the send', async () => {
+    const { fence } = await scenario([]);
+    const plan = await sharedPlan();
+    const call = { step: 'charge', tool: 'payments', paramsHash: paramsHash({}), preconditions: at(plan.key, 1), actor: 'agent' };
+    await toolCallBegin(db.pool, fence, call);
+    await plan.bump();
+    await expect(toolCallSend(db.pool, fence, 'charge', call)).rejects.toThrow(ToolPreconditionFailedError);
+    expect(await rowOf(fence)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await toolEventKinds(db.pool, fence.taskId)).toEqual(['tool_call_recorded']);
+    // Negative control: the same send without its precondition is marked sent.
+    expect(await toolCallSend(db.pool, fence, 'charge', { actor: 'agent' })).toMatchObject({ status: 'sent', attempts: 1 });
+  });
+
+  it('refuses an object the agent may not view in the words it uses for one that does not exist', async () => {
+    const { fence } = await scenario([]);
+    const hidden = uniqueObjectKey('hidden');
+    await createObject(db.pool, 'A', { key: hidden, content: 'secret' });
+    const refusal = async (object: string) => {
+      const error = await gateway
+        .call(fence, { tool: 'payments', step: 'charge', params: {}, preconditions: at(object, 1) }, 'agent')
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolPreconditionFailedError);
+      return (error as Error).message.replace(object, '<object>');
+    };
+    expect(await refusal(hidden)).toBe(await refusal(uniqueObjectKey('missing')));
+    expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
+  });
+
+  it('refuses malformed preconditions as invalid input, writing nothing', async () => {
+    const { fence } = await scenario([]);
+    const plan = await sharedPlan();
+    for (const preconditions of [
+      [{ object: plan.key, version: '1' }],
+      [{ object: plan.key, version: 1.5 }],
+      [{ object: plan.key, version: 1, extra: true }],
+      [plan.key],
+      Array.from({ length: 21 }, () => ({ object: plan.key, version: 1 })),
+    ]) {
+      const call = { tool: 'payments', step: 'charge', params: {}, preconditions } as unknown as ToolCallInput;
+      await expect(gateway.call(fence, call, 'agent')).rejects.toThrow(InvalidInputError);
+    }
+    expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
   });
 });

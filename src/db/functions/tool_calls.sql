@@ -67,8 +67,10 @@ RETURNS bigint LANGUAGE sql AS $$
 $$;
 
 -- X1: writes the ledger row for (task, step) before anything is sent, or loads the existing one.
--- The same key with another tool or other parameters is refused (BT040) and nothing changes.
-CREATE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text)
+-- The same key with another tool or other parameters is refused (BT040) and nothing changes; so is
+-- a new call whose preconditions (U11) do not hold (BT041).
+CREATE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text,
+  p_preconditions jsonb DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS baton.tool_call_outcome LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -92,8 +94,10 @@ BEGIN
       RAISE EXCEPTION 'tool call %: this key was first used for tool % with parameters %, not tool % with parameters %; a key names one call, so give a different call its own step name',
         c.idempotency_key, c.tool, c.params_hash, p_tool, p_params_hash USING ERRCODE = 'BT040';
     END IF;
+    -- Its preconditions are checked when a send is due: a call that took effect returns its result.
     RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
   END IF;
+  PERFORM baton.tool_call_check_preconditions(p_task_id || ':' || p_step, p_preconditions, coalesce(p_actor, p_owner));
   INSERT INTO baton.tool_calls (task_id, step, tool, params_hash, status, owner, claim_version)
     VALUES (p_task_id, p_step, p_tool, p_params_hash, 'pending', p_owner, p_claim_version)
     RETURNING * INTO c;
@@ -103,11 +107,51 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.tool_call_begin TO baton_worker;
 
+-- U11: the objects a call depends on, at the versions its caller read (p_preconditions: a JSON list
+-- of at most 20 {"object": key, "version": n}), checked as the ledger row is written or loaded and
+-- again as the call is marked sent. Each is locked for share, so a write to it waits for that commit,
+-- and the call is refused (BT041; nothing written, nothing sent) when one moved, or is not an object
+-- p_actor may view (worded as missing, so a refusal tells nothing more).
+CREATE FUNCTION baton.tool_call_check_preconditions(p_key text, p_preconditions jsonb, p_actor text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  p jsonb;
+  o baton.objects;
+  v_malformed boolean;
+BEGIN
+  IF p_preconditions IS NULL THEN
+    RETURN;
+  END IF;
+  IF jsonb_typeof(p_preconditions) <> 'array' OR jsonb_array_length(p_preconditions) > 20 THEN
+    RAISE EXCEPTION 'tool call %: preconditions are a list of at most 20 {object, version}', p_key USING ERRCODE = 'BT003';
+  END IF;
+  FOR p IN SELECT value FROM jsonb_array_elements(p_preconditions) LOOP
+    v_malformed := CASE WHEN jsonb_typeof(p) <> 'object' THEN true
+      ELSE p - 'object' - 'version' <> '{}'::jsonb OR jsonb_typeof(p->'object') IS DISTINCT FROM 'string'
+        OR jsonb_typeof(p->'version') IS DISTINCT FROM 'number' OR (p->>'version') !~ '^[0-9]{1,15}$' END;
+    IF v_malformed THEN
+      RAISE EXCEPTION 'tool call %: a precondition is {"object": a key, "version": a whole number}, not %', p_key, left(p::text, 200)
+        USING ERRCODE = 'BT003';
+    END IF;
+    SELECT * INTO o FROM baton.objects WHERE key = p->>'object' FOR SHARE;
+    IF NOT FOUND OR NOT baton.object_may(o, p_actor, 'view') THEN
+      RAISE EXCEPTION 'tool call %: its precondition names %, which is no object % may view; nothing was sent',
+        p_key, left(p->>'object', 200), p_actor USING ERRCODE = 'BT041';
+    END IF;
+    IF o.version <> (p->>'version')::bigint THEN
+      RAISE EXCEPTION 'tool call %: object % is at version %, not % as the call expected; nothing was sent',
+        p_key, o.key, o.version, p->>'version' USING ERRCODE = 'BT041';
+    END IF;
+  END LOOP;
+END $$;
+
 -- X1, X2: marks the call sent, committed before the request leaves. Allowed from 'pending' (never
 -- sent), 'reconciled_absent' (the tool said the effect did not happen), a retryable 'failed', and
 -- 'unknown' only as a replay (p_replay) to a tool that dedupes by key. Anything 'sent' or
 -- 'unknown' must be reconciled first: that refusal is the database's guard against a blind retry.
-CREATE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean)
+-- Preconditions (U11) are checked last, in the same transaction: see tool_call_check_preconditions.
+CREATE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean,
+  p_preconditions jsonb DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS baton.tool_call_outcome LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -132,6 +176,7 @@ BEGIN
            ELSE 'it already took effect; its recorded result is the answer' END
       USING ERRCODE = 'BT001';
   END IF;
+  PERFORM baton.tool_call_check_preconditions(c.idempotency_key, p_preconditions, coalesce(p_actor, p_owner));
   v_from := c.status;
   UPDATE baton.tool_calls
      SET status = 'sent', attempts = attempts + 1, owner = p_owner, claim_version = p_claim_version,

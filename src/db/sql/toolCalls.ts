@@ -25,6 +25,12 @@ export type ExecuteOutcome =
   /** It may or may not have acted: timeout, connection reset, 5xx. */
   | { outcome: 'uncertain'; reason: string };
 
+/** U11: a call depends on `object` being at `version` when it is sent. */
+export interface ToolCallPrecondition {
+  object: string;
+  version: number;
+}
+
 /** What `lookup` found about a key. An adapter that throws is treated as `unknown`. */
 export type LookupFinding = { finding: 'found'; result: Json } | { finding: 'absent' } | { finding: 'unknown'; reason: string };
 
@@ -107,19 +113,40 @@ async function toolCallWrite(db: Queryable, fence: Fence, action: string, fn: st
 
 /**
  * X1: writes the ledger row of (task, step) as `pending` before anything is sent, or returns the
- * existing row. ToolParamsMismatchError when the key was used with another tool or parameters.
+ * existing row. ToolParamsMismatchError when the key was used with another tool or parameters;
+ * ToolPreconditionFailedError (nothing written) when a precondition does not hold (see toolCallSend).
  */
-export function toolCallBegin(db: Queryable, fence: Fence, call: { step: string; tool: string; paramsHash: string }): Promise<ToolCallRow> {
-  return toolCallWrite(db, fence, 'tool_call', 'tool_call_begin', [call.step, call.tool, call.paramsHash]);
+export function toolCallBegin(
+  db: Queryable,
+  fence: Fence,
+  call: { step: string; tool: string; paramsHash: string; preconditions?: readonly ToolCallPrecondition[]; actor?: string },
+): Promise<ToolCallRow> {
+  return toolCallWrite(db, fence, 'tool_call', 'tool_call_begin', [call.step, call.tool, call.paramsHash, ...preconditionArgs(call)]);
+}
+
+/**
+ * The preconditions and who they are checked for, as the ledger functions take them; none at all
+ * for a call without, so it also runs on definitions from before preconditions (an upgrade's fixtures).
+ */
+function preconditionArgs(options: { preconditions?: readonly ToolCallPrecondition[]; actor?: string }): Array<string | null> {
+  if (!options.preconditions?.length) return [];
+  return [JSON.stringify(options.preconditions), options.actor ?? null];
 }
 
 /**
  * X1, X2: marks the call `sent` (committed before the request leaves) and counts the attempt.
  * IllegalTransitionError when its outcome is uncertain and it was not reconciled first;
- * `replay` allows re-sending an `unknown` call to a tool that dedupes by key.
+ * `replay` allows re-sending an `unknown` call to a tool that dedupes by key. U11: with
+ * `preconditions`, ToolPreconditionFailedError (nothing changed) when an object named moved from its
+ * version or is not one `actor` (default: the owner) may view.
  */
-export function toolCallSend(db: Queryable, fence: Fence, step: string, options: { replay?: boolean } = {}): Promise<ToolCallRow> {
-  return toolCallWrite(db, fence, 'tool_call_send', 'tool_call_send', [step, options.replay ?? false]);
+export function toolCallSend(
+  db: Queryable,
+  fence: Fence,
+  step: string,
+  options: { replay?: boolean; preconditions?: readonly ToolCallPrecondition[]; actor?: string } = {},
+): Promise<ToolCallRow> {
+  return toolCallWrite(db, fence, 'tool_call_send', 'tool_call_send', [step, options.replay ?? false, ...preconditionArgs(options)]);
 }
 
 /** X1: records what the tool answered to this claim's own send: succeeded, failed or unknown (uncertain). */
