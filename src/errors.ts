@@ -24,6 +24,7 @@ export const ERROR_RESPONSES = {
   append_only: { httpStatus: 409, exitCode: 2 },
   object_exists: { httpStatus: 409, exitCode: 2 },
   tool_params_mismatch: { httpStatus: 409, exitCode: 2 },
+  tool_not_allowed: { httpStatus: 403, exitCode: 2 },
   permission_denied: { httpStatus: 403, exitCode: 2 },
   unauthenticated: { httpStatus: 401, exitCode: 2 },
   forbidden: { httpStatus: 403, exitCode: 2 },
@@ -90,6 +91,7 @@ export const SQLSTATE = {
   objectExists: 'BT020',
   toolParamsMismatch: 'BT040',
   toolPreconditionFailed: 'BT041',
+  toolNotAllowed: 'BT042',
   /** Postgres's own: the login's roles may not do this (SPEC S1). */
   insufficientPrivilege: '42501',
   /** Postgres's own: a database is in use by other sessions (CREATE DATABASE ... TEMPLATE). */
@@ -193,6 +195,18 @@ export class ToolParamsMismatchError extends BatonError {
 export class ToolPreconditionFailedError extends BatonError {
   override readonly name = 'ToolPreconditionFailedError';
   readonly code = 'stale_view';
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}
+
+/**
+ * Thrown when a task's spec does not allow a new tool call (U11): a tool its `tools.allow` does not
+ * name, or a call past its `tools.maxCalls`. Nothing was written or sent; asking again will not help.
+ */
+export class ToolNotAllowedError extends BatonError {
+  override readonly name = 'ToolNotAllowedError';
+  readonly code = 'tool_not_allowed';
   constructor(readonly detail: string) {
     super(detail);
   }
@@ -339,6 +353,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new ToolParamsMismatchError(message);
     case SQLSTATE.toolPreconditionFailed:
       return new ToolPreconditionFailedError(message);
+    case SQLSTATE.toolNotAllowed:
+      return new ToolNotAllowedError(message);
     case SQLSTATE.insufficientPrivilege:
       return new InsufficientPrivilegeError(message);
     default:

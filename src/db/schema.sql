@@ -2664,6 +2664,7 @@ AS $function$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
+  v_tools jsonb;
 BEGIN
   IF p_step IS NULL OR p_step !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$' THEN
     RAISE EXCEPTION 'step %: 1 to 100 letters, digits, dots, dashes or underscores, starting with a letter or digit', p_step
@@ -2684,6 +2685,19 @@ BEGIN
     END IF;
     -- Its preconditions are checked when a send is due: a call that took effect returns its result.
     RETURN baton.tool_call_row_outcome(c, p_owner, p_claim_version);
+  END IF;
+  -- U11: the task's spec says which tools its agent may call, and how many calls it may make in all
+  -- (its row is locked by the fence, so two calls cannot both take the last one).
+  SELECT spec->'tools' INTO v_tools FROM baton.tasks WHERE id = p_task_id;
+  IF jsonb_typeof(v_tools->'allow') = 'array' AND NOT (v_tools->'allow') ? p_tool THEN
+    RAISE EXCEPTION 'tool call %:%: task % may call only the tools its spec allows (%), not %; nothing was written or sent',
+      p_task_id, p_step, p_task_id, coalesce(nullif((SELECT string_agg(t, ', ') FROM jsonb_array_elements_text(v_tools->'allow') t), ''), 'none'),
+      p_tool USING ERRCODE = 'BT042';
+  END IF;
+  IF jsonb_typeof(v_tools->'maxCalls') = 'number'
+     AND (SELECT count(*) FROM baton.tool_calls WHERE task_id = p_task_id) >= (v_tools->>'maxCalls')::integer THEN
+    RAISE EXCEPTION 'tool call %:%: task % has made the % tool calls its spec allows (tools.maxCalls); nothing was written or sent',
+      p_task_id, p_step, p_task_id, v_tools->>'maxCalls' USING ERRCODE = 'BT042';
   END IF;
   PERFORM baton.tool_call_check_preconditions(p_task_id || ':' || p_step, p_preconditions, coalesce(p_actor, p_owner));
   INSERT INTO baton.tool_calls (task_id, step, tool, params_hash, status, owner, claim_version)

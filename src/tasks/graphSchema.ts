@@ -8,18 +8,21 @@ import {
   HEARTBEAT_TIMEOUT_MS_RANGE,
   KEY_PATTERN,
   MAX_ATTEMPTS_DEFAULT,
+  MAX_ALLOWED_TOOLS,
   MAX_ATTEMPTS_RANGE,
+  MAX_CALLS_RANGE,
   MAX_DEPENDENCIES_PER_TASK,
   MAX_PROTECTED_PATHS,
   MAX_TASKS_PER_GRAPH,
   MAX_TEXT_LENGTH,
   POOL_PATTERN,
+  TOOL_NAME_PATTERN,
   UPSTREAM_CHANGE_POLICIES,
   VERIFICATION_FAILURE_POLICIES,
   type GraphPolicy,
   type GraphSpec,
 } from './graphSpec.js';
-import type { TaskSpec } from './types.js';
+import type { TaskSpec, TaskTools } from './types.js';
 
 /** Where the schema is checked in, relative to the repository's top; a test keeps it current. */
 export const GRAPH_SCHEMA_PATH = 'docs/graph.schema.json';
@@ -126,6 +129,26 @@ export function graphJsonSchema(): Schema {
           payload: {
             description:
               'Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership.',
+          },
+          tools: {
+            type: ['object', 'null'],
+            additionalProperties: false,
+            description: "What the task's agent may do through the tool gateway, enforced by the ledger.",
+            properties: {
+              allow: {
+                type: ['array', 'null'],
+                items: { type: 'string', pattern: TOOL_NAME_PATTERN.source },
+                uniqueItems: true,
+                maxItems: MAX_ALLOWED_TOOLS,
+                description: 'The tools it may call. (Default: any the worker offers)',
+              },
+              maxCalls: {
+                type: ['integer', 'null'],
+                minimum: MAX_CALLS_RANGE[0],
+                maximum: MAX_CALLS_RANGE[1],
+                description: 'How many different calls (steps) it may make over all its runs. (Default: no limit)',
+              },
+            } satisfies Record<keyof TaskTools, Schema>,
           },
         } satisfies Record<Exclude<keyof GraphSpec['tasks'][number], 'spec'> | keyof TaskSpec, Schema>,
       },

@@ -5,7 +5,7 @@ import { toJson } from '../json.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 import { nearestKey } from './nearestKey.js';
 import { isRemoteRepo, remoteRepoProblem } from './repoLocation.js';
-import type { TaskSpec } from './types.js';
+import type { TaskSpec, TaskTools } from './types.js';
 
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
@@ -95,6 +95,7 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
   run: true,
   verify: true,
   payload: true,
+  tools: true,
 });
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
@@ -102,6 +103,13 @@ const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, 
 export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
 export const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Tool names, as the ledger checks them (tool_calls.sql). */
+export const TOOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Most tools one task's `tools.allow` may name. */
+export const MAX_ALLOWED_TOOLS = 50;
+/** The range of a task's `tools.maxCalls`. */
+export const MAX_CALLS_RANGE = [0, 100_000] as const;
+const TOOLS_KEYS = keysOf<TaskTools>({ allow: true, maxCalls: true });
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -291,6 +299,41 @@ function parseProtect(input: unknown, where: string, path: Path, problems: Probl
   return paths;
 }
 
+/** U11: `tools`, what the task's agent may do through the tool gateway (docs/tools.md). */
+function parseTools(input: unknown, at: string, path: Path, problems: Problems): TaskTools | undefined {
+  if (input === undefined || input === null) return undefined;
+  if (!isRecord(input)) {
+    problems.push({ path, message: `${at}: tools must be a mapping of allow and maxCalls` });
+    return undefined;
+  }
+  checkKeys(input, TOOLS_KEYS, path, problems, at);
+  const tools: TaskTools = {};
+  if (input.allow !== undefined && input.allow !== null) {
+    const allow = input.allow;
+    if (!Array.isArray(allow) || allow.some((t) => typeof t !== 'string' || !TOOL_NAME_PATTERN.test(t))) {
+      problems.push({ path: [...path, 'allow'], message: `${at}: tools.allow must be a list of tool names matching ${TOOL_NAME_PATTERN}` });
+    } else if (allow.length > MAX_ALLOWED_TOOLS) {
+      problems.push({ path: [...path, 'allow'], message: `${at}: tools.allow names more than ${MAX_ALLOWED_TOOLS} tools` });
+    } else if (new Set(allow).size !== allow.length) {
+      problems.push({ path: [...path, 'allow'], message: `${at}: tools.allow names a tool twice` });
+    } else {
+      tools.allow = allow as string[];
+    }
+  }
+  if (input.maxCalls !== undefined && input.maxCalls !== null) {
+    const max = input.maxCalls;
+    if (typeof max !== 'number' || !Number.isInteger(max) || max < MAX_CALLS_RANGE[0] || max > MAX_CALLS_RANGE[1]) {
+      problems.push({
+        path: [...path, 'maxCalls'],
+        message: `${at}: tools.maxCalls must be an integer from ${MAX_CALLS_RANGE[0]} to ${MAX_CALLS_RANGE[1]}`,
+      });
+    } else {
+      tools.maxCalls = max;
+    }
+  }
+  return tools;
+}
+
 function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSpec | undefined {
   const where = `tasks[${index}]`;
   const path = ['tasks', index];
@@ -319,6 +362,8 @@ function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSp
     run: parseStep(raw.run, 'run', at, path, problems),
     verify: parseStep(raw.verify, 'verify', at, path, problems),
   };
+  const tools = parseTools(raw.tools, at, [...path, 'tools'], problems);
+  if (tools !== undefined) spec.tools = tools;
   if (raw.payload !== undefined) {
     try {
       spec.payload = toJson(raw.payload, 'payload');

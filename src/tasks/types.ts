@@ -20,6 +20,17 @@ export interface TaskSpec {
   verify: { command?: string; function?: string; protect?: string[] };
   /** Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership. (Default: none) */
   payload?: Json;
+  /**
+   * U11: what the task's agent may do through the tool gateway, enforced by the ledger: `allow`
+   * the tools it may call (Default: any the worker offers), `maxCalls` how many different calls
+   * (steps) it may make over all its runs (Default: no limit).
+   */
+  tools?: TaskTools;
+}
+
+export interface TaskTools {
+  allow?: string[];
+  maxCalls?: number;
 }
 
 /** What a run produced (T7): the exact revision, the command to check it, and the agent's own result. */

@@ -208,6 +208,34 @@ describe('graph validation (T8)', () => {
     expect(refusal([]).graphProblems).toEqual([{ path: [], message: 'a graph must be a mapping with a `tasks` list' }]);
   });
 
+  it("keeps a task's tool allow-list and call budget (U11), and names each thing wrong with one, with its path", () => {
+    const graph = parseGraphSpec({
+      tasks: [
+        { ...task('a'), tools: { allow: ['codehost', 'mailer'], maxCalls: 5 } },
+        { ...task('b'), tools: null },
+      ],
+    });
+    expect(graph.tasks.map((t) => t.spec.tools)).toEqual([{ allow: ['codehost', 'mailer'], maxCalls: 5 }, undefined]);
+    const error = refusal({
+      tasks: [
+        { ...task('a'), tools: { allow: ['Codehost'], maxCalls: -1, budget: 3 } },
+        { ...task('b'), tools: { allow: ['x', 'x'], maxCalls: 1.5 } },
+        { ...task('c'), tools: ['codehost'] },
+      ],
+    });
+    expect(error.graphProblems).toEqual([
+      { path: ['tasks', 0, 'tools', 'budget'], message: "task 'a': unknown key 'tools.budget'" },
+      {
+        path: ['tasks', 0, 'tools', 'allow'],
+        message: "task 'a': tools.allow must be a list of tool names matching /^[a-z0-9][a-z0-9_-]{0,62}$/",
+      },
+      { path: ['tasks', 0, 'tools', 'maxCalls'], message: "task 'a': tools.maxCalls must be an integer from 0 to 100000" },
+      { path: ['tasks', 1, 'tools', 'allow'], message: "task 'b': tools.allow names a tool twice" },
+      { path: ['tasks', 1, 'tools', 'maxCalls'], message: "task 'b': tools.maxCalls must be an integer from 0 to 100000" },
+      { path: ['tasks', 2, 'tools'], message: "task 'c': tools must be a mapping of allow and maxCalls" },
+    ]);
+  });
+
   it('keeps a JSON payload for the agent, and refuses one that Postgres could not store', () => {
     const graph = parseGraphSpec({ id: null, tasks: [{ ...task('a'), payload: { mode: 'always', n: [1, 2] } }] });
     expect(graph.id).toMatch(/^g-[0-9a-f]{8}$/);

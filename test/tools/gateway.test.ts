@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolCallRead } from '../../src/db/sql/reads.js';
-import { InvalidInputError, StaleClaimError, ToolParamsMismatchError, ToolPreconditionFailedError } from '../../src/errors.js';
+import {
+  InvalidInputError,
+  StaleClaimError,
+  ToolNotAllowedError,
+  ToolParamsMismatchError,
+  ToolPreconditionFailedError,
+} from '../../src/errors.js';
 import { toolCallBegin, toolCallSend } from '../../src/db/sql/toolCalls.js';
 import { createObject, grantObjectAccess, showObject, takeObject, writeObject } from '../../src/objects/objectStore.js';
 import type { ToolFault } from '../../src/testkit/toolServer.js';
@@ -266,5 +272,69 @@ describe('preconditions on shared objects (U11)', () => {
       await expect(gateway.call(fence, call, 'agent')).rejects.toThrow(InvalidInputError);
     }
     expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
+  });
+});
+
+describe("a task's tool allow-list and call budget, enforced by the ledger (U11)", () => {
+  /** A running task whose spec says `tools`, written as the table owner (a graph file would say the same). */
+  async function taskWithTools(tools: unknown): Promise<Fence> {
+    const fence = await runningTask(db.pool);
+    await db.pool.query(`UPDATE baton.tasks SET spec = jsonb_set(spec, '{tools}', $2::jsonb) WHERE id = $1`, [
+      fence.taskId,
+      JSON.stringify(tools),
+    ]);
+    return fence;
+  }
+  const sentFor = async (fence: Fence) => (await plain.effects()).filter((e) => e.key.startsWith(`${fence.taskId}:`)).length;
+
+  it('refuses a tool the allow-list does not name, writing and sending nothing, and makes the calls it names', async () => {
+    const fence = await taskWithTools({ allow: ['payments'] });
+    const refused = await gateway.call(fence, { tool: 'blind', step: 'notify', params: {} }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ToolNotAllowedError);
+    expect((refused as Error).message).toContain(
+      'may call only the tools its spec allows (payments), not blind; nothing was written or sent',
+    );
+    expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
+    await gateway.call(fence, { tool: 'payments', step: 'charge', params: {} });
+    expect(await sentFor(fence)).toBe(1);
+  });
+
+  it('refuses a new call past maxCalls, while a repeat of a call made is answered from the ledger', async () => {
+    const fence = await taskWithTools({ maxCalls: 2 });
+    await gateway.call(fence, { tool: 'payments', step: 'a', params: {} });
+    await gateway.call(fence, { tool: 'payments', step: 'b', params: {} });
+    await expect(gateway.call(fence, { tool: 'payments', step: 'c', params: {} })).rejects.toThrow(
+      /has made the 2 tool calls its spec allows \(tools\.maxCalls\); nothing was written or sent/,
+    );
+    expect(await gateway.call(fence, { tool: 'payments', step: 'a', params: {} })).toMatchObject({ status: 'succeeded', sentNow: 0 });
+    expect(await sentFor(fence)).toBe(2);
+    expect((await toolCallRead(db.pool, fence.taskId)).map((r) => r.key.split(':')[1])).toEqual(['a', 'b']);
+  });
+
+  it('negative control: the same calls from a task whose spec says nothing about tools are all made', async () => {
+    const fence = await runningTask(db.pool);
+    for (const [tool, step] of [
+      ['blind', 'notify'],
+      ['payments', 'a'],
+      ['payments', 'b'],
+      ['payments', 'c'],
+    ] as const) {
+      await gateway.call(fence, { tool, step, params: {} });
+    }
+    expect(await toolCallRead(db.pool, fence.taskId)).toHaveLength(4);
+  });
+
+  it('lets no two concurrent calls both take the last one', async () => {
+    const fence = await taskWithTools({ maxCalls: 1 });
+    const calls = ['x', 'y', 'z'].map((step) =>
+      gateway.call(fence, { tool: 'payments', step, params: {} }).then(
+        () => 'made',
+        (e) => e,
+      ),
+    );
+    const outcomes = await Promise.all(calls);
+    expect(outcomes.filter((o) => o === 'made')).toHaveLength(1);
+    expect(outcomes.filter((o) => o instanceof ToolNotAllowedError)).toHaveLength(2);
+    expect(await sentFor(fence)).toBe(1);
   });
 });
