@@ -36,7 +36,7 @@ describe('baton doctor: the database', () => {
   it('names each weakening: a table grant, a function anyone may call, an unpinned granted function, an owner login', async () => {
     await db.pool.query('GRANT SELECT ON baton.tasks TO baton_reader');
     await db.pool.query('GRANT EXECUTE ON FUNCTION baton.event_append TO PUBLIC');
-    await db.pool.query('ALTER FUNCTION baton.task_claim(text, text, integer) RESET search_path');
+    await db.pool.query('ALTER FUNCTION baton.task_claim(text, text, integer, integer) RESET search_path');
     const worker = await loginAs('baton_worker');
     const owner = await loginAs('baton_owner');
     try {
@@ -45,7 +45,7 @@ describe('baton doctor: the database', () => {
         expect.arrayContaining([
           "baton_reader holds SELECT on baton.tasks: writes and reads must go through baton's functions",
           'anyone may call baton.event_append(text,text,text,text,bigint,bigint,text,jsonb)',
-          'baton.task_claim(text,text,integer) may be called by others but has no pinned search_path',
+          'baton.task_claim(text,text,integer,integer) may be called by others but has no pinned search_path',
         ]),
       );
       const asOwner = await checkDatabase(owner.pool);
@@ -66,7 +66,7 @@ describe('baton doctor: the database', () => {
       await owner.close();
       await db.pool.query('REVOKE SELECT ON baton.tasks FROM baton_reader');
       await db.pool.query('REVOKE EXECUTE ON FUNCTION baton.event_append FROM PUBLIC');
-      await db.pool.query('ALTER FUNCTION baton.task_claim(text, text, integer) SET search_path = pg_catalog, baton, pg_temp');
+      await db.pool.query('ALTER FUNCTION baton.task_claim(text, text, integer, integer) SET search_path = pg_catalog, baton, pg_temp');
     }
   });
 });
