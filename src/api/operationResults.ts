@@ -71,6 +71,8 @@ const tokenFields = {
 };
 /** A token people made: the graphs and tasks whose notes it may use, or null for every task's. */
 const noteGrants = z.strictObject({ graphs: z.array(z.string()), tasks: z.array(z.string()) }).nullable();
+/** A token people made: the pools it may take work from, or null for any. */
+const pools = z.array(z.string()).nullable();
 
 const tokenInfo = z.strictObject({
   ...tokenFields,
@@ -81,6 +83,7 @@ const tokenInfo = z.strictObject({
   taskId: z.null(),
   claimVersion: z.null(),
   noteGrants,
+  pools,
 });
 
 const objectView = z.strictObject({
@@ -115,6 +118,7 @@ export const STORE_RESULTS = {
     taskId: z.string().nullable(),
     claimVersion: int.nullable(),
     noteGrants: noteGrants.optional(),
+    pools: pools.optional(),
   }),
   context: taskContext,
   heartbeat: z.strictObject({ taskId: z.string(), claimVersion: int, pooled: z.boolean(), at: time }),

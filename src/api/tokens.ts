@@ -19,6 +19,8 @@ export interface TokenInfo {
   lastUsedAt: string | null;
   /** The graphs and tasks whose notes it may read and write; null: every task's (an operator's token). */
   noteGrants: NoteGrants | null;
+  /** U11: the pools it may take work from (pool.claim); null: any. */
+  pools: string[] | null;
 }
 
 /** S6: what a token's notes are limited to, the tasks of `graphs` and the `tasks` named. */
@@ -30,11 +32,18 @@ export interface NoteGrants {
 /**
  * Issues a token for `identity`; returns its secret (shown once) and what is stored. With
  * `noteGrants` (graphs, tasks or both, which must exist) it reads and writes only their notes;
- * without, every task's.
+ * without, every task's. With `pools` it takes work from those pools only; without, from any.
  */
 export async function agentTokenCreate(
   db: Queryable,
-  input: { identity: string; scopes: readonly TokenScope[]; expiresInMs?: number; createdBy: string; noteGrants?: Partial<NoteGrants> },
+  input: {
+    identity: string;
+    scopes: readonly TokenScope[];
+    expiresInMs?: number;
+    createdBy: string;
+    noteGrants?: Partial<NoteGrants>;
+    pools?: readonly string[];
+  },
 ): Promise<{ secret: string; token: TokenInfo }> {
   const secret = newTokenSecret();
   const grants = input.noteGrants;
@@ -47,6 +56,7 @@ export async function agentTokenCreate(
     input.createdBy,
     granted ? (grants.graphs ?? []) : null,
     granted ? (grants.tasks ?? []) : null,
+    input.pools ?? null,
   ]);
   return { secret, token };
 }

@@ -11,7 +11,7 @@ import { AGENT_TOKEN_ENV, AGENT_URL_ENV } from '../api/agentServer.js';
 import { MAX_BODY_BYTES_DEFAULT, RATE_LIMIT_DEFAULT } from '../api/limits.js';
 import { isOperationName, OPERATION_NAMES, TOKEN_SCOPES, TOKEN_SCOPES_DEFAULT, type OperationName } from '../api/operationNames.js';
 import type { AgentApiInput } from '../api/operations.js';
-import type { NoteGrants } from '../api/tokens.js';
+import type { NoteGrants, TokenInfo } from '../api/tokens.js';
 import { errorResponseOf, InvalidInputError } from '../errors.js';
 import type { Log } from '../log.js';
 import { jsonOption, parsePort, parsePositiveInt, taskQueueOption, untilSignal } from './options.js';
@@ -75,6 +75,11 @@ function describeNoteGrants(grants: NoteGrants | null): string {
     grants.tasks.length ? `task ${grants.tasks.join(', ')}` : '',
   ];
   return `notes of ${parts.filter(Boolean).join('; ')} only`;
+}
+
+/** What a token may reach, in words: its note grants and (U11) its pools. */
+function describeReach(t: Pick<TokenInfo, 'noteGrants' | 'pools'>): string {
+  return `${describeNoteGrants(t.noteGrants)}, ${t.pools ? `work from pool ${t.pools.join(', ')} only` : 'work from any pool'}`;
 }
 
 /** Adds `baton serve`, `baton token ...`, `baton api` and `baton mcp`: the agents' door (docs/agents.md). */
@@ -180,33 +185,40 @@ export function registerAgentCommands(program: Command, log: Log): void {
       collect,
       [],
     )
+    .option('--pool <name>', 'let it take work (pool.claim) from this pool (repeatable); with none, from any pool', collect, [])
     .addOption(jsonOption('the token and its secret as one JSON object'))
-    .action(async (identity: string, opts: { scope: string; expires?: string; graph: string[]; task: string[]; json?: boolean }) => {
-      const scopes = parseScopes(opts.scope);
-      const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
-      const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
-      const [{ operatorActor, withCliContext }, { agentTokenCreate }] = await Promise.all([
-        import('./context.js'),
-        import('../api/tokens.js'),
-      ]);
-      await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
-        const { secret, token: t } = await agentTokenCreate(pool, {
-          identity,
-          scopes,
-          expiresInMs,
-          createdBy: operatorActor(),
-          noteGrants,
+    .action(
+      async (
+        identity: string,
+        opts: { scope: string; expires?: string; graph: string[]; task: string[]; pool: string[]; json?: boolean },
+      ) => {
+        const scopes = parseScopes(opts.scope);
+        const expiresInMs = opts.expires === undefined ? undefined : parseLifetime(opts.expires);
+        const noteGrants = opts.graph.length || opts.task.length ? { graphs: opts.graph, tasks: opts.task } : undefined;
+        const [{ operatorActor, withCliContext }, { agentTokenCreate }] = await Promise.all([
+          import('./context.js'),
+          import('../api/tokens.js'),
+        ]);
+        await withCliContext(log, { migrate: false, applicationName: 'baton token' }, async ({ pool }) => {
+          const { secret, token: t } = await agentTokenCreate(pool, {
+            identity,
+            scopes,
+            expiresInMs,
+            createdBy: operatorActor(),
+            noteGrants,
+            ...(opts.pool.length && { pools: opts.pool }),
+          });
+          log(
+            `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
+              `${describeReach(t)}. The secret is shown once:`,
+          );
+          process.stdout.write(opts.json ? `${JSON.stringify({ ...t, secret })}\n` : `${secret}\n`);
         });
-        log(
-          `token ${t.id} for ${t.identity}, scopes ${t.scopes.join(', ')}, ${t.expiresAt ? `expires ${t.expiresAt}` : 'never expires'}, ` +
-            `${describeNoteGrants(t.noteGrants)}. The secret is shown once:`,
-        );
-        process.stdout.write(opts.json ? `${JSON.stringify({ ...t, secret })}\n` : `${secret}\n`);
-      });
-    });
+      },
+    );
   token
     .command('list')
-    .description('list tokens (never their secrets) with their note grants')
+    .description('list tokens (never their secrets) with their note grants and pools')
     .addOption(jsonOption('one JSON token per line'))
     .action(async (opts: { json?: boolean }) => {
       const [{ withCliContext }, { agentTokenList }] = await Promise.all([import('./context.js'), import('../api/tokens.js')]);
@@ -216,7 +228,7 @@ export function registerAgentCommands(program: Command, log: Log): void {
           process.stdout.write(
             opts.json
               ? `${JSON.stringify(t)}\n`
-              : `${t.id}  ${t.identity.padEnd(20)}  ${t.scopes.join(',').padEnd(24)}  ${state}  last used ${t.lastUsedAt ?? 'never'}  ${describeNoteGrants(t.noteGrants)}\n`,
+              : `${t.id}  ${t.identity.padEnd(20)}  ${t.scopes.join(',').padEnd(24)}  ${state}  last used ${t.lastUsedAt ?? 'never'}  ${describeReach(t)}\n`,
           );
         }
       });

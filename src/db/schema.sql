@@ -34,12 +34,14 @@ CREATE TABLE baton.agent_tokens (
   claim_version bigint,
   note_graphs text[],
   note_tasks text[],
+  pools text[],
   CONSTRAINT agent_tokens_check CHECK (((task_id IS NULL) = (claim_version IS NULL))),
   CONSTRAINT agent_tokens_id_check CHECK ((id ~ '^tok_[0-9a-f]{16}$'::text)),
   CONSTRAINT agent_tokens_identity_check CHECK (((length(identity) >= 1) AND (length(identity) <= 200))),
   CONSTRAINT agent_tokens_note_grants_check CHECK (((note_graphs IS NULL) = (note_tasks IS NULL))),
   CONSTRAINT agent_tokens_parent_token_id_fkey FOREIGN KEY (parent_token_id) REFERENCES baton.agent_tokens(id),
   CONSTRAINT agent_tokens_pkey PRIMARY KEY (id),
+  CONSTRAINT agent_tokens_pools_check CHECK (((pools IS NULL) OR ((task_id IS NULL) AND ((cardinality(pools) >= 1) AND (cardinality(pools) <= 50))))),
   CONSTRAINT agent_tokens_run_grants_check CHECK (((task_id IS NULL) OR (note_graphs IS NULL))),
   CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'view'::text, 'admin'::text])),
   CONSTRAINT agent_tokens_secret_sha256_check CHECK ((length(secret_sha256) = 32)),
@@ -463,6 +465,12 @@ BEGIN
     IF coalesce(a->>'pool', '') !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
       PERFORM baton.agent_invalid(format('pool must be 1 to 63 lowercase letters, digits, _ or -, not %s', coalesce(a->>'pool', 'none')));
     END IF;
+    -- U11: a token limited to some pools takes work from those only; the refusal is recorded.
+    IF k.pools IS NOT NULL AND NOT (a->>'pool' = ANY (k.pools)) THEN
+      RETURN baton.agent_refuse(k, p_operation, 'not_granted',
+        format('token %s of %s may take work from pool %s only, not from %s', k.id, k.identity, array_to_string(k.pools, ', '), a->>'pool'),
+        jsonb_build_object('requested_pool', a->>'pool'));
+    END IF;
     v_secret_sha256 := decode(coalesce(a->>'runSecretSha256', ''), 'hex');
     SELECT r2.* INTO r FROM baton.pool_runs r2 JOIN baton.tasks t2 ON t2.id = r2.task_id
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version
@@ -731,7 +739,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_token_create(p_identity text, p_scopes text[], p_expires_in_ms bigint, p_secret_sha256 bytea, p_created_by text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[])
+CREATE OR REPLACE FUNCTION baton.agent_token_create(p_identity text, p_scopes text[], p_expires_in_ms bigint, p_secret_sha256 bytea, p_created_by text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[], p_pools text[] DEFAULT NULL::text[])
  RETURNS jsonb
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -741,9 +749,17 @@ DECLARE
   k baton.agent_tokens;
   v_graphs text[];
   v_tasks text[];
+  v_pools text[];
   v_missing text;
 BEGIN
   IF p_expires_in_ms IS NOT NULL AND p_expires_in_ms < 1 THEN PERFORM baton.agent_invalid('a token lives at least 1 ms'); END IF;
+  IF p_pools IS NOT NULL THEN
+    v_pools := ARRAY(SELECT DISTINCT p FROM unnest(p_pools) p ORDER BY p);
+    IF cardinality(v_pools) NOT BETWEEN 1 AND 50 OR EXISTS (SELECT 1 FROM unnest(v_pools) p WHERE p IS NULL OR p !~ '^[a-z0-9][a-z0-9_-]{0,62}$') THEN
+      PERFORM baton.agent_invalid(format('pools are 1 to 50 names of 1 to 63 lowercase letters, digits, _ or -, not %s',
+        coalesce(array_to_string(p_pools, ', ', 'NULL'), 'none')));
+    END IF;
+  END IF;
   PERFORM baton.object_check_actor(p_created_by, 'creator');
   IF p_note_graphs IS NOT NULL OR p_note_tasks IS NOT NULL THEN
     v_graphs := ARRAY(SELECT DISTINCT g FROM unnest(coalesce(p_note_graphs, '{}')) g ORDER BY g);
@@ -758,16 +774,17 @@ BEGIN
     IF FOUND THEN RAISE EXCEPTION 'task % does not exist', coalesce(v_missing, 'NULL') USING ERRCODE = 'BT002'; END IF;
   END IF;
   k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by,
-    p_note_graphs => v_graphs, p_note_tasks => v_tasks);
+    p_note_graphs => v_graphs, p_note_tasks => v_tasks, p_pools => v_pools);
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
   PERFORM baton.event_append('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
     jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at)
-      || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END);
+      || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END
+      || CASE WHEN v_pools IS NOT NULL THEN jsonb_build_object('pools', to_jsonb(v_pools)) ELSE '{}'::jsonb END);
   RETURN baton.agent_token_view(k);
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint, p_parent_token_id text DEFAULT NULL::text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[])
+CREATE OR REPLACE FUNCTION baton.agent_token_insert(p_identity text, p_scopes text[], p_expires_at timestamp with time zone, p_secret_sha256 bytea, p_created_by text, p_task_id text DEFAULT NULL::text, p_claim_version bigint DEFAULT NULL::bigint, p_parent_token_id text DEFAULT NULL::text, p_note_graphs text[] DEFAULT NULL::text[], p_note_tasks text[] DEFAULT NULL::text[], p_pools text[] DEFAULT NULL::text[])
  RETURNS baton.agent_tokens
  LANGUAGE plpgsql
 AS $function$
@@ -783,10 +800,10 @@ BEGIN
     PERFORM baton.agent_invalid(format('expiry %s is not in the future', baton.object_ts(p_expires_at)));
   END IF;
   INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version, parent_token_id,
-                                  note_graphs, note_tasks)
+                                  note_graphs, note_tasks, pools)
   VALUES ('tok_' || substr(md5(random()::text || clock_timestamp()::text), 1, 16), p_identity,
           ARRAY(SELECT DISTINCT s FROM unnest(p_scopes) s ORDER BY s), p_secret_sha256, p_created_by, p_expires_at, p_task_id, p_claim_version,
-          p_parent_token_id, p_note_graphs, p_note_tasks)
+          p_parent_token_id, p_note_graphs, p_note_tasks, p_pools)
   RETURNING * INTO k;
   RETURN k;
 END $function$
@@ -874,7 +891,8 @@ AS $function$
     'taskId', k.task_id, 'claimVersion', k.claim_version)
     -- A run token's notes are its run's (agent_notes_refusal); only tokens people made have grants.
     || CASE WHEN k.task_id IS NULL THEN jsonb_build_object('noteGrants', CASE WHEN k.note_graphs IS NOT NULL
-         THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END) ELSE '{}'::jsonb END
+         THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END,
+         'pools', to_jsonb(k.pools)) ELSE '{}'::jsonb END
 $function$
 ;
 
@@ -3113,9 +3131,9 @@ function baton.agent_task_context(baton.tasks,baton.agent_tokens): {baton_owner=
 
 function baton.agent_token_by_secret(text): {baton_owner=X/baton_owner}
 
-function baton.agent_token_create(text,text[],bigint,bytea,text,text[],text[]): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+function baton.agent_token_create(text,text[],bigint,bytea,text,text[],text[],text[]): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
-function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text,text[],text[]): {baton_owner=X/baton_owner}
+function baton.agent_token_insert(text,text[],timestamp with time zone,bytea,text,text,bigint,text,text[],text[],text[]): {baton_owner=X/baton_owner}
 
 function baton.agent_token_list(): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

@@ -5,7 +5,7 @@ import { mcpToolName } from '../../src/api/agentMcp.js';
 import { startAgentServer } from '../../src/api/agentServer.js';
 import type { OperationName } from '../../src/api/operationNames.js';
 import { OPERATIONS } from '../../src/api/operations.js';
-import { agentTokenRevoke } from '../../src/api/tokens.js';
+import { agentTokenCreate, agentTokenRevoke } from '../../src/api/tokens.js';
 import { taskClaim } from '../../src/db/sql/claims.js';
 import { poolOffer } from '../../src/db/sql/poolRuns.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -255,6 +255,42 @@ describe('the agent API over MCP and HTTP', () => {
     expect(after.body.detail).toMatch(
       /run token tok_[0-9a-f]{16} was taken with token tok_[0-9a-f]{16} of nightly, revoked at .* by operator: stolen/,
     );
+  });
+
+  it('lets a token limited to some pools take work from those only, and records the refusal (U11)', async () => {
+    const worker = await db.login('baton_worker');
+    const graphId = await insertGraph(db.pool, { nightly: [], release: [] }, { prefix: 'poolperm' });
+    for (const [key, pool] of [
+      ['nightly', 'night'],
+      ['release', 'release'],
+    ] as const) {
+      const taskId = `${graphId}/${key}`;
+      const claim = await taskClaim(worker.pool, taskId, 'w-1', 60_000);
+      await poolOffer(worker.pool, { taskId, owner: 'w-1', claimVersion: claim!.claimVersion }, pool);
+    }
+    const client = await db.login('baton_client');
+    const limited = await agentTokenCreate(client.pool, {
+      identity: 'night-agent',
+      scopes: ['read', 'submit'],
+      createdBy: 'operator',
+      pools: ['night'],
+    });
+    expect(limited.token.pools).toEqual(['night']);
+
+    const refused = await call(api.url, limited.secret, 'pool.claim', { pool: 'release' });
+    expect(refused).toMatchObject({ status: 403, body: { code: 'forbidden', refusal: 'not_granted' } });
+    expect(refused.body.detail).toMatch(/token tok_[0-9a-f]{16} of night-agent may take work from pool night only, not from release/);
+    const recorded = (await events('agent', 'night-agent')).find((e) => e.kind === 'api_refused');
+    expect(recorded).toMatchObject({ details: { operation: 'pool.claim', refusal: 'not_granted', requested_pool: 'release' } });
+    expect((await call(api.url, limited.secret, 'pool.claim', { pool: 'night' })).body).toMatchObject({ taskId: `${graphId}/nightly` });
+
+    // Negative control: a token without pools takes the release run the limited one could not.
+    const any = await tokenFor(db, 'any-agent', ['read', 'submit']);
+    expect(any.token.pools).toBeNull();
+    expect((await call(api.url, any.secret, 'pool.claim', { pool: 'release' })).body).toMatchObject({ taskId: `${graphId}/release` });
+    await expect(
+      agentTokenCreate(client.pool, { identity: 'x', scopes: ['submit'], createdBy: 'operator', pools: ['Bad Pool'] }),
+    ).rejects.toThrow(/pools are 1 to 50 names of 1 to 63 lowercase letters, digits, _ or -, not Bad Pool/);
   });
 
   it('limits the rate per token and per address, with Retry-After', async () => {

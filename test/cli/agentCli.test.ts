@@ -102,30 +102,49 @@ describe('baton token, baton serve and the agent CLI', () => {
     }
   });
 
-  it('grants a token the notes of graphs and tasks (S6), says so, lists the grants, and refuses a grant of what does not exist', async () => {
+  it('grants a token the notes of graphs and tasks (S6) and pools (U11), says so, lists the grants, and refuses a grant of what does not exist', async () => {
     const operator = cleanEnv({ DATABASE_URL: (await db.login('baton_client')).url, BATON_ACTOR: 'ops-olga' });
     const graphId = await insertGraph(db.pool, { a: [] }, { prefix: 'cli-grants' });
     const otherGraphId = await insertGraph(db.pool, { b: [] }, { prefix: 'cli-grants' });
     const granted = await runCli(
-      ['token', 'create', 'graph-bot', '--scope', 'read,notes', '--graph', graphId, '--task', `${otherGraphId}/b`],
+      [
+        'token',
+        'create',
+        'graph-bot',
+        '--scope',
+        'read,notes,submit',
+        '--graph',
+        graphId,
+        '--task',
+        `${otherGraphId}/b`,
+        '--pool',
+        'nightly',
+      ],
       operator,
     );
     expect(granted.code, granted.output).toBe(0);
     expect(granted.output).toMatch(
-      new RegExp(`for graph-bot, scopes notes, read, never expires, notes of graph ${graphId}; task ${otherGraphId}/b only\\.`),
+      new RegExp(
+        `for graph-bot, scopes notes, read, submit, never expires, notes of graph ${graphId}; task ${otherGraphId}/b only, work from pool nightly only\\.`,
+      ),
     );
     const plain = await runCli(['token', 'create', 'ops-bot'], operator);
-    expect(plain.output).toMatch(/for ops-bot, .*, notes of every task\./);
+    expect(plain.output).toMatch(/for ops-bot, .*, notes of every task, work from any pool\./);
 
     const listed = await runCli(['token', 'list'], operator);
-    expect(listed.stdout).toMatch(new RegExp(`graph-bot .* notes of graph ${graphId}; task ${otherGraphId}/b only\n`));
-    expect(listed.stdout).toMatch(/ops-bot .* notes of every task\n/);
+    expect(listed.stdout).toMatch(
+      new RegExp(`graph-bot .* notes of graph ${graphId}; task ${otherGraphId}/b only, work from pool nightly only\n`),
+    );
+    expect(listed.stdout).toMatch(/ops-bot .* notes of every task, work from any pool\n/);
     const json = (await runCli(['token', 'list', '--json'], operator)).stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(json.find((t) => t.identity === 'graph-bot')).toMatchObject({ noteGrants: { graphs: [graphId], tasks: [`${otherGraphId}/b`] } });
-    expect(json.find((t) => t.identity === 'ops-bot')).toMatchObject({ noteGrants: null });
+    expect(json.find((t) => t.identity === 'graph-bot')).toMatchObject({
+      noteGrants: { graphs: [graphId], tasks: [`${otherGraphId}/b`] },
+      pools: ['nightly'],
+    });
+    expect(json.find((t) => t.identity === 'ops-bot')).toMatchObject({ noteGrants: null, pools: null });
 
     const typo = await runCli(['token', 'create', 'typo-bot', '--graph', `${graphId}x`], operator);
     expect(typo.code).not.toBe(0);

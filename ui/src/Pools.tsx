@@ -82,6 +82,7 @@ export function Tokens({ liveVersion }: { liveVersion: number }) {
                 <th scope="col">state</th>
                 <th scope="col">last used</th>
                 <th scope="col">notes of</th>
+                <th scope="col">pools</th>
                 <th scope="col">created</th>
               </tr>
             </thead>
@@ -115,6 +116,7 @@ export function Tokens({ liveVersion }: { liveVersion: number }) {
                       ? [...k.noteGrants.graphs.map((g) => `graph ${g}`), ...k.noteGrants.tasks.map((t) => `task ${t}`)].join(', ')
                       : 'every task'}
                   </td>
+                  <td class="small">{k.pools ? k.pools.join(', ') : 'any'}</td>
                   <td>
                     <Time at={k.createdAt} /> by {k.createdBy}
                   </td>

@@ -312,6 +312,12 @@ BEGIN
     IF coalesce(a->>'pool', '') !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
       PERFORM baton.agent_invalid(format('pool must be 1 to 63 lowercase letters, digits, _ or -, not %s', coalesce(a->>'pool', 'none')));
     END IF;
+    -- U11: a token limited to some pools takes work from those only; the refusal is recorded.
+    IF k.pools IS NOT NULL AND NOT (a->>'pool' = ANY (k.pools)) THEN
+      RETURN baton.agent_refuse(k, p_operation, 'not_granted',
+        format('token %s of %s may take work from pool %s only, not from %s', k.id, k.identity, array_to_string(k.pools, ', '), a->>'pool'),
+        jsonb_build_object('requested_pool', a->>'pool'));
+    END IF;
     v_secret_sha256 := decode(coalesce(a->>'runSecretSha256', ''), 'hex');
     SELECT r2.* INTO r FROM baton.pool_runs r2 JOIN baton.tasks t2 ON t2.id = r2.task_id
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version

@@ -12,13 +12,14 @@ CREATE FUNCTION baton.agent_token_view(k baton.agent_tokens) RETURNS jsonb LANGU
     'taskId', k.task_id, 'claimVersion', k.claim_version)
     -- A run token's notes are its run's (agent_notes_refusal); only tokens people made have grants.
     || CASE WHEN k.task_id IS NULL THEN jsonb_build_object('noteGrants', CASE WHEN k.note_graphs IS NOT NULL
-         THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END) ELSE '{}'::jsonb END
+         THEN jsonb_build_object('graphs', to_jsonb(k.note_graphs), 'tasks', to_jsonb(k.note_tasks)) END,
+         'pools', to_jsonb(k.pools)) ELSE '{}'::jsonb END
 $$;
 
 CREATE FUNCTION baton.agent_token_insert(
   p_identity text, p_scopes text[], p_expires_at timestamptz, p_secret_sha256 bytea, p_created_by text,
   p_task_id text DEFAULT NULL, p_claim_version bigint DEFAULT NULL, p_parent_token_id text DEFAULT NULL,
-  p_note_graphs text[] DEFAULT NULL, p_note_tasks text[] DEFAULT NULL
+  p_note_graphs text[] DEFAULT NULL, p_note_tasks text[] DEFAULT NULL, p_pools text[] DEFAULT NULL
 ) RETURNS baton.agent_tokens LANGUAGE plpgsql AS $$
 DECLARE
   k baton.agent_tokens;
@@ -32,10 +33,10 @@ BEGIN
     PERFORM baton.agent_invalid(format('expiry %s is not in the future', baton.object_ts(p_expires_at)));
   END IF;
   INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by, expires_at, task_id, claim_version, parent_token_id,
-                                  note_graphs, note_tasks)
+                                  note_graphs, note_tasks, pools)
   VALUES ('tok_' || substr(md5(random()::text || clock_timestamp()::text), 1, 16), p_identity,
           ARRAY(SELECT DISTINCT s FROM unnest(p_scopes) s ORDER BY s), p_secret_sha256, p_created_by, p_expires_at, p_task_id, p_claim_version,
-          p_parent_token_id, p_note_graphs, p_note_tasks)
+          p_parent_token_id, p_note_graphs, p_note_tasks, p_pools)
   RETURNING * INTO k;
   RETURN k;
 END $$;
@@ -43,19 +44,28 @@ END $$;
 -- An operator issues a token for an identity; the secret never reaches the database, only its hash.
 -- Its expiry is computed by the database's clock, like every other time in baton. Graphs and tasks
 -- given (either or both) are its note grants: it reads and writes the notes of those graphs' tasks
--- and of those tasks only. Given neither, it reaches every task's notes: an operator's token.
+-- and of those tasks only. Given neither, it reaches every task's notes: an operator's token. Pools
+-- given (U11) are the only ones it takes work from; given none, it may take from any.
 CREATE FUNCTION baton.agent_token_create(
   p_identity text, p_scopes text[], p_expires_in_ms bigint, p_secret_sha256 bytea, p_created_by text,
-  p_note_graphs text[] DEFAULT NULL, p_note_tasks text[] DEFAULT NULL
+  p_note_graphs text[] DEFAULT NULL, p_note_tasks text[] DEFAULT NULL, p_pools text[] DEFAULT NULL
 ) RETURNS jsonb LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   k baton.agent_tokens;
   v_graphs text[];
   v_tasks text[];
+  v_pools text[];
   v_missing text;
 BEGIN
   IF p_expires_in_ms IS NOT NULL AND p_expires_in_ms < 1 THEN PERFORM baton.agent_invalid('a token lives at least 1 ms'); END IF;
+  IF p_pools IS NOT NULL THEN
+    v_pools := ARRAY(SELECT DISTINCT p FROM unnest(p_pools) p ORDER BY p);
+    IF cardinality(v_pools) NOT BETWEEN 1 AND 50 OR EXISTS (SELECT 1 FROM unnest(v_pools) p WHERE p IS NULL OR p !~ '^[a-z0-9][a-z0-9_-]{0,62}$') THEN
+      PERFORM baton.agent_invalid(format('pools are 1 to 50 names of 1 to 63 lowercase letters, digits, _ or -, not %s',
+        coalesce(array_to_string(p_pools, ', ', 'NULL'), 'none')));
+    END IF;
+  END IF;
   PERFORM baton.object_check_actor(p_created_by, 'creator');
   IF p_note_graphs IS NOT NULL OR p_note_tasks IS NOT NULL THEN
     v_graphs := ARRAY(SELECT DISTINCT g FROM unnest(coalesce(p_note_graphs, '{}')) g ORDER BY g);
@@ -70,11 +80,12 @@ BEGIN
     IF FOUND THEN RAISE EXCEPTION 'task % does not exist', coalesce(v_missing, 'NULL') USING ERRCODE = 'BT002'; END IF;
   END IF;
   k := baton.agent_token_insert(p_identity, p_scopes, now() + p_expires_in_ms * interval '1 millisecond', p_secret_sha256, p_created_by,
-    p_note_graphs => v_graphs, p_note_tasks => v_tasks);
+    p_note_graphs => v_graphs, p_note_tasks => v_tasks, p_pools => v_pools);
   PERFORM pg_advisory_xact_lock(hashtext('baton.agent_events'), hashtext(k.identity));
   PERFORM baton.event_append('agent', k.identity, 'token_created', p_created_by, NULL, NULL, NULL,
     jsonb_build_object('token_id', k.id, 'scopes', to_jsonb(k.scopes), 'expires_at', k.expires_at)
-      || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END);
+      || CASE WHEN v_graphs IS NOT NULL THEN jsonb_build_object('note_graphs', to_jsonb(v_graphs), 'note_tasks', to_jsonb(v_tasks)) ELSE '{}'::jsonb END
+      || CASE WHEN v_pools IS NOT NULL THEN jsonb_build_object('pools', to_jsonb(v_pools)) ELSE '{}'::jsonb END);
   RETURN baton.agent_token_view(k);
 END $$;
 GRANT EXECUTE ON FUNCTION baton.agent_token_create TO baton_client;
