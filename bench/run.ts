@@ -84,7 +84,7 @@ const program = new Command()
   .option('--scale-curve <sizes>', 'smaller scale sizes run first, comma-separated (default 500,2000; quick 100); "none" for none')
   .option(
     '--scale-deadline-s <s>',
-    'cut off each side of a scale size after this long (default: 60 s + 120 ms per task up to 2,000 tasks, at most 300 s; 120 s above)',
+    'cut off each side of a scale size after this long (default: 60 s + 120 ms per task; a run that works ends well before)',
     parsePositiveInt,
   )
   .option('--no-scale-baseline', 'scale: run baton only (for long investigations of one size)')
@@ -111,10 +111,9 @@ const scaleTasks = opts.scaleTasks ?? profile.scaleTasks;
 const scaleCurve =
   opts.scaleCurve === 'none' ? [] : (opts.scaleCurve?.split(',').map((size) => parsePositiveInt(size)) ?? profile.scaleCurve);
 const scaleSizes = [...scaleCurve.filter((s) => s < scaleTasks), scaleTasks];
-// Sizes up to 2,000 run to the end (the curve); above, both sides run for a fixed window and are
-// compared by rate, so the default run fits in about 20 minutes on 2 cores.
-const scaleDeadlineMs = (tasks: number) =>
-  opts.scaleDeadlineS ? opts.scaleDeadlineS * 1000 : tasks <= 2_000 ? Math.min(300_000, 60_000 + tasks * 120) : 120_000;
+// Every size runs to the end (issue 25 asks for the 10,000-task graph all verified): about 15 minutes
+// of the default run's 35 on 2 cores. The deadline is for a run that stopped making progress.
+const scaleDeadlineMs = (tasks: number) => (opts.scaleDeadlineS ? opts.scaleDeadlineS * 1000 : 60_000 + tasks * 120);
 
 /** Workers each side of the peers benchmark drains its jobs with. */
 const PEERS_WORKERS = 4;
