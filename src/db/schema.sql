@@ -342,6 +342,8 @@ CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (o
 
 CREATE INDEX objects_held ON baton.objects USING btree (holder_heartbeat_at) WHERE (holder IS NOT NULL);
 
+CREATE INDEX objects_held_idx ON baton.objects USING btree (key) WHERE (holder IS NOT NULL);
+
 CREATE INDEX pool_runs_open_idx ON baton.pool_runs USING btree (pool, offered_at) WHERE (agent IS NULL);
 
 CREATE INDEX task_dependencies_upstream_idx ON baton.task_dependencies USING btree (depends_on);
