@@ -103,7 +103,7 @@ const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, 
 export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
 export const POOL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-/** Tool names, as the ledger checks them (tool_calls.sql). */
+/** Tool names, as the ledger checks them (tool_calls.sql), in a graph's `tools.allow` and a worker's BATON_HTTP_TOOLS. */
 export const TOOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** Most tools one task's `tools.allow` may name. */
 export const MAX_ALLOWED_TOOLS = 50;

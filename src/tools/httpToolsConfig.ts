@@ -1,5 +1,6 @@
 import { readEnv } from '../config.js';
 import { InvalidInputError } from '../errors.js';
+import { TOOL_NAME_PATTERN } from '../tasks/graphSpec.js';
 import { createHttpTool, type HttpToolOptions } from './httpTool.js';
 import type { ToolAdapter } from './types.js';
 
@@ -11,7 +12,6 @@ import type { ToolAdapter } from './types.js';
  */
 export const HTTP_TOOLS_ENV = 'BATON_HTTP_TOOLS';
 
-const TOOL_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const OPTION_NAMES = new Set(['url', 'method', 'lookupUrl', 'idempotent', 'headers', 'timeoutMs']);
 
 /** Parses a BATON_HTTP_TOOLS value into adapters; InvalidInputError names what is wrong. */
@@ -28,7 +28,7 @@ export function parseHttpTools(text: string): Record<string, ToolAdapter> {
   const tools: Record<string, ToolAdapter> = {};
   for (const [name, value] of Object.entries(parsed)) {
     const where = `${HTTP_TOOLS_ENV}.${name}`;
-    if (!TOOL_NAME.test(name))
+    if (!TOOL_NAME_PATTERN.test(name))
       throw new InvalidInputError(`${where}: a tool name is 1 to 63 lowercase letters, digits, dashes or underscores`);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(`${where} must be an object`);
     const unknown = Object.keys(value).filter((k) => !OPTION_NAMES.has(k));
