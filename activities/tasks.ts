@@ -9,9 +9,9 @@ import { taskRerunStale, taskSetStatus } from '../src/db/sql/graphs.js';
 import { taskFailAttempt, taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
 import { graphReadSource, graphReadTasks, taskRead } from '../src/db/sql/reads.js';
 import { runTokenIssue } from '../src/db/sql/tokens.js';
-import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
+import { approvalDecide, approvalDueInMs, approvalRequest, verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { batonHome } from '../src/config.js';
-import { InvalidInputError, StaleClaimError } from '../src/errors.js';
+import { IllegalTransitionError, InvalidInputError, StaleClaimError } from '../src/errors.js';
 import { checkArtifact } from '../src/runners/artifactCheck.js';
 import { runBranch } from '../src/runners/git.js';
 import { repositoryMirrors, type RepositoryMirrors } from '../src/runners/repository.js';
@@ -52,6 +52,16 @@ export const ARTIFACT_CHECK_COMMAND = 'baton: artifact check';
 /** The command a verification records when it could not be carried out in VERIFY_ATTEMPTS_MAX attempts. */
 export const VERIFY_ATTEMPTS_COMMAND = 'baton: verification attempts';
 
+/** What an approval alone records as its check: nothing ran but the artifact check; a person decides next (U11). */
+const APPROVAL_ONLY_COMMAND = 'baton: approval';
+const approvalOnly = (revision: string): VerificationResult => ({
+  revision,
+  command: APPROVAL_ONLY_COMMAND,
+  exitCode: 0,
+  outputDigest: `sha256:${createHash('sha256').update('').digest('hex')}`,
+  outputTail: '',
+});
+
 /** A rejection of `revision` decided by baton itself (`command`), for `reason`, recorded like any failed verification (T12). */
 function refusedArtifact(revision: string, command: string, reason: string): VerificationResult {
   return {
@@ -76,8 +86,11 @@ interface RunHeartbeat {
 
 /** What a verification decided, and the dependents whose workflows should look at them again (T8). */
 export interface VerifyOutcome {
-  /** `stale`: it passed on a pin its upstream task has since superseded. */
-  status: 'verified' | 'rejected' | 'stale';
+  /**
+   * `stale`: it passed on a pin its upstream task has since superseded. `awaiting_approval`: it
+   * passed, and a person decides next (U11). `failed`: an approval wait ran out under the policy `fail`.
+   */
+  status: 'verified' | 'rejected' | 'stale' | 'awaiting_approval' | 'failed';
   revision: string;
   /** Dependents made ready by this verification. */
   released: string[];
@@ -91,6 +104,8 @@ export interface TaskView {
   attempts: number;
   claimVersion: number;
   leaseExpired: boolean;
+  /** U11: while awaiting approval, ms until the wait runs out on the database clock (0 or less: now). (Default: no limit) */
+  approvalDueInMs?: number;
 }
 
 /** Activities of the task lifecycle. Inputs and outputs are ids and versions only (S3). */
@@ -302,6 +317,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       // A retry after the outcome was recorded (its completion lost on the way to Temporal)
       // returns that outcome instead of verifying twice, with the dependents as they are now.
       const current = await taskRead(db, input.taskId);
+      if (current.status === 'awaiting_approval')
+        return { status: current.status, revision: current.artifact?.revision ?? '', released: [], staled: [] };
       if (current.status === 'verified' || current.status === 'rejected' || current.status === 'stale') {
         const revision = current.artifact?.revision ?? '';
         if (current.status !== 'verified') return { status: current.status, revision, released: [], staled: [] };
@@ -336,6 +353,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             })
           : undefined;
         if (refusal) return refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal);
+        // U11: an approval alone: the artifact check was all there was to run; a person decides next.
+        if (spec.verify.command === undefined && spec.verify.function === undefined) return approvalOnly(artifact.revision);
         return deps.verifierFor(spec).verify({
           taskId: input.taskId,
           ...(repository ? { repo: repository.dir } : {}),
@@ -371,7 +390,17 @@ export function createTaskActivities(deps: TaskActivityDeps) {
       } finally {
         clearInterval(keepAlive);
       }
-      const outcome = await verificationRecord(db, { taskId: input.taskId, verifier, claimVersion, ...result });
+      // U11: a pass of a task whose verify names an approval goes to a person; the rest is recorded as it is.
+      const outcome =
+        result.exitCode === 0 && spec.verify.approval
+          ? await approvalRequest(db, {
+              taskId: input.taskId,
+              verifier,
+              claimVersion,
+              ...result,
+              command: result.command === APPROVAL_ONLY_COMMAND ? undefined : result.command,
+            })
+          : await verificationRecord(db, { taskId: input.taskId, verifier, claimVersion, ...result });
       ctx.log.info(outcome.status === 'verified' ? 'verification passed' : `verification: ${outcome.status}`, {
         graphId: current.graphId,
         taskKey: current.key,
@@ -383,6 +412,22 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         command: result.command,
       });
       return { status: outcome.status, revision: artifact.revision, released: outcome.released, staled: outcome.staled };
+    },
+
+    /**
+     * U11: the approval wait of a task ran out: decided as the approval's policy says (a rejection,
+     * or a failure), by this worker's verifier. Null when it was not due on the database clock yet,
+     * or a person decided first: the workflow reads the task again.
+     */
+    async batonApprovalTimedOut(input: { taskId: string }): Promise<VerifyOutcome | null> {
+      const task = await taskRead(db, input.taskId);
+      try {
+        const outcome = await approvalDecide(db, { taskId: input.taskId, actor: verifierIdentity(identity), decision: 'timed_out' });
+        return { ...outcome, revision: task.artifact?.revision ?? '' };
+      } catch (error) {
+        if (error instanceof IllegalTransitionError) return null;
+        throw error;
+      }
     },
 
     /** Applies the graph's policy after a rejected verification: run again, or fail the task. */
@@ -427,7 +472,14 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** The task's status and attempts, for the workflow's decisions. */
     async batonReadTask(input: { taskId: string }): Promise<TaskView> {
       const task = await taskRead(db, input.taskId);
-      return { status: task.status, attempts: task.attempts, claimVersion: task.claimVersion, leaseExpired: task.leaseExpired };
+      const view: TaskView = {
+        status: task.status,
+        attempts: task.attempts,
+        claimVersion: task.claimVersion,
+        leaseExpired: task.leaseExpired,
+      };
+      const dueInMs = task.status === 'awaiting_approval' ? await approvalDueInMs(db, input.taskId) : undefined;
+      return dueInMs === undefined ? view : { ...view, approvalDueInMs: dueInMs };
     },
   });
 }

@@ -4,10 +4,11 @@ import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { taskSetStatus, graphSubmit } from './db/sql/graphs.js';
 import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
+import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
-import type { GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
+import type { Approval, GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
 import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { GRAPH_ID_ATTRIBUTE } from './temporal/searchAttributes.js';
@@ -124,6 +125,30 @@ export function createBatonClient(options: BatonClientOptions) {
     async cancelTask(taskId: string, actor: string, reason: string): Promise<CancelOutcome> {
       return cancelTasks([await taskRead(db, taskId)], actor, reason);
     },
+
+    /**
+     * U11: decides the approval a task awaits (`approved`, or `rejected` with a reason), as `actor`
+     * (never its agent): recorded as its verification, then its workflow is told. An approval
+     * releases its dependents; a rejection leaves the graph's onVerificationFailure policy to act.
+     * `workflowTold` false: Temporal did not answer; the decision stands, and the workflow finds
+     * it at its next look (within 5 minutes).
+     */
+    async decideApproval(
+      taskId: string,
+      actor: string,
+      decision: 'approved' | 'rejected',
+      reason?: string,
+    ): Promise<VerificationOutcome & { workflowTold: boolean }> {
+      const outcome = await approvalDecide(db, { taskId, actor, decision, reason });
+      const workflowTold = await workflows.recheckTask(taskId).then(
+        () => true,
+        () => false,
+      );
+      return { ...outcome, workflowTold };
+    },
+
+    /** U11: the approvals waiting for a decision, oldest first. */
+    approvals: (): Promise<Approval[]> => approvalList(db),
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
     waitForGraph(graphId: string): Promise<GraphWorkflowResult> {

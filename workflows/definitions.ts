@@ -39,6 +39,8 @@ export interface TaskWorkflowInput {
   ready?: boolean;
   /** Carried over continue-as-new: the dependents this lifecycle's verifications released so far. */
   released?: string[];
+  /** Carried over continue-as-new: the task awaited a person's approval (U11), whose decision released its dependents. (Default: false) */
+  awaitedApproval?: boolean;
   /** The namespace has baton's search attributes (src/temporal/searchAttributes.ts): set them. (Default: false) */
   searchAttributes?: boolean;
 }

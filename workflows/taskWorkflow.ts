@@ -36,6 +36,8 @@ const POLL_DELAY_MAX_MS = 30_000;
 const RUN_ENDED_BY = new Set(['AgentFailedError', 'StaleClaimError', 'AgentFailed', 'StaleClaim']);
 /** An agent job may take hours; silence, not duration, is what ends a claim. */
 const RUN_START_TO_CLOSE = '24 hours';
+/** The longest wait between looks at a task awaiting a person's approval; a decision signals the workflow anyway. */
+const APPROVAL_POLL_MAX_MS = 5 * 60_000;
 /** Marks histories that wake dependents after a verification (T8); older histories replay without. */
 const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
 
@@ -109,6 +111,19 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     upsertSearchAttributes([{ key: TASK_STATUS_ATTRIBUTE, value: status }]);
     shownStatus = status;
   };
+  // U11: the task waited for a person's approval, so its verification is recorded by the decision, not here.
+  let awaitedApproval = input.awaitedApproval ?? false;
+  /** What follows a recorded verification (or approval): the dependents it concerns, then its result if it ended the lifecycle. */
+  const settle = async (outcome: VerifyOutcome, attempts: number): Promise<TaskWorkflowResult | undefined> => {
+    awaitedApproval = outcome.status === 'awaiting_approval';
+    released.push(...outcome.released);
+    await wakeAfterVerification(input, outcome);
+    // stale: it passed on a superseded pin; the next look applies the policy.
+    showStatus(outcome.status);
+    if (outcome.status === 'verified') return { taskId, status: 'verified', revision: outcome.revision, attempts, released };
+    if (outcome.status === 'rejected') await store.batonAfterRejection({ taskId, policy });
+    return undefined;
+  };
   if (input.ready) {
     showStatus('ready');
     known = await claimAndRun(taskId, policy);
@@ -117,7 +132,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
       // Under the prefixed type, so an execution started under 0.1's type leaves it here.
-      const next = { ...input, ready: false, released };
+      const next = { ...input, ready: false, released, ...(awaitedApproval && { awaitedApproval }) };
       await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow') })(next);
     }
     if (!known) recheck.pending = false; // this read sees every change signalled so far
@@ -128,7 +143,12 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     let result: TaskWorkflowResult | undefined;
     switch (task.status) {
       case 'verified':
-        result = { taskId, status: task.status, attempts: task.attempts, released };
+        // Approved while this workflow waited: the decision released the dependents; the outcome names them.
+        if (awaitedApproval) {
+          result = await settle(await verifier.batonVerifyTask({ taskId }), task.attempts);
+        } else {
+          result = { taskId, status: task.status, attempts: task.attempts, released };
+        }
         break;
       case 'failed':
       case 'cancelled':
@@ -152,14 +172,19 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
       case 'submitted':
       case 'verifying': {
         // verifying: a verifier was lost before recording its result
-        const outcome = await verifier.batonVerifyTask({ taskId });
-        released.push(...outcome.released);
-        await wakeAfterVerification(input, outcome);
-        // stale: it passed on a superseded pin; the next look applies the policy.
-        showStatus(outcome.status);
-        if (outcome.status === 'verified')
-          result = { taskId, status: 'verified', revision: outcome.revision, attempts: task.attempts, released };
-        else if (outcome.status === 'rejected') await store.batonAfterRejection({ taskId, policy });
+        result = await settle(await verifier.batonVerifyTask({ taskId }), task.attempts);
+        break;
+      }
+      case 'awaiting_approval': {
+        // U11: a person decides (their decision signals this workflow), or the wait runs out.
+        awaitedApproval = true;
+        const dueInMs = task.approvalDueInMs;
+        if (dueInMs !== undefined && dueInMs <= 0) {
+          const outcome = await store.batonApprovalTimedOut({ taskId });
+          if (outcome) result = await settle(outcome, task.attempts);
+        } else {
+          await condition(() => recheck.pending, Math.min(dueInMs ?? APPROVAL_POLL_MAX_MS, APPROVAL_POLL_MAX_MS));
+        }
         break;
       }
       case 'rejected':

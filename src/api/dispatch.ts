@@ -39,6 +39,8 @@ export interface WorkflowControl {
   cancelGraph(graphId: string): Promise<void>;
   /** Starts a task's lifecycle workflow for a rerun, or finds the one running. */
   rerunTask(taskId: string, policy: GraphPolicy): Promise<void>;
+  /** Tells a task's lifecycle workflow to look at its task now (a decision on its approval); one that has ended needs nothing. */
+  recheckTask(taskId: string): Promise<void>;
 }
 
 /** What the dispatcher serves besides the store: a run's own endpoint, or Temporal for the operator's actions. */
@@ -154,6 +156,22 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
     return outcome;
   }
 
+  /**
+   * task.approve, task.reject (U11): the store records the decision, then the task's workflow is
+   * told at once where this server reaches Temporal; where it does not, or Temporal does not answer,
+   * the decision stands and the workflow finds it at its next look (within 5 minutes).
+   */
+  async function decide(secret: string, operation: 'task.approve' | 'task.reject', args: Record<string, unknown>) {
+    const decided = (await agentCall(db, secret, operation, args)) as AgentApiResult<typeof operation>;
+    if (options.workflows) {
+      await options
+        .workflows()
+        .then((workflows) => workflows.recheckTask(decided.taskId))
+        .catch(() => {});
+    }
+    return decided;
+  }
+
   return async (secret, operation, args, signal) => {
     switch (operation) {
       case 'tool.call':
@@ -187,6 +205,9 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
       case 'graph.cancel':
       case 'task.rerun':
         return operate(secret, operation, args);
+      case 'task.approve':
+      case 'task.reject':
+        return decide(secret, operation, args);
       default:
         return agentCall(db, secret, operation, args);
     }

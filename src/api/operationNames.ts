@@ -38,6 +38,9 @@ export const OPERATION_NAMES = [
   'task.cancel',
   'graph.cancel',
   'task.rerun',
+  'approvals.list',
+  'task.approve',
+  'task.reject',
 ] as const;
 export type OperationName = (typeof OPERATION_NAMES)[number];
 
@@ -46,7 +49,7 @@ export function isOperationName(name: string): name is OperationName {
 }
 
 /** The scopes a token can be given; `admin` includes every other. */
-export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'view', 'admin'] as const;
+export const TOKEN_SCOPES = ['read', 'notes', 'objects', 'submit', 'view', 'approve', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 /** Scopes a token gets unless told otherwise. */

@@ -104,6 +104,25 @@ const objectView = z.strictObject({
   ),
 });
 
+/** U11: an approval request of a task, open (no decision) or decided. */
+const approval = z.strictObject({
+  id: int,
+  taskId: z.string(),
+  claimVersion: int,
+  revision: z.string(),
+  requestedBy: z.string(),
+  requestedAt: time,
+  dueAt: time.nullable(),
+  onTimeout: z.enum(['reject', 'fail']),
+  decision: z.enum(['approved', 'rejected', 'timed_out', 'cancelled']).nullable(),
+  decidedBy: z.string().nullable(),
+  decidedAt: time.nullable(),
+  reason: z.string().nullable(),
+});
+
+/** U11: what a decision on an approval did: the task's status after it, and the dependents it released. */
+const decided = z.strictObject({ taskId: z.string(), status: z.enum(TASK_STATUSES), released: z.array(z.string()) });
+
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 const cancelled = z.strictObject({
   cancelled: z.array(z.string()),
@@ -201,6 +220,7 @@ export const STORE_RESULTS = {
         revision: z.string().nullable(),
       }),
     ),
+    approvals: z.array(approval),
   }),
   'events.list': z.strictObject({ events: z.array(logEvent), lastId: int }),
   'objects.list': z.strictObject({ objects: z.array(objectView), log: z.array(logEvent).optional() }),
@@ -225,6 +245,9 @@ export const STORE_RESULTS = {
   'tokens.list': z.strictObject({ tokens: z.array(tokenInfo), liveRunTokens: int }),
   'task.cancel': cancelled,
   'graph.cancel': cancelled,
+  'approvals.list': z.array(approval.extend({ graphId: z.string(), key: z.string(), description: z.string() })),
+  'task.approve': decided,
+  'task.reject': decided,
 } satisfies Partial<Record<OperationName, z.ZodType>>;
 
 type StoreResult<Op extends keyof typeof STORE_RESULTS> = z.infer<(typeof STORE_RESULTS)[Op]>;
@@ -270,6 +293,9 @@ export interface AgentApiResults {
   'task.cancel': StoreResult<'task.cancel'>;
   'graph.cancel': StoreResult<'graph.cancel'>;
   'task.rerun': { taskId: string };
+  'approvals.list': StoreResult<'approvals.list'>;
+  'task.approve': StoreResult<'task.approve'>;
+  'task.reject': StoreResult<'task.reject'>;
 }
 
 /** An event of the log as the operator's views return it. */

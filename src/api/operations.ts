@@ -8,10 +8,10 @@ import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableStrin
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
 import { GRAPH_STATES } from '../tasks/states.js';
-import type { OperationName } from './operationNames.js';
+import type { OperationName, TokenScope } from './operationNames.js';
 
 /** What a token must carry to call an operation; `run` means a run token, bound to one claim. */
-type OperationScope = 'read' | 'notes' | 'objects' | 'submit' | 'view' | 'admin' | 'run';
+type OperationScope = TokenScope | 'run';
 
 /** Longest a `pool.claim` waits for work. */
 const POOL_CLAIM_WAIT_SECONDS_MAX = 60;
@@ -391,6 +391,31 @@ export const OPERATIONS = {
     effect: destructive(true),
     description:
       'Send a verified, stale or failed task round again on its dependencies’ current revisions, with a reason recorded under your identity; dependents verified on its old revision become stale.',
+    input: z.strictObject({ taskId, reason }),
+  },
+  'approvals.list': {
+    scope: 'approve',
+    title: 'List approvals waiting',
+    effect: READ,
+    description:
+      'The tasks waiting for a person to approve or reject their artifact (verify.approval), oldest first: the revision, who passed it on, until when the wait lasts and what it decides then.',
+    input: z.strictObject({}),
+  },
+  'task.approve': {
+    scope: 'approve',
+    title: 'Approve a task',
+    // Again: the task no longer awaits approval, and the call is refused.
+    effect: destructive(false),
+    description:
+      "Approve the artifact of a task awaiting approval, recorded as its verification under your identity (never its agent's); dependents are released.",
+    input: z.strictObject({ taskId, reason: reason.optional() }),
+  },
+  'task.reject': {
+    scope: 'approve',
+    title: 'Reject a task',
+    effect: destructive(false),
+    description:
+      "Reject the artifact of a task awaiting approval, with a reason its agent reads, recorded as its verification under your identity; the graph's onVerificationFailure policy decides what follows.",
     input: z.strictObject({ taskId, reason }),
   },
 } as const satisfies Record<OperationName, Operation>;

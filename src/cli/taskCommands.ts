@@ -119,6 +119,51 @@ export function registerTaskCommands(program: Command, log: Log): void {
     });
 
   program
+    .command('approvals')
+    .description('list the tasks waiting for a person to approve or reject their artifact (verify.approval), oldest first')
+    .addOption(jsonOption('the approvals as one JSON array'))
+    .action(async (opts: { json?: boolean }) => {
+      const { withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const approvals = await (await batonClient(context, { startsWorkflows: false })).approvals();
+        if (opts.json) return printLine(JSON.stringify(approvals));
+        if (approvals.length === 0) return log('No task is awaiting approval.');
+        for (const a of approvals) {
+          const until = a.dueAt ? `, until ${a.dueAt} (then ${a.onTimeout})` : '';
+          printLine(`${a.taskId}  revision ${a.revision.slice(0, 12)}  waiting since ${a.requestedAt}${until}  ${a.description}`);
+        }
+      });
+    });
+
+  for (const decision of ['approved', 'rejected'] as const) {
+    const approve = decision === 'approved';
+    const command = program
+      .command(approve ? 'approve' : 'reject')
+      .description(
+        approve
+          ? "approve the artifact of a task awaiting approval: recorded as its verification under your identity (BATON_ACTOR, else your login), never its agent's; its dependents are released"
+          : "reject the artifact of a task awaiting approval, with a reason its agent reads: recorded as its verification under your identity; the graph's onVerificationFailure policy decides what follows",
+      )
+      .argument('<task>', 'task id, <graph>/<key>');
+    if (approve) command.option('--reason <text>', 'why, for the event log');
+    else command.requiredOption('--reason <text>', 'why, for the event log and the agent');
+    command
+      .addOption(jsonOption("the task's status after it and the dependents released, as one JSON object"))
+      .action(async (taskId: string, opts: { reason?: string; json?: boolean }) => {
+        const { operatorActor, withCliContext } = await import('./context.js');
+        await withCliContext(log, { migrate: false }, async (context) => {
+          // Recorded whether or not Temporal answers: the workflow is told when it does.
+          const client = await batonClient(context, { startsWorkflows: false });
+          const outcome = await client.decideApproval(taskId, operatorActor(), decision, opts.reason);
+          if (opts.json) return printLine(JSON.stringify({ taskId, status: outcome.status, released: outcome.released }));
+          printLine(`Task ${taskId} is ${outcome.status}.${outcome.released.length ? ` Released: ${outcome.released.join(', ')}.` : ''}`);
+          if (!outcome.workflowTold)
+            log(`Temporal did not answer: the task's workflow finds the decision at its next look (within 5 minutes).`);
+        });
+      });
+  }
+
+  program
     .command('status')
     .description('show the tasks of a graph, live until every task is verified, failed or blocked behind a failure')
     .argument('<graph>', 'graph id')

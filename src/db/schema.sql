@@ -43,10 +43,31 @@ CREATE TABLE baton.agent_tokens (
   CONSTRAINT agent_tokens_pkey PRIMARY KEY (id),
   CONSTRAINT agent_tokens_pools_check CHECK (((pools IS NULL) OR ((task_id IS NULL) AND ((cardinality(pools) >= 1) AND (cardinality(pools) <= 50))))),
   CONSTRAINT agent_tokens_run_grants_check CHECK (((task_id IS NULL) OR (note_graphs IS NULL))),
-  CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'view'::text, 'admin'::text])),
+  CONSTRAINT agent_tokens_scopes_check CHECK ((scopes <@ ARRAY['read'::text, 'notes'::text, 'objects'::text, 'submit'::text, 'view'::text, 'approve'::text, 'admin'::text])),
   CONSTRAINT agent_tokens_secret_sha256_check CHECK ((length(secret_sha256) = 32)),
   CONSTRAINT agent_tokens_secret_sha256_key UNIQUE (secret_sha256),
   CONSTRAINT agent_tokens_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
+);
+
+CREATE TABLE baton.approvals (
+  id bigint DEFAULT nextval('baton.approvals_id_seq'::regclass) NOT NULL,
+  task_id text NOT NULL,
+  claim_version bigint NOT NULL,
+  revision text NOT NULL,
+  requested_by text NOT NULL,
+  requested_at timestamp with time zone DEFAULT now() NOT NULL,
+  due_at timestamp with time zone,
+  on_timeout text NOT NULL,
+  decision text,
+  decided_by text,
+  decided_at timestamp with time zone,
+  reason text,
+  CONSTRAINT approvals_check CHECK ((((decision IS NULL) = (decided_at IS NULL)) AND ((decision IS NULL) = (decided_by IS NULL)))),
+  CONSTRAINT approvals_decision_check CHECK ((decision = ANY (ARRAY['approved'::text, 'rejected'::text, 'timed_out'::text, 'cancelled'::text]))),
+  CONSTRAINT approvals_on_timeout_check CHECK ((on_timeout = ANY (ARRAY['reject'::text, 'fail'::text]))),
+  CONSTRAINT approvals_pkey PRIMARY KEY (id),
+  CONSTRAINT approvals_reason_check CHECK ((length(reason) <= 2000)),
+  CONSTRAINT approvals_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
 );
 
 CREATE TABLE baton.definitions (
@@ -267,7 +288,7 @@ CREATE TABLE baton.tasks (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   CONSTRAINT tasks_check CHECK (((status <> 'running'::text) OR ((owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-  CONSTRAINT tasks_check1 CHECK (((status <> ALL (ARRAY['submitted'::text, 'verifying'::text, 'verified'::text, 'rejected'::text, 'stale'::text])) OR (artifact IS NOT NULL))),
+  CONSTRAINT tasks_check1 CHECK (((status <> ALL (ARRAY['submitted'::text, 'verifying'::text, 'awaiting_approval'::text, 'verified'::text, 'rejected'::text, 'stale'::text])) OR (artifact IS NOT NULL))),
   CONSTRAINT tasks_claim_version_check CHECK ((claim_version >= 0)),
   CONSTRAINT tasks_graph_id_fkey FOREIGN KEY (graph_id) REFERENCES baton.graphs(id),
   CONSTRAINT tasks_graph_id_key_key UNIQUE (graph_id, key),
@@ -338,6 +359,8 @@ CREATE TABLE baton.verifications (
 
 CREATE INDEX agent_tokens_claim_idx ON baton.agent_tokens USING btree (task_id, claim_version) WHERE (task_id IS NOT NULL);
 
+CREATE UNIQUE INDEX approvals_open_idx ON baton.approvals USING btree (task_id) WHERE (decision IS NULL);
+
 CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (object_key) WHERE (status = 'open'::text);
 
 CREATE INDEX objects_held ON baton.objects USING btree (holder_heartbeat_at) WHERE (holder IS NOT NULL);
@@ -355,6 +378,18 @@ CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, crea
 CREATE INDEX tasks_running_idx ON baton.tasks USING btree (id) WHERE (status = 'running'::text);
 
 -- functions
+
+CREATE OR REPLACE FUNCTION baton.agent_approval_decide(p_actor text, p_task_id text, p_decision text, p_reason text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  r record;
+BEGIN
+  SELECT * INTO STRICT r FROM baton.approval_decide(p_task_id, p_actor, p_decision, p_reason);
+  RETURN jsonb_build_object('taskId', p_task_id, 'status', r.status, 'released', to_jsonb(r.released));
+END $function$
+;
 
 CREATE OR REPLACE FUNCTION baton.agent_authenticate(p_secret text, p_operation text)
  RETURNS jsonb
@@ -493,7 +528,7 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
@@ -621,6 +656,7 @@ AS $function$
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
     WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'view'
     WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
+    WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
 $function$
 ;
@@ -697,7 +733,7 @@ AS $function$
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
      AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-                         'task.cancel', 'graph.cancel', 'task.rerun') THEN 'limited'
+                         'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
     -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
   END
@@ -794,8 +830,8 @@ DECLARE
   k baton.agent_tokens;
 BEGIN
   PERFORM baton.object_check_actor(p_identity, 'identity');
-  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'view', 'admin'] THEN
-    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, view, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
+  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'view', 'approve', 'admin'] THEN
+    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, view, approve, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
   END IF;
   IF p_secret_sha256 IS NULL OR length(p_secret_sha256) <> 32 THEN PERFORM baton.agent_invalid('a token is stored as the 32-byte SHA-256 of its secret'); END IF;
   IF p_expires_at IS NOT NULL AND p_expires_at <= now() THEN
@@ -919,6 +955,9 @@ BEGIN
     WHEN 'task.cancel' THEN baton.agent_cancel(k.identity, NULL, a->>'taskId', v_reason)
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
+    WHEN 'approvals.list' THEN baton.approval_list()
+    WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
+    WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
   END;
 END $function$
 ;
@@ -1078,7 +1117,8 @@ BEGIN
     'poolRuns', (SELECT coalesce(jsonb_agg(jsonb_build_object('claimVersion', r.claim_version, 'pool', r.pool, 'offeredBy', r.offered_by,
          'offeredAt', baton.object_ts(r.offered_at), 'agent', r.agent, 'takenAt', baton.object_ts(r.taken_at),
          'beatAt', baton.object_ts(r.beat_at), 'revision', r.revision) ORDER BY r.claim_version), '[]'::jsonb)
-       FROM baton.pool_runs r WHERE r.task_id = p_task_id));
+       FROM baton.pool_runs r WHERE r.task_id = p_task_id),
+    'approvals', (SELECT coalesce(jsonb_agg(baton.approval_view(a) ORDER BY a.id), '[]'::jsonb) FROM baton.approvals a WHERE a.task_id = p_task_id));
 END $function$
 ;
 
@@ -1105,6 +1145,134 @@ BEGIN
                  FROM baton.agent_tokens k WHERE k.task_id IS NULL),
     'liveRunTokens', (SELECT count(*) FROM baton.agent_tokens k JOIN baton.tasks t ON t.id = k.task_id
                        WHERE k.revoked_at IS NULL AND t.status = 'running' AND t.claim_version = k.claim_version));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.approval_decide(p_task_id text, p_actor text, p_decision text, p_reason text)
+ RETURNS TABLE(status text, released text[], staled text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks := baton.task_lock(p_task_id);
+  a baton.approvals;
+  v_reason text := nullif(btrim(coalesce(p_reason, '')), '');
+  v_kind text;
+  r record;
+BEGIN
+  IF p_decision IS NULL OR p_decision NOT IN ('approved', 'rejected', 'timed_out') THEN
+    RAISE EXCEPTION 'a decision is approved, rejected or timed_out, not %', coalesce(p_decision, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  IF length(v_reason) > 2000 OR (p_decision = 'rejected' AND v_reason IS NULL) THEN
+    RAISE EXCEPTION 'a % needs a reason of 1 to 2000 characters (it is recorded, and the agent reads it)',
+      CASE WHEN p_decision = 'rejected' THEN 'rejection' ELSE 'decision' END USING ERRCODE = 'BT003';
+  END IF;
+  SELECT * INTO a FROM baton.approvals x WHERE x.task_id = p_task_id AND x.decision IS NULL FOR UPDATE;
+  IF t.status <> 'awaiting_approval' OR a.id IS NULL THEN
+    RAISE EXCEPTION 'task % is not awaiting approval: it is %', p_task_id, t.status USING ERRCODE = 'BT001';
+  END IF;
+  IF p_decision = 'timed_out' AND (a.due_at IS NULL OR a.due_at > now()) THEN
+    RAISE EXCEPTION 'task %: its approval is not due yet (due %)', p_task_id, coalesce(a.due_at::text, 'never') USING ERRCODE = 'BT001';
+  END IF;
+  IF p_decision <> 'timed_out' AND (p_actor = t.owner OR p_actor = coalesce(t.spec->'run'->>'agent', t.id)
+      OR EXISTS (SELECT 1 FROM baton.pool_runs w WHERE w.task_id = t.id AND w.claim_version = t.claim_version AND w.agent = p_actor)) THEN
+    RAISE EXCEPTION 'task %: % produced the artifact and may not approve or reject it', p_task_id, p_actor USING ERRCODE = 'BT003';
+  END IF;
+  IF p_decision = 'timed_out' THEN
+    v_reason := format('nobody decided by %s: the approval policy says %s', baton.object_ts(a.due_at),
+      a.on_timeout);
+  END IF;
+  UPDATE baton.approvals SET decision = p_decision, decided_by = p_actor, decided_at = now(), reason = v_reason WHERE id = a.id;
+  v_kind := CASE p_decision WHEN 'approved' THEN 'approved' WHEN 'rejected' THEN 'approval_refused' ELSE 'approval_timed_out' END;
+  PERFORM baton.event_append('task', p_task_id, v_kind, p_actor, t.claim_version, NULL, v_reason,
+    jsonb_build_object('revision', a.revision, 'approvalId', a.id));
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_actor WHERE id = p_task_id;
+  SELECT * INTO r FROM baton.verification_record(p_task_id, p_actor, t.claim_version, a.revision,
+    CASE WHEN p_decision = 'timed_out' THEN 'baton: approval wait' ELSE format('baton: approval by %s', p_actor) END,
+    CASE WHEN p_decision = 'approved' THEN 0 ELSE 1 END,
+    'sha256:' || encode(sha256(convert_to(coalesce(v_reason, ''), 'UTF8')), 'hex'), v_reason);
+  IF p_decision = 'timed_out' AND a.on_timeout = 'fail' THEN
+    PERFORM baton.task_set_status(p_task_id, p_actor, 'failed', 'failed', v_reason);
+    r.status := 'failed';
+  END IF;
+  RETURN QUERY SELECT r.status, r.released, r.staled;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.approval_due_in_ms(p_task_id text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN (SELECT floor(extract(epoch FROM a.due_at - now()) * 1000)::bigint FROM baton.approvals a
+           WHERE a.task_id = p_task_id AND a.decision IS NULL);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.approval_list()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(baton.approval_view(a)
+                   || jsonb_build_object('graphId', t.graph_id, 'key', t.key, 'description', t.spec->>'description')
+                   ORDER BY a.requested_at, a.id), '[]'::jsonb)
+            FROM baton.approvals a JOIN baton.tasks t ON t.id = a.task_id WHERE a.decision IS NULL);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.approval_request(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_output_digest text, p_output_tail text)
+ RETURNS TABLE(status text, released text[], staled text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks := baton.verification_lock(p_task_id, p_verifier, p_claim_version, p_revision);
+  v_approval jsonb := t.spec->'verify'->'approval';
+  v_due timestamptz;
+  v_on_timeout text;
+BEGIN
+  IF jsonb_typeof(v_approval) IS DISTINCT FROM 'object' THEN
+    RAISE EXCEPTION 'task %: its verify names no approval', p_task_id USING ERRCODE = 'BT003';
+  END IF;
+  IF EXISTS (SELECT 1 FROM baton.task_list_superseded_pins(p_task_id)) THEN
+    RETURN QUERY SELECT * FROM baton.verification_record(p_task_id, p_verifier, p_claim_version, p_revision,
+      coalesce(p_command, 'baton: artifact check'), 0, p_output_digest, p_output_tail);
+    RETURN;
+  END IF;
+  IF p_command IS NOT NULL THEN
+    INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
+      VALUES (p_task_id, p_claim_version, p_revision, p_command, 0, p_output_digest, coalesce(p_output_tail, ''), p_verifier, true);
+  END IF;
+  v_due := now() + (v_approval->>'timeoutMs')::bigint * interval '1 millisecond';
+  v_on_timeout := coalesce(v_approval->>'onTimeout', 'reject');
+  INSERT INTO baton.approvals (task_id, claim_version, revision, requested_by, due_at, on_timeout)
+    VALUES (p_task_id, p_claim_version, p_revision, p_verifier, v_due, v_on_timeout);
+  UPDATE baton.tasks SET status = 'awaiting_approval' WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, 'approval_requested', p_verifier, p_claim_version, NULL,
+    format('%s passed: waiting for a person with the approve scope%s', coalesce(p_command, 'the artifact check'),
+      coalesce(format(' until %s, then %s', baton.object_ts(v_due), v_on_timeout), '')),
+    jsonb_build_object('revision', p_revision, 'dueAt', v_due, 'onTimeout', v_on_timeout));
+  RETURN QUERY SELECT 'awaiting_approval'::text, '{}'::text[], '{}'::text[];
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.approval_view(a baton.approvals)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN jsonb_build_object('id', a.id, 'taskId', a.task_id, 'claimVersion', a.claim_version, 'revision', a.revision,
+    'requestedBy', a.requested_by, 'requestedAt', baton.object_ts(a.requested_at), 'dueAt', baton.object_ts(a.due_at),
+    'onTimeout', a.on_timeout, 'decision', a.decision, 'decidedBy', a.decided_by, 'decidedAt', baton.object_ts(a.decided_at),
+    'reason', a.reason);
 END $function$
 ;
 
@@ -1282,8 +1450,8 @@ CREATE OR REPLACE FUNCTION baton.graph_list(p_state text, p_submitted_within int
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
-  IF p_state IS NOT NULL AND p_state NOT IN ('verified', 'running', 'failed', 'cancelled', 'stale', 'blocked') THEN
-    RAISE EXCEPTION 'graph state %: the states are verified, running, failed, cancelled, stale and blocked', p_state
+  IF p_state IS NOT NULL AND p_state NOT IN ('verified', 'running', 'awaiting_approval', 'failed', 'cancelled', 'stale', 'blocked') THEN
+    RAISE EXCEPTION 'graph state %: the states are verified, running, awaiting_approval, failed, cancelled, stale and blocked', p_state
       USING ERRCODE = 'BT003';
   END IF;
   IF p_limit IS NULL OR p_limit < 1 THEN
@@ -1312,6 +1480,7 @@ BEGIN
     SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts,
            CASE WHEN m.present <@ ARRAY['verified'] THEN 'verified'
                 WHEN m.present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
+                WHEN 'awaiting_approval' = ANY (m.present) THEN 'awaiting_approval'
                 WHEN 'failed' = ANY (m.present) THEN 'failed'
                 WHEN 'cancelled' = ANY (m.present) THEN 'cancelled'
                 WHEN 'stale' = ANY (m.present) THEN 'stale'
@@ -2594,7 +2763,7 @@ BEGIN
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))
-          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'))) THEN
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'awaiting_approval', 'rejected', 'stale'))) THEN
     RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;
@@ -2616,6 +2785,11 @@ BEGIN
    WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
     jsonb_build_object('from', t.status, 'to', p_to));
+  IF t.status = 'awaiting_approval' THEN
+    -- U11: nobody decides on a cancelled task any more.
+    UPDATE baton.approvals SET decision = 'cancelled', decided_by = p_actor, decided_at = now(), reason = left(p_reason, 2000)
+     WHERE task_id = p_task_id AND decision IS NULL;
+  END IF;
   IF t.status = 'verified' THEN
     -- Dependents released against the old revision but not yet started wait for the new one.
     WITH reblocked AS (
@@ -2959,6 +3133,25 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.verification_lock(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text)
+ RETURNS baton.tasks
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  t baton.tasks := baton.task_lock(p_task_id);
+BEGIN
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
+    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
+      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  RETURN t;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.verification_record(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_exit_code integer, p_output_digest text, p_output_tail text)
  RETURNS TABLE(status text, released text[], staled text[])
  LANGUAGE plpgsql
@@ -2977,15 +3170,7 @@ DECLARE
   v_all_verified boolean;
   v_pins jsonb;
 BEGIN
-  t := baton.task_lock(p_task_id);
-  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
-    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
-      USING ERRCODE = 'BT001';
-  END IF;
-  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
-    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
-      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
-  END IF;
+  t := baton.verification_lock(p_task_id, p_verifier, p_claim_version, p_revision);
   INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
     VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
 
@@ -3103,6 +3288,8 @@ CREATE TRIGGER verifications_append_only BEFORE DELETE OR UPDATE ON baton.verifi
 
 -- privileges
 
+function baton.agent_approval_decide(text,text,text,text): {baton_owner=X/baton_owner}
+
 function baton.agent_authenticate(text,text): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.agent_call(text,text,jsonb): {baton_owner=X/baton_owner,baton_agent=X/baton_owner,baton_worker=X/baton_owner}
@@ -3164,6 +3351,16 @@ function baton.agent_view_task(text): {baton_owner=X/baton_owner}
 function baton.agent_view_task_summary(baton.task_view): {baton_owner=X/baton_owner}
 
 function baton.agent_view_tokens(): {baton_owner=X/baton_owner}
+
+function baton.approval_decide(text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.approval_due_in_ms(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.approval_list(): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.approval_request(text,text,bigint,text,text,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.approval_view(baton.approvals): {baton_owner=X/baton_owner}
 
 function baton.claim_accept_write(text): {baton_owner=X/baton_owner}
 
@@ -3356,6 +3553,8 @@ function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): 
 function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {baton_owner=X/baton_owner}
 
 function baton.tool_call_send(text,text,bigint,text,boolean,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.verification_lock(text,text,bigint,text): {baton_owner=X/baton_owner}
 
 function baton.verification_record(text,text,bigint,text,text,integer,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

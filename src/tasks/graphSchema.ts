@@ -4,6 +4,8 @@
 // What a schema cannot say (unknown dependencies, cycles, duplicate keys, a repo for commands,
 // sizes in bytes, text Postgres cannot store) only `baton validate` and `baton submit` check.
 import {
+  APPROVAL_TIMEOUT_MS_RANGE,
+  APPROVAL_TIMEOUT_POLICIES,
   HEARTBEAT_TIMEOUT_MS_DEFAULT,
   HEARTBEAT_TIMEOUT_MS_RANGE,
   KEY_PATTERN,
@@ -22,7 +24,7 @@ import {
   type GraphPolicy,
   type GraphSpec,
 } from './graphSpec.js';
-import type { TaskSpec, TaskTools } from './types.js';
+import type { TaskApproval, TaskSpec, TaskTools } from './types.js';
 
 /** Where the schema is checked in, relative to the repository's top; a test keeps it current. */
 export const GRAPH_SCHEMA_PATH = 'docs/graph.schema.json';
@@ -47,7 +49,7 @@ const choice = (choices: readonly string[], description: string): Schema => ({
 });
 
 /** Of the `kinds` of a step, exactly one is given (not null). */
-const exactlyOne = (kinds: string[]): Schema => ({
+const exactlyOne = (kinds: string[]): { oneOf: Schema[] } => ({
   oneOf: kinds.map((kind) => ({ required: [kind], properties: { [kind]: { type: 'string' } } })),
 });
 
@@ -181,8 +183,9 @@ export function graphJsonSchema(): Schema {
       },
       verify: {
         description:
-          'How to verify the artifact, in a clean checkout of its commit: a command line, or a mapping naming exactly one of command or ' +
-          'function, and the paths the agent may not change (protect). An artifact is released only after verification.',
+          'How to verify the artifact, in a clean checkout of its commit: a command line, or a mapping naming one of command or ' +
+          'function, or approval, or one of them and approval (a person decides after the command passes), and the paths the agent ' +
+          'may not change (protect). An artifact is released only after verification.',
         oneOf: [
           text(COMMAND, { maxLength: MAX_TEXT_LENGTH.command }),
           {
@@ -202,8 +205,38 @@ export function graphJsonSchema(): Schema {
                 ),
                 description: 'Paths the agent may not change, besides every .gitattributes and the files the verify command runs.',
               },
+              approval: {
+                description:
+                  'A person decides last: the task waits until a token with the approve scope approves or rejects it (`baton approve`). ' +
+                  '`true`, or a mapping of how long to wait and what a wait that runs out decides.',
+                oneOf: [
+                  { type: ['boolean', 'null'] },
+                  {
+                    type: 'object',
+                    additionalProperties: false,
+                    properties: {
+                      timeoutMs: {
+                        type: ['integer', 'null'],
+                        minimum: APPROVAL_TIMEOUT_MS_RANGE[0],
+                        maximum: APPROVAL_TIMEOUT_MS_RANGE[1],
+                        description: 'How long to wait for a decision, in ms. (Default: no limit)',
+                      },
+                      onTimeout: {
+                        enum: [...APPROVAL_TIMEOUT_POLICIES, null],
+                        description:
+                          "A wait that runs out is a rejection (`reject`: the graph's onVerificationFailure applies) or fails the task (`fail`). (Default: `reject`)",
+                      },
+                    } satisfies Record<keyof TaskApproval, Schema>,
+                  },
+                ],
+              },
             } satisfies Record<keyof TaskSpec['verify'], Schema>,
-            ...exactlyOne(['command', 'function']),
+            // At most one of command and function; one of them, or an approval.
+            not: { required: ['command', 'function'], properties: { command: { type: 'string' }, function: { type: 'string' } } },
+            anyOf: [
+              ...exactlyOne(['command', 'function']).oneOf,
+              { required: ['approval'], properties: { approval: { not: { enum: [null, false] } } } },
+            ],
           },
         ],
       },

@@ -5,7 +5,7 @@ import { toJson } from '../json.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 import { nearestKey } from './nearestKey.js';
 import { isRemoteRepo, remoteRepoProblem } from './repoLocation.js';
-import type { TaskSpec, TaskTools } from './types.js';
+import type { TaskApproval, TaskSpec, TaskTools } from './types.js';
 
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
@@ -98,7 +98,12 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
   tools: true,
 });
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
-const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true });
+const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true, approval: true });
+const APPROVAL_KEYS = keysOf<TaskApproval>({ timeoutMs: true, onTimeout: true });
+/** The range of an approval's `timeoutMs`: a second to 30 days. */
+export const APPROVAL_TIMEOUT_MS_RANGE = [1_000, 30 * 24 * 3_600_000] as const;
+/** What an approval wait that runs out decides; the first is the default. */
+export const APPROVAL_TIMEOUT_POLICIES = ['reject', 'fail'] as const;
 /** Most paths one task's `verify.protect` may name. */
 export const MAX_PROTECTED_PATHS = 100;
 /** Pool names, as the store checks them (0009_agent_api.sql). */
@@ -244,7 +249,10 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, taskPath:
   const kinds = name === 'run' ? ['command', 'function', 'pool'] : ['command', 'function'];
   const exactlyOne = {
     path,
-    message: `${at}: ${name} must name exactly one of ${name === 'run' ? 'command, function or pool' : 'command or function'}${name === 'verify' ? ' (an artifact is released only after verification)' : ''}`,
+    message:
+      name === 'run'
+        ? `${at}: run must name exactly one of command, function or pool`
+        : `${at}: verify must name exactly one of command or function, or an approval, or one of each (an artifact is released only after verification)`,
   };
   if (!isRecord(step)) {
     problems.push(exactlyOne);
@@ -252,7 +260,9 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, taskPath:
   }
   checkKeys(step, name === 'run' ? RUN_KEYS : VERIFY_KEYS, path, problems, at);
   // null counts as absent, as text() reads it: `function: null` must not pass for a named function.
-  if (kinds.filter((k) => step[k] != null).length !== 1) problems.push(exactlyOne);
+  // An approval may stand alone or follow a command or function.
+  const named = kinds.filter((k) => step[k] != null).length;
+  if (named > 1 || (named === 0 && (name === 'run' || step.approval == null))) problems.push(exactlyOne);
   const command = text(step.command, `${at}: ${name}.command`, [...path, 'command'], problems, { max: MAX_TEXT_LENGTH.command });
   const fn = text(step.function, `${at}: ${name}.function`, [...path, 'function'], problems);
   const pool = name === 'run' ? text(step.pool, `${at}: run.pool`, [...path, 'pool'], problems) : undefined;
@@ -262,13 +272,43 @@ function parseStep(input: unknown, name: 'run' | 'verify', at: string, taskPath:
   if (agent !== undefined && pool !== undefined)
     problem('agent', "run.agent names a worker run's agent; a pooled run's agent is whoever takes it, by its token");
   const protect = name === 'verify' ? parseProtect(step.protect, `${at}: verify.protect`, [...path, 'protect'], problems) : undefined;
+  const approval = name === 'verify' ? parseApproval(step.approval, at, [...path, 'approval'], problems) : undefined;
   return {
     ...(command === undefined ? {} : { command }),
     ...(fn === undefined ? {} : { function: fn }),
     ...(pool === undefined ? {} : { pool }),
     ...(agent === undefined ? {} : { agent }),
     ...(protect === undefined ? {} : { protect }),
+    ...(approval === undefined ? {} : { approval }),
   };
+}
+
+/** U11: `verify.approval`, `true` or a mapping of timeoutMs and onTimeout (docs/tasks.md). */
+function parseApproval(input: unknown, at: string, path: Path, problems: Problems): TaskApproval | undefined {
+  if (input === undefined || input === null || input === false) return undefined;
+  if (input === true) return {};
+  if (!isRecord(input)) {
+    problems.push({ path, message: `${at}: verify.approval must be true or a mapping of timeoutMs and onTimeout` });
+    return undefined;
+  }
+  checkKeys(input, APPROVAL_KEYS, path, problems, at);
+  const approval: TaskApproval = {};
+  const { timeoutMs, onTimeout } = input;
+  const [min, max] = APPROVAL_TIMEOUT_MS_RANGE;
+  if (timeoutMs !== undefined && timeoutMs !== null) {
+    if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < min || timeoutMs > max)
+      problems.push({ path: [...path, 'timeoutMs'], message: `${at}: verify.approval.timeoutMs must be an integer from ${min} to ${max}` });
+    else approval.timeoutMs = timeoutMs;
+  }
+  if (onTimeout !== undefined && onTimeout !== null) {
+    if (!APPROVAL_TIMEOUT_POLICIES.includes(onTimeout as TaskApproval['onTimeout'] & string))
+      problems.push({
+        path: [...path, 'onTimeout'],
+        message: `${at}: verify.approval.onTimeout must be '${APPROVAL_TIMEOUT_POLICIES.join("' or '")}', not ${describeValue(onTimeout)}`,
+      });
+    else approval.onTimeout = onTimeout as TaskApproval['onTimeout'];
+  }
+  return approval;
 }
 
 /**

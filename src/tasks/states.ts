@@ -17,6 +17,7 @@ export const TASK_STATUSES = [
   'running',
   'submitted',
   'verifying',
+  'awaiting_approval',
   'verified',
   'rejected',
   'stale',
@@ -28,7 +29,7 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
  * The only status changes Postgres allows (a trigger refuses the rest): the rows of
- * baton.task_transitions (migrations 0003, 0008, 0010), compared with this list by a test. A change here is
+ * baton.task_transitions (migrations 0003, 0008, 0010, 0016), compared with this list by a test. A change here is
  * a new migration.
  */
 export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> = [
@@ -50,6 +51,9 @@ export const TASK_TRANSITIONS: ReadonlyArray<readonly [TaskStatus, TaskStatus]> 
   ['verifying', 'submitted'], // the verifier itself was lost; verify again
   ['verifying', 'stale'], // passed, but on a pin its upstream task has since superseded (migration 0008)
   ['verifying', 'cancelled'], // cancelled while being verified: the verifier's result is then refused (migration 0010)
+  ['verifying', 'awaiting_approval'], // the check passed; a person decides (migration 0016)
+  ['awaiting_approval', 'verifying'], // a person decided, or the wait ran out: recorded as the verification
+  ['awaiting_approval', 'cancelled'],
   ['rejected', 'ready'], // retry policy: run again
   ['rejected', 'failed'],
   ['rejected', 'cancelled'], // migration 0010
@@ -67,9 +71,10 @@ export const TERMINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['verified', '
 /**
  * A graph's state, derived from its tasks' statuses by `baton.graph_list` (reads.sql): the first of
  * these that holds. verified: every task is; running: some task is ready, running, submitted,
- * verifying or rejected, so work goes on without anyone; failed, cancelled, stale: some task is
- * (nothing more happens until someone reruns or cancels); blocked: only blocked tasks are left.
+ * verifying or rejected, so work goes on without anyone; awaiting_approval: nothing runs, and some
+ * task waits for a person's approval; failed, cancelled, stale: some task is (nothing more happens
+ * until someone reruns or cancels); blocked: only blocked tasks are left.
  */
-export const GRAPH_STATES = ['verified', 'running', 'failed', 'cancelled', 'stale', 'blocked'] as const;
+export const GRAPH_STATES = ['verified', 'running', 'awaiting_approval', 'failed', 'cancelled', 'stale', 'blocked'] as const;
 
 export type GraphState = (typeof GRAPH_STATES)[number];

@@ -15,9 +15,11 @@ export interface TaskSpec {
    * How to verify the artifact: a shell command run in a clean checkout of its commit, or a
    * registered function. `protect` (T12) names the paths the agent may not change (paths or globs,
    * as git pathspecs); the files the command runs are protected whatever it says.
-   * (Default protect: none beyond the command's own files)
+   * (Default protect: none beyond the command's own files). `approval` (U11) makes a person the
+   * last check: after the command or function passes (or alone), the task waits until a token with
+   * the `approve` scope approves or rejects it. (Default: no approval)
    */
-  verify: { command?: string; function?: string; protect?: string[] };
+  verify: { command?: string; function?: string; protect?: string[]; approval?: TaskApproval };
   /** Input for the agent, as any JSON value: a function runner reads it as `claim.spec.payload`. Never used for identity or ownership. (Default: none) */
   payload?: Json;
   /**
@@ -26,6 +28,34 @@ export interface TaskSpec {
    * (steps) it may make over all its runs (Default: no limit).
    */
   tools?: TaskTools;
+}
+
+/** U11: an approval gate: how long the task waits for a person, and what a wait that runs out decides. */
+export interface TaskApproval {
+  /** How long to wait for a decision, in ms. (Default: no limit) */
+  timeoutMs?: number;
+  /**
+   * A wait that runs out is a rejection (`reject`: the graph's onVerificationFailure policy applies)
+   * or fails the task (`fail`). (Default: `reject`)
+   */
+  onTimeout?: 'reject' | 'fail';
+}
+
+/** U11: a task's open approval request, as `baton approvals` and the agent API's `approvals.list` show it. */
+export interface Approval {
+  id: number;
+  taskId: string;
+  graphId: string;
+  key: string;
+  description: string;
+  claimVersion: number;
+  revision: string;
+  /** The verifier whose check passed the artifact on to a person. */
+  requestedBy: string;
+  requestedAt: string;
+  /** When the wait runs out, on the database clock. (Default: never) */
+  dueAt: string | null;
+  onTimeout: 'reject' | 'fail';
 }
 
 export interface TaskTools {

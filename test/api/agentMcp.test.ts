@@ -129,6 +129,9 @@ const EXPECTED: Record<string, string> = {
   task_cancel: 'destructive idempotent',
   graph_cancel: 'destructive idempotent',
   task_rerun: 'destructive idempotent',
+  approvals_list: 'read',
+  task_approve: 'destructive',
+  task_reject: 'destructive',
 };
 
 describe('the MCP tools of the agent API', () => {
@@ -208,7 +211,7 @@ describe('the MCP tools of the agent API', () => {
       toolsOf(withScope('notes', 'objects')),
     );
     expect(await names(serve.url, (await tokenFor(db, 'mcp-root', ['admin'])).secret)).toEqual(
-      toolsOf(withScope('read', 'notes', 'objects', 'submit', 'view', 'admin')),
+      toolsOf(withScope('read', 'notes', 'objects', 'submit', 'view', 'approve', 'admin')),
     );
     // A pooled run's token (taken by a read,submit token: scope read) on `baton serve`: its run's
     // operations and its scope's, no further runs, and no tool calls, which only a run's own endpoint makes.

@@ -61,7 +61,7 @@ describe('the operation table, in TypeScript and in the database', () => {
 
   it('is the one docs/agents.md lists: each operation with its scope and effect', async () => {
     const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'agents.md'), 'utf8');
-    const rows = [...doc.matchAll(/^\| `([a-z.]+)` \| (read|notes|objects|submit|view|admin|run) \| ([a-z, ]+) \|/gm)].map((m) => [
+    const rows = [...doc.matchAll(/^\| `([a-z.]+)` \| (read|notes|objects|submit|view|approve|admin|run) \| ([a-z, ]+) \|/gm)].map((m) => [
       m[1],
       m[2],
       m[3],

@@ -36,7 +36,7 @@ describe('baton token, baton serve and the agent CLI', () => {
     const tokenId = /token (tok_[0-9a-f]{16})/.exec(created.output)![1]!;
     const bad = await runCli(['token', 'create', 'x', '--scope', 'read,wrte'], operator);
     expect(bad.code).toBe(2);
-    expect(bad.output).toMatch(/scope wrte: scopes are read, notes, objects, submit, view, admin/);
+    expect(bad.output).toMatch(/scope wrte: scopes are read, notes, objects, submit, view, approve, admin/);
 
     const port = await freePort();
     serve = startCli(['serve', '--port', String(port)], cleanEnv({ DATABASE_URL: (await db.login('baton_agent')).url }));

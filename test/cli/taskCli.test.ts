@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import YAML from 'yaml';
 import { commitAll, createScriptedRepo } from '../../src/testkit/scriptedRepo.js';
+import { waitFor } from '../../src/dev/waitFor.js';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
@@ -142,6 +143,52 @@ describe('baton submit, status and events', () => {
       cancelled: [],
       left: expect.arrayContaining([{ taskId: 'cli-graph/check', status: 'verified' }]),
     });
+  });
+
+  it('lists the tasks awaiting approval and approves one as BATON_ACTOR: it is verified, its dependent released', async () => {
+    const repo = await createScriptedRepo();
+    const file = await graphFile('approval.yaml', {
+      id: 'cli-approval',
+      repo: path.relative(dir, repo),
+      tasks: [
+        {
+          key: 'ship',
+          run: `echo shipped > ship.txt && ${commitAll('ship')}`,
+          verify: { command: 'grep -q shipped ship.txt', approval: true },
+        },
+        { key: 'tell', run: `echo told > tell.txt && ${commitAll('tell')}`, verify: 'grep -q told tell.txt', dependsOn: ['ship'] },
+      ],
+    });
+    expect((await runCli(['submit', file, '--task-queue', stack.temporal.taskQueue], env)).code).toBe(0);
+    const waiting = await waitFor(
+      'ship to await approval',
+      async () => {
+        const listed = await runCli(['approvals', '--json'], env);
+        const approvals = JSON.parse(listed.stdout) as Array<{ taskId: string; revision: string }>;
+        if (!approvals.some((a) => a.taskId === 'cli-approval/ship')) throw new Error(`not yet: ${listed.output}`);
+        return approvals;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(waiting).toEqual([expect.objectContaining({ taskId: 'cli-approval/ship', dueAt: null, onTimeout: 'reject' })]);
+    const text = await runCli(['approvals'], env);
+    expect(text.stdout).toMatch(/^cli-approval\/ship {2}revision [0-9a-f]{12} {2}waiting since \S+ {2}ship\n$/);
+
+    const noReason = await runCli(['reject', 'cli-approval/ship'], env);
+    expect(noReason.code).not.toBe(0);
+    expect(noReason.stderr).toContain("required option '--reason <text>' not specified");
+    const approved = await runCli(['approve', 'cli-approval/ship', '--reason', 'looks right'], env);
+    expect(approved.code, approved.output).toBe(0);
+    expect(approved.stdout).toBe('Task cli-approval/ship is verified. Released: cli-approval/tell.\n');
+    expect((await stack.client.waitForGraph('cli-approval')).verified.sort()).toEqual(['cli-approval/ship', 'cli-approval/tell']);
+    expect((await stack.client.events('cli-approval/ship')).find((e) => e.kind === 'approved')).toMatchObject({
+      actor: 'cli-test',
+      reason: 'looks right',
+    });
+    // Decided once: again, it is refused (exit 2) and nothing changes.
+    const again = await runCli(['approve', 'cli-approval/ship'], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('cli-approval/ship is not awaiting approval: it is verified');
   });
 
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {

@@ -70,7 +70,7 @@ describe('baton validate', () => {
       logged: [
         `${file}:4:3: policy.heartbeatTimeoutMs must be an integer from 1000 to 3600000`,
         // The verify the task lacks is placed at the task.
-        `${file}:6:5: task 'a': verify must name exactly one of command or function (an artifact is released only after verification)`,
+        `${file}:6:5: task 'a': verify must name exactly one of command or function, or an approval, or one of each (an artifact is released only after verification)`,
         `${file}:7:17: task 'a': unknown dependency 'ghost'`,
         `${file}:9:5: task 'a': unknown key 'verfy' (did you mean 'verify'?)`,
       ],
@@ -115,7 +115,8 @@ describe('baton validate', () => {
           line: 6,
           column: 5,
           path: ['tasks', 0, 'verify'],
-          message: "task 'a': verify must name exactly one of command or function (an artifact is released only after verification)",
+          message:
+            "task 'a': verify must name exactly one of command or function, or an approval, or one of each (an artifact is released only after verification)",
         },
         { line: 7, column: 17, path: ['tasks', 0, 'dependsOn', 0], message: "task 'a': unknown dependency 'ghost'" },
         { line: 9, column: 5, path: ['tasks', 0, 'verfy'], message: "task 'a': unknown key 'verfy' (did you mean 'verify'?)" },

@@ -2,14 +2,18 @@
 // them (GRAPH_STATES), narrowed by state and age; a read the client and reader roles may call.
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
-import { taskSetStatus } from '../../src/db/sql/graphs.js';
 import { graphList } from '../../src/db/sql/reads.js';
 import { InsufficientPrivilegeError, InvalidInputError } from '../../src/errors.js';
 import { GRAPH_STATES, TASK_STATUSES, type GraphState, type TaskStatus } from '../../src/tasks/states.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
-import { insertGraph } from '../../src/testkit/graphs.js';
+import { insertGraph, uniqueGraphId } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
-import { verifyTask } from '../helpers/tasks.js';
+import { artifact, LEASE_MS, verifyTask } from '../helpers/tasks.js';
+import { taskClaim } from '../../src/db/sql/claims.js';
+import { graphSubmit, taskSetStatus } from '../../src/db/sql/graphs.js';
+import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
+import { approvalRequest, verificationStart } from '../../src/db/sql/verification.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
 
 const db = useTestDatabase();
 
@@ -53,6 +57,29 @@ describe('baton.graph_list', () => {
     await setStatus(taskIdOf(stale, 'up'), 'ready', 'rerun_requested');
     await verifyTask(db.pool, taskIdOf(stale, 'up'), 'rev-2');
 
+    // U11: nothing runs, and a task waits for a person's approval; its dependent waits behind it.
+    const awaiting = uniqueGraphId('g');
+    await graphSubmit(
+      db.pool,
+      parseGraphSpec({
+        id: awaiting,
+        tasks: [
+          { key: 'a', run: { function: 'f' }, verify: { function: 'v', approval: true } },
+          { key: 'b', run: { function: 'f' }, verify: { function: 'v' }, dependsOn: ['a'] },
+        ],
+      }),
+      'testkit',
+    );
+    const gated = taskIdOf(awaiting, 'a');
+    const claim = (await taskClaim(db.pool, gated, 'agent', LEASE_MS))!;
+    await taskSubmit(db.pool, { taskId: gated, owner: 'agent', claimVersion: claim.claimVersion }, artifact('rev-1'));
+    await verificationStart(db.pool, gated, 'verifier');
+    const asked = { taskId: gated, verifier: 'verifier', claimVersion: claim.claimVersion, revision: 'rev-1' };
+    expect(await approvalRequest(db.pool, { ...asked, command: 'v', outputDigest: 'sha256:x', outputTail: '' })).toMatchObject({
+      status: 'awaiting_approval',
+      released: [],
+    });
+
     // Test-only: no store move leaves only blocked tasks behind for long; the owner puts one there.
     const blocked = await insertGraph(db.pool, { a: [] });
     await db.pool.query("UPDATE baton.tasks SET status = 'blocked' WHERE id = $1", [taskIdOf(blocked, 'a')]);
@@ -64,6 +91,7 @@ describe('baton.graph_list', () => {
       [failed, 'failed', { failed: 1, blocked: 1, cancelled: 1 }],
       [cancelled, 'cancelled', { cancelled: 1, blocked: 1 }],
       [stale, 'stale', { verified: 1, stale: 1 }],
+      [awaiting, 'awaiting_approval', { awaiting_approval: 1, blocked: 1 }],
       [blocked, 'blocked', { blocked: 1 }],
     ];
     const ids = expected.map(([id]) => id);

@@ -1,5 +1,5 @@
-// An operator's action (cancel, rerun): shown to admin tokens only, always with a reason, which is
-// recorded with the change under the token's identity. Nothing happens until it is confirmed.
+// An operator's action (cancel, rerun; approve, reject for approvers): shown to tokens that may take
+// it only, always with a reason, which is recorded with the change under the token's identity. Nothing happens until it is confirmed.
 import { useState } from 'preact/hooks';
 import { ErrorBox } from './common.js';
 

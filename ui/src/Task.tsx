@@ -10,7 +10,19 @@ import { Timeline } from './Timeline.js';
 const HEARTBEAT_REFRESH_MS = 3_000;
 const RERUNNABLE = new Set(['verified', 'stale', 'failed']);
 
-export function Task({ taskId, liveVersion, admin, config }: { taskId: string; liveVersion: number; admin: boolean; config: PageConfig }) {
+export function Task({
+  taskId,
+  liveVersion,
+  admin,
+  approver,
+  config,
+}: {
+  taskId: string;
+  liveVersion: number;
+  admin: boolean;
+  approver: boolean;
+  config: PageConfig;
+}) {
   // Read every few seconds too: a run's heartbeats bring its agent's last lines without an event.
   const task = useData((signal) => api('task.show', { taskId }, signal), taskId, liveVersion, HEARTBEAT_REFRESH_MS);
   const pending = Pending({ title: `Task ${taskId}`, data: task, what: 'The task could not be read' });
@@ -70,6 +82,29 @@ export function Task({ taskId, liveVersion, admin, config }: { taskId: string; l
           )}
         </dd>
       </dl>
+      {approver && t.status === 'awaiting_approval' ? (
+        <p class="actions">
+          {/* U11: a person decides; recorded as the task's verification under this token's identity. */}
+          <Action
+            label="Approve"
+            explain={`Approves the artifact of ${t.key}, recorded as its verification under your identity; its dependents are released.`}
+            perform={async (reason) => {
+              const outcome = await api('task.approve', { taskId: t.id, reason });
+              task.reload();
+              return outcome.status;
+            }}
+          />
+          <Action
+            label="Reject"
+            explain={`Rejects the artifact of ${t.key}; its agent reads your reason, and the graph's policy decides what follows.`}
+            perform={async (reason) => {
+              const outcome = await api('task.reject', { taskId: t.id, reason });
+              task.reload();
+              return outcome.status;
+            }}
+          />
+        </p>
+      ) : null}
       {admin ? (
         <p class="actions">
           {!TERMINAL_STATUSES.has(t.status) ? (

@@ -12,6 +12,8 @@ const MARKED: Record<string, string> = {
   api_refused: 'refused',
   refused: 'refused',
   rejected: 'rejected',
+  approval_refused: 'rejected',
+  approval_timed_out: 'rejected',
   failed: 'rejected',
   attempt_failed: 'rejected',
   marked_stale: 'rejected',

@@ -83,6 +83,8 @@ function App() {
 
   if (!who) return <SignIn checking={checking} error={signInError} onSignIn={signIn} />;
   const admin = who.scopes.includes('admin');
+  // U11: who may decide the tasks awaiting a person's approval.
+  const approver = admin || who.scopes.includes('approve');
   const [view = '', ...rest] = route(hash);
   const id = rest.join('/');
   return (
@@ -117,7 +119,7 @@ function App() {
       </header>
       {view === '' ? <Graphs liveVersion={live.version} /> : null}
       {view === 'graph' ? <Graph graphId={id} liveVersion={live.version} admin={admin} config={config} /> : null}
-      {view === 'task' ? <Task taskId={id} liveVersion={live.version} admin={admin} config={config} /> : null}
+      {view === 'task' ? <Task taskId={id} liveVersion={live.version} admin={admin} approver={approver} config={config} /> : null}
       {view === 'objects' ? <Objects objectKey={id || undefined} liveVersion={live.version} /> : null}
       {view === 'pools' ? <Pools liveVersion={live.version} /> : null}
       {view === 'tokens' ? <Tokens liveVersion={live.version} /> : null}

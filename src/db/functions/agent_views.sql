@@ -72,7 +72,8 @@ BEGIN
     'poolRuns', (SELECT coalesce(jsonb_agg(jsonb_build_object('claimVersion', r.claim_version, 'pool', r.pool, 'offeredBy', r.offered_by,
          'offeredAt', baton.object_ts(r.offered_at), 'agent', r.agent, 'takenAt', baton.object_ts(r.taken_at),
          'beatAt', baton.object_ts(r.beat_at), 'revision', r.revision) ORDER BY r.claim_version), '[]'::jsonb)
-       FROM baton.pool_runs r WHERE r.task_id = p_task_id));
+       FROM baton.pool_runs r WHERE r.task_id = p_task_id),
+    'approvals', (SELECT coalesce(jsonb_agg(baton.approval_view(a) ORDER BY a.id), '[]'::jsonb) FROM baton.approvals a WHERE a.task_id = p_task_id));
 END $$;
 
 -- events.list: the log after an id, oldest first, of one graph (its tasks and the graph) or of
@@ -199,6 +200,16 @@ BEGIN
   RETURN jsonb_build_object('taskId', p_task_id, 'policy', (SELECT g.spec->'policy' FROM baton.tasks t JOIN baton.graphs g ON g.id = t.graph_id WHERE t.id = p_task_id));
 END $$;
 
+-- task.approve and task.reject (U11): p_actor's decision on a task awaiting approval; the caller
+-- then tells the task's workflow.
+CREATE FUNCTION baton.agent_approval_decide(p_actor text, p_task_id text, p_decision text, p_reason text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+BEGIN
+  SELECT * INTO STRICT r FROM baton.approval_decide(p_task_id, p_actor, p_decision, p_reason);
+  RETURN jsonb_build_object('taskId', p_task_id, 'status', r.status, 'released', to_jsonb(r.released));
+END $$;
+
 -- What agent_call answers for a view or an action of token k (already checked), or NULL when
 -- p_operation is neither.
 CREATE FUNCTION baton.agent_view(k baton.agent_tokens, p_operation text, a jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -219,5 +230,8 @@ BEGIN
     WHEN 'task.cancel' THEN baton.agent_cancel(k.identity, NULL, a->>'taskId', v_reason)
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
+    WHEN 'approvals.list' THEN baton.approval_list()
+    WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
+    WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
   END;
 END $$;

@@ -19,7 +19,7 @@ BEGIN
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))
-          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'rejected', 'stale'))) THEN
+          OR (p_to = 'cancelled' AND t.status IN ('blocked', 'ready', 'running', 'submitted', 'verifying', 'awaiting_approval', 'rejected', 'stale'))) THEN
     RAISE EXCEPTION 'task %: % -> % goes through a claim, its owner or a verifier, not a status change', p_task_id, t.status, p_to
       USING ERRCODE = 'BT001';
   END IF;
@@ -41,6 +41,11 @@ BEGIN
    WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, p_kind, p_actor, t.claim_version, NULL, p_reason,
     jsonb_build_object('from', t.status, 'to', p_to));
+  IF t.status = 'awaiting_approval' THEN
+    -- U11: nobody decides on a cancelled task any more.
+    UPDATE baton.approvals SET decision = 'cancelled', decided_by = p_actor, decided_at = now(), reason = left(p_reason, 2000)
+     WHERE task_id = p_task_id AND decision IS NULL;
+  END IF;
   IF t.status = 'verified' THEN
     -- Dependents released against the old revision but not yet started wait for the new one.
     WITH reblocked AS (

@@ -64,8 +64,8 @@ RETURNS TABLE (id text, submitted_by text, submitted_at timestamptz, tasks integ
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
-  IF p_state IS NOT NULL AND p_state NOT IN ('verified', 'running', 'failed', 'cancelled', 'stale', 'blocked') THEN
-    RAISE EXCEPTION 'graph state %: the states are verified, running, failed, cancelled, stale and blocked', p_state
+  IF p_state IS NOT NULL AND p_state NOT IN ('verified', 'running', 'awaiting_approval', 'failed', 'cancelled', 'stale', 'blocked') THEN
+    RAISE EXCEPTION 'graph state %: the states are verified, running, awaiting_approval, failed, cancelled, stale and blocked', p_state
       USING ERRCODE = 'BT003';
   END IF;
   IF p_limit IS NULL OR p_limit < 1 THEN
@@ -94,6 +94,7 @@ BEGIN
     SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts,
            CASE WHEN m.present <@ ARRAY['verified'] THEN 'verified'
                 WHEN m.present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
+                WHEN 'awaiting_approval' = ANY (m.present) THEN 'awaiting_approval'
                 WHEN 'failed' = ANY (m.present) THEN 'failed'
                 WHEN 'cancelled' = ANY (m.present) THEN 'cancelled'
                 WHEN 'stale' = ANY (m.present) THEN 'stale'

@@ -25,8 +25,8 @@ DECLARE
   k baton.agent_tokens;
 BEGIN
   PERFORM baton.object_check_actor(p_identity, 'identity');
-  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'view', 'admin'] THEN
-    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, view, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
+  IF p_scopes IS NULL OR cardinality(p_scopes) = 0 OR NOT p_scopes <@ ARRAY['read', 'notes', 'objects', 'submit', 'view', 'approve', 'admin'] THEN
+    PERFORM baton.agent_invalid(format('scopes must be some of read, notes, objects, submit, view, approve, admin, not %s', coalesce(array_to_string(p_scopes, ', '), 'none')));
   END IF;
   IF p_secret_sha256 IS NULL OR length(p_secret_sha256) <> 32 THEN PERFORM baton.agent_invalid('a token is stored as the 32-byte SHA-256 of its secret'); END IF;
   IF p_expires_at IS NOT NULL AND p_expires_at <= now() THEN

@@ -25,6 +25,24 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.verification_start TO baton_worker;
 
+-- T7: locks task p_task_id for recording the verification p_verifier started of revision
+-- p_revision at claim version p_claim_version, and returns it; refuses any other.
+CREATE FUNCTION baton.verification_lock(p_task_id text, p_verifier text, p_claim_version bigint, p_revision text)
+RETURNS baton.tasks LANGUAGE plpgsql AS $$
+DECLARE
+  t baton.tasks := baton.task_lock(p_task_id);
+BEGIN
+  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
+    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
+      USING ERRCODE = 'BT001';
+  END IF;
+  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
+    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
+      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
+  END IF;
+  RETURN t;
+END $$;
+
 -- T8: the pins of a task that no longer hold, one row per upstream task: verified since at another
 -- revision than the one pinned, or itself stale. A task is never verified while any row is left.
 CREATE FUNCTION baton.task_list_superseded_pins(p_task_id text)
@@ -90,15 +108,7 @@ DECLARE
   v_all_verified boolean;
   v_pins jsonb;
 BEGIN
-  t := baton.task_lock(p_task_id);
-  IF t.verifier IS DISTINCT FROM p_verifier OR p_verifier = t.owner THEN
-    RAISE EXCEPTION 'task %: % did not start this verification (% did)', p_task_id, p_verifier, coalesce(t.verifier, 'nobody')
-      USING ERRCODE = 'BT001';
-  END IF;
-  IF t.status <> 'verifying' OR t.claim_version <> p_claim_version OR t.artifact->>'revision' <> p_revision THEN
-    RAISE EXCEPTION 'task %: verification of revision % at claim version % does not match the task (status %, revision %, claim version %)',
-      p_task_id, p_revision, p_claim_version, t.status, t.artifact->>'revision', t.claim_version USING ERRCODE = 'BT001';
-  END IF;
+  t := baton.verification_lock(p_task_id, p_verifier, p_claim_version, p_revision);
   INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
     VALUES (p_task_id, p_claim_version, p_revision, p_command, p_exit_code, p_output_digest, coalesce(p_output_tail, ''), p_verifier, v_passed);
 
@@ -168,3 +178,129 @@ BEGIN
   RETURN QUERY SELECT 'verified'::text, v_released, v_staled;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.verification_record TO baton_worker;
+
+-- U11: the check of an artifact whose verify names an approval passed (p_command NULL: it names no
+-- command or function, and only the artifact check ran): a person decides next, and the task waits
+-- in awaiting_approval, with one open request saying until when and what a wait that runs out
+-- decides. The check's pass is recorded as a verification like any other. Pins already superseded
+-- make the task stale at once, as verification_record would: nobody is asked about an outdated artifact.
+CREATE FUNCTION baton.approval_request(
+  p_task_id text, p_verifier text, p_claim_version bigint, p_revision text, p_command text, p_output_digest text, p_output_tail text
+) RETURNS TABLE (status text, released text[], staled text[]) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  t baton.tasks := baton.verification_lock(p_task_id, p_verifier, p_claim_version, p_revision);
+  v_approval jsonb := t.spec->'verify'->'approval';
+  v_due timestamptz;
+  v_on_timeout text;
+BEGIN
+  IF jsonb_typeof(v_approval) IS DISTINCT FROM 'object' THEN
+    RAISE EXCEPTION 'task %: its verify names no approval', p_task_id USING ERRCODE = 'BT003';
+  END IF;
+  IF EXISTS (SELECT 1 FROM baton.task_list_superseded_pins(p_task_id)) THEN
+    RETURN QUERY SELECT * FROM baton.verification_record(p_task_id, p_verifier, p_claim_version, p_revision,
+      coalesce(p_command, 'baton: artifact check'), 0, p_output_digest, p_output_tail);
+    RETURN;
+  END IF;
+  IF p_command IS NOT NULL THEN
+    INSERT INTO baton.verifications (task_id, claim_version, revision, command, exit_code, output_digest, output_tail, verifier, passed)
+      VALUES (p_task_id, p_claim_version, p_revision, p_command, 0, p_output_digest, coalesce(p_output_tail, ''), p_verifier, true);
+  END IF;
+  v_due := now() + (v_approval->>'timeoutMs')::bigint * interval '1 millisecond';
+  v_on_timeout := coalesce(v_approval->>'onTimeout', 'reject');
+  INSERT INTO baton.approvals (task_id, claim_version, revision, requested_by, due_at, on_timeout)
+    VALUES (p_task_id, p_claim_version, p_revision, p_verifier, v_due, v_on_timeout);
+  UPDATE baton.tasks SET status = 'awaiting_approval' WHERE id = p_task_id;
+  PERFORM baton.event_append('task', p_task_id, 'approval_requested', p_verifier, p_claim_version, NULL,
+    format('%s passed: waiting for a person with the approve scope%s', coalesce(p_command, 'the artifact check'),
+      coalesce(format(' until %s, then %s', baton.object_ts(v_due), v_on_timeout), '')),
+    jsonb_build_object('revision', p_revision, 'dueAt', v_due, 'onTimeout', v_on_timeout));
+  RETURN QUERY SELECT 'awaiting_approval'::text, '{}'::text[], '{}'::text[];
+END $$;
+GRANT EXECUTE ON FUNCTION baton.approval_request TO baton_worker;
+
+-- U11: decides the open approval of task p_task_id as p_actor: `approved` or `rejected` by a person
+-- (never the run's agent or its owner, T7), or `timed_out` by the worker watching the wait, once it
+-- is due on the database clock. Recorded as the task's verification, by p_actor: an approval
+-- verifies the artifact and releases dependents as any pass does (or leaves it stale when an
+-- upstream task has moved on meanwhile); a rejection, and a wait run out under on_timeout `reject`,
+-- leave it rejected for the graph's onVerificationFailure policy; under `fail`, it fails.
+CREATE FUNCTION baton.approval_decide(p_task_id text, p_actor text, p_decision text, p_reason text)
+RETURNS TABLE (status text, released text[], staled text[]) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  t baton.tasks := baton.task_lock(p_task_id);
+  a baton.approvals;
+  v_reason text := nullif(btrim(coalesce(p_reason, '')), '');
+  v_kind text;
+  r record;
+BEGIN
+  IF p_decision IS NULL OR p_decision NOT IN ('approved', 'rejected', 'timed_out') THEN
+    RAISE EXCEPTION 'a decision is approved, rejected or timed_out, not %', coalesce(p_decision, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  IF length(v_reason) > 2000 OR (p_decision = 'rejected' AND v_reason IS NULL) THEN
+    RAISE EXCEPTION 'a % needs a reason of 1 to 2000 characters (it is recorded, and the agent reads it)',
+      CASE WHEN p_decision = 'rejected' THEN 'rejection' ELSE 'decision' END USING ERRCODE = 'BT003';
+  END IF;
+  SELECT * INTO a FROM baton.approvals x WHERE x.task_id = p_task_id AND x.decision IS NULL FOR UPDATE;
+  IF t.status <> 'awaiting_approval' OR a.id IS NULL THEN
+    RAISE EXCEPTION 'task % is not awaiting approval: it is %', p_task_id, t.status USING ERRCODE = 'BT001';
+  END IF;
+  IF p_decision = 'timed_out' AND (a.due_at IS NULL OR a.due_at > now()) THEN
+    RAISE EXCEPTION 'task %: its approval is not due yet (due %)', p_task_id, coalesce(a.due_at::text, 'never') USING ERRCODE = 'BT001';
+  END IF;
+  IF p_decision <> 'timed_out' AND (p_actor = t.owner OR p_actor = coalesce(t.spec->'run'->>'agent', t.id)
+      OR EXISTS (SELECT 1 FROM baton.pool_runs w WHERE w.task_id = t.id AND w.claim_version = t.claim_version AND w.agent = p_actor)) THEN
+    RAISE EXCEPTION 'task %: % produced the artifact and may not approve or reject it', p_task_id, p_actor USING ERRCODE = 'BT003';
+  END IF;
+  IF p_decision = 'timed_out' THEN
+    v_reason := format('nobody decided by %s: the approval policy says %s', baton.object_ts(a.due_at),
+      a.on_timeout);
+  END IF;
+  UPDATE baton.approvals SET decision = p_decision, decided_by = p_actor, decided_at = now(), reason = v_reason WHERE id = a.id;
+  v_kind := CASE p_decision WHEN 'approved' THEN 'approved' WHEN 'rejected' THEN 'approval_refused' ELSE 'approval_timed_out' END;
+  PERFORM baton.event_append('task', p_task_id, v_kind, p_actor, t.claim_version, NULL, v_reason,
+    jsonb_build_object('revision', a.revision, 'approvalId', a.id));
+  UPDATE baton.tasks SET status = 'verifying', verifier = p_actor WHERE id = p_task_id;
+  SELECT * INTO r FROM baton.verification_record(p_task_id, p_actor, t.claim_version, a.revision,
+    CASE WHEN p_decision = 'timed_out' THEN 'baton: approval wait' ELSE format('baton: approval by %s', p_actor) END,
+    CASE WHEN p_decision = 'approved' THEN 0 ELSE 1 END,
+    'sha256:' || encode(sha256(convert_to(coalesce(v_reason, ''), 'UTF8')), 'hex'), v_reason);
+  IF p_decision = 'timed_out' AND a.on_timeout = 'fail' THEN
+    PERFORM baton.task_set_status(p_task_id, p_actor, 'failed', 'failed', v_reason);
+    r.status := 'failed';
+  END IF;
+  RETURN QUERY SELECT r.status, r.released, r.staled;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.approval_decide TO baton_worker, baton_client;
+
+-- U11: how long until the open approval of task p_task_id is due, in ms on the database clock (0 or
+-- less: due now); NULL when it waits without a limit or nothing is open. What the task's workflow waits on.
+CREATE FUNCTION baton.approval_due_in_ms(p_task_id text) RETURNS bigint LANGUAGE plpgsql STABLE
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  RETURN (SELECT floor(extract(epoch FROM a.due_at - now()) * 1000)::bigint FROM baton.approvals a
+           WHERE a.task_id = p_task_id AND a.decision IS NULL);
+END $$;
+GRANT EXECUTE ON FUNCTION baton.approval_due_in_ms TO baton_worker;
+
+-- U11: one approval request as the views show it. PL/pgSQL, resolved when it runs: object_ts is
+-- defined in objects_rules.sql, which loads after this file.
+CREATE FUNCTION baton.approval_view(a baton.approvals) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN jsonb_build_object('id', a.id, 'taskId', a.task_id, 'claimVersion', a.claim_version, 'revision', a.revision,
+    'requestedBy', a.requested_by, 'requestedAt', baton.object_ts(a.requested_at), 'dueAt', baton.object_ts(a.due_at),
+    'onTimeout', a.on_timeout, 'decision', a.decision, 'decidedBy', a.decided_by, 'decidedAt', baton.object_ts(a.decided_at),
+    'reason', a.reason);
+END $$;
+
+-- U11: the approvals waiting for a decision, oldest first, each with its task's graph, key and description.
+CREATE FUNCTION baton.approval_list() RETURNS jsonb LANGUAGE plpgsql STABLE
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(baton.approval_view(a)
+                   || jsonb_build_object('graphId', t.graph_id, 'key', t.key, 'description', t.spec->>'description')
+                   ORDER BY a.requested_at, a.id), '[]'::jsonb)
+            FROM baton.approvals a JOIN baton.tasks t ON t.id = a.task_id WHERE a.decision IS NULL);
+END $$;
+GRANT EXECUTE ON FUNCTION baton.approval_list TO baton_client, baton_reader;
