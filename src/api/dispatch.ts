@@ -15,7 +15,7 @@ import { newTokenSecret, secretSha256 } from './tokenSecret.js';
 
 type CancelOutcome = AgentApiResult<'task.cancel'>;
 
-/** How often a waiting `pool.claim` looks for work, and a waiting `events.list` for events. */
+/** How often a waiting `pool.claim` looks for work, and a waiting `events.list` or `inbox.wait` for events. */
 const POLL_MS = 500;
 
 /** The run a run's own endpoint serves: its claim, its tool calls, its agent's progress. */
@@ -191,6 +191,15 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
           signal,
           () => agentCall(db, secret, 'events.list', read) as Promise<{ events: unknown[] }>,
           (page) => page.events.length > 0,
+        );
+      }
+      case 'inbox.wait': {
+        const { waitSeconds, ...read } = args as { waitSeconds?: number };
+        return waitFor(
+          waitSeconds,
+          signal,
+          () => agentCall(db, secret, 'inbox.wait', read) as Promise<{ items: unknown[] }>,
+          (page) => page.items.length > 0,
         );
       }
       case 'graph.show': {

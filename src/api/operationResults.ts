@@ -104,6 +104,9 @@ const objectView = z.strictObject({
   ),
 });
 
+/** U11: why an item of an inbox concerns its reader (baton.inbox_reason). */
+const INBOX_REASONS = ['offer', 'offer_answered', 'role_lost', 'granted', 'suggestion', 'refused', 'approval'] as const;
+
 /** U11: an approval request of a task, open (no decision) or decided. */
 const approval = z.strictObject({
   id: int,
@@ -224,6 +227,10 @@ export const STORE_RESULTS = {
   }),
   'events.list': z.strictObject({ events: z.array(logEvent), lastId: int }),
   'objects.list': z.strictObject({ objects: z.array(objectView), log: z.array(logEvent).optional() }),
+  'inbox.wait': z.strictObject({
+    items: z.array(logEvent.extend({ why: z.enum(INBOX_REASONS) })),
+    lastId: int,
+  }),
   'pools.list': z.array(
     z.strictObject({
       pool: z.string(),
@@ -288,6 +295,7 @@ export interface AgentApiResults {
   'task.show': StoreResult<'task.show'> & { workflowId: string };
   'events.list': StoreResult<'events.list'>;
   'objects.list': StoreResult<'objects.list'>;
+  'inbox.wait': StoreResult<'inbox.wait'>;
   'pools.list': StoreResult<'pools.list'>;
   'tokens.list': StoreResult<'tokens.list'>;
   'task.cancel': StoreResult<'task.cancel'>;

@@ -297,6 +297,27 @@ export const OPERATIONS = {
     description: 'Apply a suggestion made on the current version (holder only).',
     input: OBJECT_INPUTS.approve,
   },
+  'inbox.wait': {
+    scope: 'read',
+    title: 'Read your inbox',
+    // Waits for what concerns you without changing anything.
+    effect: READ,
+    description:
+      'What concerns your identity, from the event log after afterId (0: from the start), oldest first, waiting up to waitSeconds for the first: offers made to you or withdrawn, your offers accepted or declined, roles you held taken over or lost to silence, grants, suggestions on what you hold, your refused calls, and (with approve) tasks awaiting approval. Keep lastId and pass it next time: nothing is lost while you are away.',
+    input: z.strictObject({
+      afterId: z.number().int().min(0).optional(),
+      limit: z.number().int().min(1).max(1000).optional(),
+      waitSeconds: z.number().int().min(0).max(EVENTS_WAIT_SECONDS_MAX).optional(),
+    }),
+  },
+  'objects.list': {
+    scope: 'read',
+    title: 'List shared objects',
+    effect: READ,
+    description:
+      'The shared objects you may view (an admin token: every one) with holder, fencing token, version, silence, open offer and open suggestions; with key, that one and its log.',
+    input: OBJECT_INPUTS.show.partial(),
+  },
   'graphs.list': {
     scope: 'view',
     title: 'List graphs',
@@ -344,14 +365,6 @@ export const OPERATIONS = {
       limit: z.number().int().min(1).max(1000).optional(),
       waitSeconds: z.number().int().min(0).max(EVENTS_WAIT_SECONDS_MAX).optional(),
     }),
-  },
-  'objects.list': {
-    scope: 'view',
-    title: 'List shared objects',
-    effect: READ,
-    description:
-      'The shared objects you may view (an admin token: every one) with holder, fencing token, version, silence, open offer and open suggestions; with key, that one and its log.',
-    input: OBJECT_INPUTS.show.partial(),
   },
   'pools.list': {
     scope: 'view',

@@ -528,7 +528,7 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
@@ -591,6 +591,31 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.agent_inbox(k baton.agent_tokens, a jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_after bigint := coalesce((a->>'afterId')::bigint, 0);
+  v_limit integer := coalesce((a->>'limit')::integer, 100);
+  v_items jsonb;
+  v_count integer;
+  v_last bigint;
+BEGIN
+  SELECT coalesce(jsonb_agg(baton.agent_view_events(ARRAY[x.e])->0 || jsonb_build_object('why', x.why) ORDER BY (x.e).id), '[]'::jsonb),
+         count(*), max((x.e).id)
+    INTO v_items, v_count, v_last
+    FROM (SELECT e, baton.inbox_reason(k, e) AS why FROM baton.events e
+           WHERE e.id > v_after AND baton.inbox_reason(k, e) IS NOT NULL ORDER BY e.id LIMIT v_limit) x;
+  IF v_count < v_limit THEN
+    v_last := greatest(v_last, v_after,
+      (SELECT max(e.id) FROM baton.events e WHERE e.id > v_after AND e.at < statement_timestamp() - interval '1 minute'));
+  END IF;
+  RETURN jsonb_build_object('items', v_items, 'lastId', coalesce(v_last, v_after));
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.agent_invalid(p_message text)
  RETURNS void
  LANGUAGE plpgsql
@@ -648,13 +673,13 @@ CREATE OR REPLACE FUNCTION baton.agent_operation_scope(p_operation text)
  IMMUTABLE
 AS $function$
   SELECT CASE
-    WHEN p_operation IN ('whoami', 'notes.list', 'object.show', 'object.read', 'object.check', 'object.log') THEN 'read'
+    WHEN p_operation IN ('whoami', 'notes.list', 'object.show', 'object.read', 'object.check', 'object.log', 'inbox.wait', 'objects.list') THEN 'read'
     WHEN p_operation = 'note.add' THEN 'notes'
     WHEN p_operation IN ('object.create', 'object.grant', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
-    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list') THEN 'view'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list') THEN 'view'
     WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
     WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
@@ -732,7 +757,7 @@ AS $function$
     WHEN p_scope = 'run' THEN CASE WHEN k.task_id IS NULL THEN 'not_a_run' END
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
-     AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
+     AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list', 'tokens.list',
                          'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
     -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
@@ -956,6 +981,7 @@ BEGIN
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     WHEN 'approvals.list' THEN baton.approval_list()
+    WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
     WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
     WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
   END;
@@ -1592,6 +1618,29 @@ AS $function$
   ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
   RETURNING *
 $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.inbox_reason(k baton.agent_tokens, e baton.events)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN CASE
+    WHEN e.kind = 'offered' AND e.details->>'successor' = k.identity THEN 'offer'
+    WHEN e.kind = 'withdrawn' AND e.details->>'successor' = k.identity THEN 'offer_answered'
+    WHEN e.kind IN ('declined', 'accepted') AND e.subject_kind = 'object'
+     AND coalesce(e.details->>'giver', e.details->>'from') = k.identity THEN 'offer_answered'
+    WHEN e.kind IN ('taken_over', 'reclaimed_after_silence') AND e.subject_kind = 'object'
+     AND e.details->>'from' = k.identity AND e.actor <> k.identity THEN 'role_lost'
+    WHEN e.kind = 'granted' AND e.details->>'grantee' = k.identity THEN 'granted'
+    WHEN e.kind = 'suggested' AND e.actor <> k.identity
+     AND EXISTS (SELECT 1 FROM baton.objects o WHERE o.key = e.subject_id AND o.holder = k.identity) THEN 'suggestion'
+    WHEN e.actor = k.identity AND e.kind LIKE '%\_refused' THEN 'refused'
+    WHEN e.kind = 'api_refused' AND e.subject_kind = 'agent' AND e.subject_id = k.identity THEN 'refused'
+    WHEN e.kind = 'approval_requested' AND ('approve' = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'approval'
+  END;
+END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.metrics_events(p_after bigint, p_limit integer)
@@ -3296,6 +3345,8 @@ function baton.agent_call(text,text,jsonb): {baton_owner=X/baton_owner,baton_age
 
 function baton.agent_cancel(text,text,text,text): {baton_owner=X/baton_owner}
 
+function baton.agent_inbox(baton.agent_tokens,jsonb): {baton_owner=X/baton_owner}
+
 function baton.agent_invalid(text): {baton_owner=X/baton_owner}
 
 function baton.agent_notes(text): {baton_owner=X/baton_owner}
@@ -3397,6 +3448,8 @@ function baton.graph_submit(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,b
 function baton.health_check_read(integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.health_check_record(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.inbox_reason(baton.agent_tokens,baton.events): {baton_owner=X/baton_owner}
 
 function baton.metrics_events(bigint,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 

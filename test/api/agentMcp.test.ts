@@ -124,6 +124,7 @@ const EXPECTED: Record<string, string> = {
   task_show: 'read',
   events_list: 'read',
   objects_list: 'read',
+  inbox_wait: 'read',
   pools_list: 'read',
   tokens_list: 'read',
   task_cancel: 'destructive idempotent',

@@ -121,12 +121,13 @@ describe("the operator's views", () => {
       ['graph.show', { graphId }],
       ['task.show', { taskId: `${graphId}/up` }],
       ['events.list', {}],
-      ['objects.list', {}],
       ['pools.list', {}],
     ] as const) {
       expect(await refusal(agentish, operation, input), operation).toMatchObject({ status: 403, code: 'forbidden' });
     }
     expect((await refusal(agentish, 'graphs.list', {})).detail).toContain('needs view');
+    // U11: the objects it may view are its to list (read), as each is its to show.
+    expect(await answer(agentish, 'objects.list', {})).toMatchObject({ objects: expect.any(Array) });
   });
 
   it("are refused to a run's token and to a token limited to some notes, even with the view scope, and the refusal is recorded", async () => {
@@ -148,7 +149,7 @@ describe("the operator's views", () => {
       [run.runToken, 'its run of task'],
       [granted, 'the notes it was granted'],
     ] as const) {
-      for (const operation of ['graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list']) {
+      for (const operation of ['graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list']) {
         const input = operation === 'graph.show' ? { graphId } : operation === 'task.show' ? { taskId: fence.taskId } : {};
         const refused = await refusal(token, operation, input);
         expect(refused, operation).toMatchObject({ status: 403, code: 'forbidden' });

@@ -105,6 +105,53 @@ BEGIN
     'lastId', coalesce((SELECT max(x.id) FROM unnest(v_events) x), (a->>'afterId')::bigint));
 END $$;
 
+-- U11: why event e concerns token k's identity, in a word, or NULL when it does not: an offer made
+-- to it (offer) or withdrawn from it, one it made accepted or declined (offer_answered), a role it
+-- held taken over or lost to silence (role_lost), a grant on an object (granted), a suggestion on an
+-- object it holds now (suggestion), a call of its refused (refused), and, for a token that may
+-- decide them (approve, admin), a task awaiting approval (approval).
+CREATE FUNCTION baton.inbox_reason(k baton.agent_tokens, e baton.events) RETURNS text LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN CASE
+    WHEN e.kind = 'offered' AND e.details->>'successor' = k.identity THEN 'offer'
+    WHEN e.kind = 'withdrawn' AND e.details->>'successor' = k.identity THEN 'offer_answered'
+    WHEN e.kind IN ('declined', 'accepted') AND e.subject_kind = 'object'
+     AND coalesce(e.details->>'giver', e.details->>'from') = k.identity THEN 'offer_answered'
+    WHEN e.kind IN ('taken_over', 'reclaimed_after_silence') AND e.subject_kind = 'object'
+     AND e.details->>'from' = k.identity AND e.actor <> k.identity THEN 'role_lost'
+    WHEN e.kind = 'granted' AND e.details->>'grantee' = k.identity THEN 'granted'
+    WHEN e.kind = 'suggested' AND e.actor <> k.identity
+     AND EXISTS (SELECT 1 FROM baton.objects o WHERE o.key = e.subject_id AND o.holder = k.identity) THEN 'suggestion'
+    WHEN e.actor = k.identity AND e.kind LIKE '%\_refused' THEN 'refused'
+    WHEN e.kind = 'api_refused' AND e.subject_kind = 'agent' AND e.subject_id = k.identity THEN 'refused'
+    WHEN e.kind = 'approval_requested' AND ('approve' = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'approval'
+  END;
+END $$;
+
+-- U11: inbox.wait: the events after p_after_id that concern token k's identity (inbox_reason), oldest
+-- first, each with why; `lastId` is where to follow from: the last one returned, or, when fewer than
+-- the limit concern it, the last event of the log older than a minute (an event is written in its
+-- store call's transaction, so one a minute old has long been committed: none is skipped).
+CREATE FUNCTION baton.agent_inbox(k baton.agent_tokens, a jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_after bigint := coalesce((a->>'afterId')::bigint, 0);
+  v_limit integer := coalesce((a->>'limit')::integer, 100);
+  v_items jsonb;
+  v_count integer;
+  v_last bigint;
+BEGIN
+  SELECT coalesce(jsonb_agg(baton.agent_view_events(ARRAY[x.e])->0 || jsonb_build_object('why', x.why) ORDER BY (x.e).id), '[]'::jsonb),
+         count(*), max((x.e).id)
+    INTO v_items, v_count, v_last
+    FROM (SELECT e, baton.inbox_reason(k, e) AS why FROM baton.events e
+           WHERE e.id > v_after AND baton.inbox_reason(k, e) IS NOT NULL ORDER BY e.id LIMIT v_limit) x;
+  IF v_count < v_limit THEN
+    v_last := greatest(v_last, v_after,
+      (SELECT max(e.id) FROM baton.events e WHERE e.id > v_after AND e.at < statement_timestamp() - interval '1 minute'));
+  END IF;
+  RETURN jsonb_build_object('items', v_items, 'lastId', coalesce(v_last, v_after));
+END $$;
+
 -- objects.list: the shared objects token k may view (an admin token: every one) with holder, token,
 -- version, silence, open offer and open suggestions; with a key, that object alone and its log.
 CREATE FUNCTION baton.agent_view_objects(k baton.agent_tokens, a jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
@@ -231,6 +278,7 @@ BEGIN
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     WHEN 'approvals.list' THEN baton.approval_list()
+    WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
     WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
     WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
   END;
