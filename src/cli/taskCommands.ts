@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { GRAPH_LIST_LIMIT_DEFAULT } from '../config.js';
 import type { BatonClient } from '../client.js';
+import { NotFoundError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { GraphPolicy } from '../tasks/graphSpec.js';
 import { GRAPH_STATES, TERMINAL_STATUSES, type GraphState } from '../tasks/states.js';
@@ -11,6 +12,9 @@ import type { CliContext } from './context.js';
 import { formatEvents, formatGraphs, formatTasks, summarise } from '../tasks/format.js';
 import { liveBlock, type LiveOutput } from './liveBlock.js';
 import { jsonOption, parseDuration, parsePositiveInt, taskQueueOption } from './options.js';
+
+/** How many graphs one `baton archive run` archives unless told otherwise. */
+const ARCHIVE_LIMIT_DEFAULT = 1_000;
 
 /** How often `baton status` looks again while a graph runs. */
 const STATUS_POLL_INTERVAL_MS = 1_000;
@@ -162,6 +166,55 @@ export function registerTaskCommands(program: Command, log: Log): void {
         });
       });
   }
+
+  const archive = program
+    .command('archive')
+    .description('retention: move the record of finished graphs (events, notes, tool calls) out of the live tables, and read it back');
+  archive
+    .command('run')
+    .description(
+      'archive every graph whose tasks are all verified, failed or cancelled and whose last event is older than --older-than; ' +
+        'its tasks stay, its events read on with baton events, its notes and tool calls with baton archive show',
+    )
+    .requiredOption('--older-than <duration>', 'how long a graph has been finished, such as 30d or 12h', parseDuration)
+    .option('--dry-run', 'say what would be archived, and archive nothing')
+    .option('--limit <n>', 'at most this many graphs', parsePositiveInt, ARCHIVE_LIMIT_DEFAULT)
+    .addOption(jsonOption('one JSON object per graph, one per line'))
+    .action(async (opts: { olderThan: number; dryRun?: boolean; limit: number; json?: boolean }) => {
+      const [{ operatorActor, withCliContext }, { retentionApply }] = await Promise.all([
+        import('./context.js'),
+        import('../db/sql/retention.js'),
+      ]);
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const dryRun = opts.dryRun ?? false;
+        const moved = await retentionApply(context.pool, {
+          olderThanMs: opts.olderThan,
+          actor: operatorActor(),
+          dryRun,
+          limit: opts.limit,
+        });
+        for (const g of moved) {
+          printLine(
+            opts.json
+              ? JSON.stringify(g)
+              : `${g.graphId}  finished ${g.finishedAt}  ${g.events} events, ${g.notes} notes, ${g.toolCalls} tool calls`,
+          );
+        }
+        log(`${dryRun ? 'Would archive' : 'Archived'} ${moved.length} graph(s).`);
+      });
+    });
+  archive
+    .command('show')
+    .description("an archived graph's notes and tool-call ledger, as one JSON object (its events: baton events <graph>)")
+    .argument('<graph>', 'graph id')
+    .action(async (graphId: string) => {
+      const [{ withCliContext }, { archiveRead }] = await Promise.all([import('./context.js'), import('../db/sql/retention.js')]);
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const archived = await archiveRead(context.pool, graphId);
+        if (!archived) throw new NotFoundError(`graph ${graphId} is not archived`);
+        printLine(JSON.stringify(archived));
+      });
+    });
 
   program
     .command('status')

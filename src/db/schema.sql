@@ -70,6 +70,36 @@ CREATE TABLE baton.approvals (
   CONSTRAINT approvals_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id)
 );
 
+CREATE TABLE baton.archived_events (
+  id bigint NOT NULL,
+  subject_kind text NOT NULL,
+  subject_id text NOT NULL,
+  subject_seq integer NOT NULL,
+  kind text NOT NULL,
+  actor text NOT NULL,
+  at timestamp with time zone NOT NULL,
+  fence bigint,
+  version bigint,
+  reason text,
+  details jsonb NOT NULL,
+  graph_id text NOT NULL,
+  CONSTRAINT archived_events_graph_id_fkey FOREIGN KEY (graph_id) REFERENCES baton.archives(graph_id),
+  CONSTRAINT archived_events_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE baton.archives (
+  graph_id text NOT NULL,
+  archived_at timestamp with time zone DEFAULT now() NOT NULL,
+  archived_by text NOT NULL,
+  finished_at timestamp with time zone NOT NULL,
+  events integer NOT NULL,
+  notes jsonb NOT NULL,
+  tool_calls jsonb NOT NULL,
+  CONSTRAINT archives_archived_by_check CHECK (((length(archived_by) >= 1) AND (length(archived_by) <= 200))),
+  CONSTRAINT archives_graph_id_fkey FOREIGN KEY (graph_id) REFERENCES baton.graphs(id),
+  CONSTRAINT archives_pkey PRIMARY KEY (graph_id)
+);
+
 CREATE TABLE baton.definitions (
   file text NOT NULL,
   checksum text NOT NULL,
@@ -360,6 +390,10 @@ CREATE TABLE baton.verifications (
 CREATE INDEX agent_tokens_claim_idx ON baton.agent_tokens USING btree (task_id, claim_version) WHERE (task_id IS NOT NULL);
 
 CREATE UNIQUE INDEX approvals_open_idx ON baton.approvals USING btree (task_id) WHERE (decision IS NULL);
+
+CREATE INDEX archived_events_graph_idx ON baton.archived_events USING btree (graph_id, id);
+
+CREATE INDEX archived_events_subject_idx ON baton.archived_events USING btree (subject_kind, subject_id, id);
 
 CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (object_key) WHERE (status = 'open'::text);
 
@@ -1302,6 +1336,16 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.archive_read(p_graph_id text)
+ RETURNS SETOF baton.archives
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+  SELECT * FROM baton.archives WHERE graph_id = p_graph_id
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton.claim_accept_write(p_task_id text)
  RETURNS baton.fenced_result
  LANGUAGE sql
@@ -1452,7 +1496,12 @@ CREATE OR REPLACE FUNCTION baton.event_read(p_subject_kind text, p_subject_id te
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
-  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details
+    FROM (SELECT e.id, e.subject_kind, e.subject_id, e.subject_seq, e.kind, e.actor, e.at, e.fence, e.version, e.reason, e.details
+            FROM baton.events e
+          UNION ALL
+          SELECT a.id, a.subject_kind, a.subject_id, a.subject_seq, a.kind, a.actor, a.at, a.fence, a.version, a.reason, a.details
+            FROM baton.archived_events a) x
    WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
       OR (p_include_graph_tasks AND subject_kind = 'task'
           AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
@@ -1465,6 +1514,7 @@ CREATE OR REPLACE FUNCTION baton.event_refuse_change()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
+  IF TG_OP = 'DELETE' AND baton.retention_moving() THEN RETURN NULL; END IF;
   RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
 END $function$
 ;
@@ -2493,8 +2543,100 @@ CREATE OR REPLACE FUNCTION baton.record_refuse_change()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
+  IF TG_OP = 'DELETE' AND baton.retention_moving() THEN RETURN NULL; END IF;
   RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.retention_apply(p_older_than interval, p_actor text, p_dry_run boolean, p_limit integer)
+ RETURNS TABLE(graph_id text, finished_at timestamp with time zone, events integer, notes integer, tool_calls integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+DECLARE
+  c record;
+  v_pattern text;
+  v_events integer;
+  v_notes jsonb;
+  v_calls jsonb;
+  v_seq integer;
+BEGIN
+  IF p_older_than IS NULL OR p_older_than < interval '0' THEN
+    RAISE EXCEPTION 'retention: the age is 0 or more, not %', coalesce(p_older_than::text, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 10000 THEN
+    RAISE EXCEPTION 'retention: archive 1 to 10000 graphs at a time, not %', coalesce(p_limit::text, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  PERFORM baton.object_check_actor(p_actor, 'actor');
+  FOR c IN SELECT * FROM baton.retention_candidates(p_older_than, p_limit) LOOP
+    v_pattern := baton.task_id_pattern_of(c.graph_id);
+    PERFORM 1 FROM baton.tasks t WHERE t.graph_id = c.graph_id ORDER BY t.id FOR UPDATE;
+    CONTINUE WHEN EXISTS (SELECT 1 FROM baton.tasks t WHERE t.graph_id = c.graph_id AND t.status NOT IN ('verified', 'failed', 'cancelled'));
+    SELECT count(*) INTO v_events FROM baton.events e
+     WHERE (e.subject_kind = 'graph' AND e.subject_id = c.graph_id) OR (e.subject_kind = 'task' AND e.subject_id LIKE v_pattern);
+    SELECT coalesce(jsonb_agg(to_jsonb(n) ORDER BY n.id), '[]'::jsonb) INTO v_notes
+      FROM baton.task_notes n JOIN baton.tasks t ON t.id = n.task_id WHERE t.graph_id = c.graph_id;
+    SELECT coalesce(jsonb_agg(to_jsonb(x) - 'idempotency_key' ORDER BY x.created_at, x.task_id, x.step), '[]'::jsonb) INTO v_calls
+      FROM baton.tool_calls x JOIN baton.tasks t ON t.id = x.task_id WHERE t.graph_id = c.graph_id;
+    graph_id := c.graph_id;
+    finished_at := c.finished_at;
+    events := v_events;
+    notes := jsonb_array_length(v_notes);
+    tool_calls := jsonb_array_length(v_calls);
+    RETURN NEXT;
+    CONTINUE WHEN p_dry_run;
+    INSERT INTO baton.archives (graph_id, archived_by, finished_at, events, notes, tool_calls)
+      VALUES (c.graph_id, p_actor, c.finished_at, v_events, v_notes, v_calls);
+    INSERT INTO baton.archived_events (id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details, graph_id)
+      SELECT e.id, e.subject_kind, e.subject_id, e.subject_seq, e.kind, e.actor, e.at, e.fence, e.version, e.reason, e.details, c.graph_id
+        FROM baton.events e
+       WHERE (e.subject_kind = 'graph' AND e.subject_id = c.graph_id) OR (e.subject_kind = 'task' AND e.subject_id LIKE v_pattern);
+    PERFORM set_config('baton.retention_moving', 'on', true);
+    DELETE FROM baton.events e
+     WHERE (e.subject_kind = 'graph' AND e.subject_id = c.graph_id) OR (e.subject_kind = 'task' AND e.subject_id LIKE v_pattern);
+    DELETE FROM baton.task_notes n USING baton.tasks t WHERE t.id = n.task_id AND t.graph_id = c.graph_id;
+    DELETE FROM baton.tool_calls x USING baton.tasks t WHERE t.id = x.task_id AND t.graph_id = c.graph_id;
+    PERFORM set_config('baton.retention_moving', 'off', true);
+    -- The move itself is recorded live, numbered on from the graph's archived events.
+    SELECT coalesce(max(a.subject_seq), 0) + 1 INTO v_seq FROM baton.archived_events a WHERE a.subject_kind = 'graph' AND a.subject_id = c.graph_id;
+    INSERT INTO baton.events (subject_kind, subject_id, subject_seq, kind, actor, reason, details)
+      VALUES ('graph', c.graph_id, v_seq, 'archived', p_actor,
+        format('finished at %s, over %s ago: %s events, %s notes and %s tool calls moved to the archive',
+          baton.object_ts(c.finished_at), p_older_than, v_events, jsonb_array_length(v_notes), jsonb_array_length(v_calls)),
+        jsonb_build_object('events', v_events, 'notes', jsonb_array_length(v_notes), 'toolCalls', jsonb_array_length(v_calls)));
+  END LOOP;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.retention_candidates(p_older_than interval, p_limit integer)
+ RETURNS TABLE(graph_id text, finished_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT g.id, last.at
+    FROM baton.graphs g
+    CROSS JOIN LATERAL (
+      SELECT max(e.at) AS at FROM baton.events e
+       WHERE (e.subject_kind = 'graph' AND e.subject_id = g.id)
+          OR (e.subject_kind = 'task' AND e.subject_id LIKE baton.task_id_pattern_of(g.id))
+    ) last
+   WHERE NOT EXISTS (SELECT 1 FROM baton.archives a WHERE a.graph_id = g.id)
+     AND NOT EXISTS (SELECT 1 FROM baton.tasks t WHERE t.graph_id = g.id AND t.status NOT IN ('verified', 'failed', 'cancelled'))
+     AND last.at < now() - p_older_than
+   ORDER BY last.at, g.id
+   LIMIT p_limit
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton.retention_moving()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT coalesce(current_setting('baton.retention_moving', true), '') = 'on'
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.run_token_issue(p_task_id text, p_owner text, p_claim_version bigint, p_identity text, p_secret_sha256 bytea)
@@ -2809,6 +2951,10 @@ BEGIN
   IF p_to = t.status THEN
     RETURN t.status; -- already there (e.g. a retried activity): no change, no event
   END IF;
+  -- U11: an archived graph's record lives in the archive; nothing of it runs again.
+  IF EXISTS (SELECT 1 FROM baton.archives a WHERE a.graph_id = t.graph_id) THEN
+    RAISE EXCEPTION 'task %: its graph % was archived: its record is read-only', p_task_id, t.graph_id USING ERRCODE = 'BT001';
+  END IF;
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))
@@ -3053,9 +3199,14 @@ CREATE OR REPLACE FUNCTION baton.tool_call_read(p_id text)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
-  SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
-   ORDER BY created_at, task_id, step
+  SELECT x.* FROM (
+    SELECT * FROM baton.tool_calls
+    UNION ALL
+    SELECT c.* FROM baton.archives a, jsonb_populate_recordset(NULL::baton.tool_calls, a.tool_calls) c
+     WHERE a.graph_id = split_part(p_id, '/', 1)
+  ) x
+   WHERE x.task_id = p_id OR (p_id NOT LIKE '%/%' AND x.task_id LIKE baton.task_id_pattern_of(p_id))
+   ORDER BY x.created_at, x.task_id, x.step
 $function$
 ;
 
@@ -3413,6 +3564,8 @@ function baton.approval_request(text,text,bigint,text,text,text,text): {baton_ow
 
 function baton.approval_view(baton.approvals): {baton_owner=X/baton_owner}
 
+function baton.archive_read(text): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
 function baton.claim_accept_write(text): {baton_owner=X/baton_owner}
 
 function baton.claim_check_lease(integer): {baton_owner=X/baton_owner}
@@ -3548,6 +3701,12 @@ function baton.pool_run_state(text,bigint): {baton_owner=X/baton_owner,baton_wor
 function baton.read_schema_state(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 
 function baton.record_refuse_change(): {baton_owner=X/baton_owner}
+
+function baton.retention_apply(interval,text,boolean,integer): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.retention_candidates(interval,integer): {baton_owner=X/baton_owner}
+
+function baton.retention_moving(): {baton_owner=X/baton_owner}
 
 function baton.run_token_issue(text,text,bigint,text,bytea): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

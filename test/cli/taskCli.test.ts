@@ -191,6 +191,30 @@ describe('baton submit, status and events', () => {
     expect(again.stderr).toContain('cli-approval/ship is not awaiting approval: it is verified');
   });
 
+  it('archives finished graphs (a dry run first), whose events still read with baton events', async () => {
+    const dry = await runCli(['archive', 'run', '--older-than', '0m', '--dry-run', '--json'], env);
+    expect(dry.code, dry.output).toBe(0);
+    const would = dry.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { graphId: string; events: number });
+    expect(would.map((g) => g.graphId)).toContain('cli-approval');
+    expect(dry.stderr).toMatch(/Would archive \d+ graph\(s\)\./);
+    const eventsBefore = (await runCli(['events', 'cli-approval', '--json'], env)).stdout.trimEnd().split('\n');
+
+    const run = await runCli(['archive', 'run', '--older-than', '0m'], env);
+    expect(run.code, run.output).toBe(0);
+    expect(run.stdout).toMatch(/^cli-approval {2}finished \S+ {2}\d+ events, 0 notes, 0 tool calls$/m);
+    const eventsAfter = (await runCli(['events', 'cli-approval', '--json'], env)).stdout.trimEnd().split('\n');
+    expect(eventsAfter.slice(0, -1)).toEqual(eventsBefore);
+    expect(JSON.parse(eventsAfter.at(-1)!)).toMatchObject({ kind: 'archived', actor: 'cli-test' });
+    const shown = await runCli(['archive', 'show', 'cli-approval'], env);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ graphId: 'cli-approval', archivedBy: 'cli-test', notes: [], toolCalls: [] });
+    const live = await runCli(['archive', 'show', 'no-such-graph'], env);
+    expect(live.code).toBe(2);
+    expect(live.stderr).toContain('graph no-such-graph is not archived');
+  });
+
   it('refuses an invalid graph with every problem named, and writes nothing', async () => {
     const before = await graphCount();
     const file = await graphFile('bad.yaml', {

@@ -1,8 +1,16 @@
 -- The record (SPEC E1): events are appended by the store function that makes a change, in its
--- transaction; the record's tables refuse UPDATE, DELETE and TRUNCATE whoever asks.
+-- transaction; the record's tables refuse UPDATE, DELETE and TRUNCATE whoever asks, but for the
+-- DELETE of baton.retention_apply (retention.sql), which moves a finished graph's record to the
+-- archive in the same transaction (U11).
+
+-- Whether this transaction is baton.retention_apply moving a record to the archive.
+CREATE FUNCTION baton.retention_moving() RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT coalesce(current_setting('baton.retention_moving', true), '') = 'on'
+$$;
 
 CREATE FUNCTION baton.event_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF TG_OP = 'DELETE' AND baton.retention_moving() THEN RETURN NULL; END IF;
   RAISE EXCEPTION 'baton.events is append-only: % refused', TG_OP USING ERRCODE = 'BT004';
 END $$;
 
@@ -32,6 +40,7 @@ END $$;
 
 CREATE FUNCTION baton.record_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF TG_OP = 'DELETE' AND baton.retention_moving() THEN RETURN NULL; END IF;
   RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'BT004';
 END $$;
 

@@ -16,6 +16,10 @@ BEGIN
   IF p_to = t.status THEN
     RETURN t.status; -- already there (e.g. a retried activity): no change, no event
   END IF;
+  -- U11: an archived graph's record lives in the archive; nothing of it runs again.
+  IF EXISTS (SELECT 1 FROM baton.archives a WHERE a.graph_id = t.graph_id) THEN
+    RAISE EXCEPTION 'task %: its graph % was archived: its record is read-only', p_task_id, t.graph_id USING ERRCODE = 'BT001';
+  END IF;
   -- Only policy and operator moves; claims, submits and verifications have their own functions.
   IF NOT ((t.status, p_to) IN (('rejected', 'ready'), ('rejected', 'failed'), ('ready', 'failed'), ('verified', 'ready'),
                                ('stale', 'ready'), ('failed', 'ready'))

@@ -109,11 +109,16 @@ END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_list TO baton_client, baton_reader;
 
 -- The record of one subject in order after p_after_id, or also of every task of a graph when
--- p_include_graph_tasks (the subject is then a graph id).
+-- p_include_graph_tasks (the subject is then a graph id); an archived graph's from the archive (U11).
 CREATE FUNCTION baton.event_read(p_subject_kind text, p_subject_id text, p_after_id bigint, p_include_graph_tasks boolean)
 RETURNS SETOF baton.event_view LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details FROM baton.events
+  SELECT id, subject_kind, subject_id, subject_seq, kind, actor, at, fence, version, reason, details
+    FROM (SELECT e.id, e.subject_kind, e.subject_id, e.subject_seq, e.kind, e.actor, e.at, e.fence, e.version, e.reason, e.details
+            FROM baton.events e
+          UNION ALL
+          SELECT a.id, a.subject_kind, a.subject_id, a.subject_seq, a.kind, a.actor, a.at, a.fence, a.version, a.reason, a.details
+            FROM baton.archived_events a) x
    WHERE id > p_after_id AND ((subject_kind = p_subject_kind AND subject_id = p_subject_id)
       OR (p_include_graph_tasks AND subject_kind = 'task'
           AND subject_id LIKE baton.task_id_pattern_of(p_subject_id)))
@@ -121,12 +126,18 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 $$;
 GRANT EXECUTE ON FUNCTION baton.event_read TO baton_worker, baton_client, baton_reader;
 
--- The ledger rows of one task, or of every task of a graph when p_id has no '/', oldest first.
+-- The ledger rows of one task, or of every task of a graph when p_id has no '/', oldest first; an
+-- archived graph's from the archive (U11).
 CREATE FUNCTION baton.tool_call_read(p_id text) RETURNS SETOF baton.tool_calls LANGUAGE sql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-  SELECT * FROM baton.tool_calls
-   WHERE task_id = p_id OR (p_id NOT LIKE '%/%' AND task_id LIKE baton.task_id_pattern_of(p_id))
-   ORDER BY created_at, task_id, step
+  SELECT x.* FROM (
+    SELECT * FROM baton.tool_calls
+    UNION ALL
+    SELECT c.* FROM baton.archives a, jsonb_populate_recordset(NULL::baton.tool_calls, a.tool_calls) c
+     WHERE a.graph_id = split_part(p_id, '/', 1)
+  ) x
+   WHERE x.task_id = p_id OR (p_id NOT LIKE '%/%' AND x.task_id LIKE baton.task_id_pattern_of(p_id))
+   ORDER BY x.created_at, x.task_id, x.step
 $$;
 GRANT EXECUTE ON FUNCTION baton.tool_call_read TO baton_worker, baton_client, baton_reader;
 
