@@ -205,14 +205,19 @@ export function registerTaskCommands(program: Command, log: Log): void {
     });
   archive
     .command('show')
-    .description("an archived graph's notes and tool-call ledger, as one JSON object (its events: baton events <graph>)")
+    .description('an archived graph: when and by whom, its notes and its tool-call ledger (its events: baton events <graph>)')
     .argument('<graph>', 'graph id')
-    .action(async (graphId: string) => {
+    .addOption(jsonOption('the archive as one JSON object, with every note and tool call'))
+    .action(async (graphId: string, opts: { json?: boolean }) => {
       const [{ withCliContext }, { archiveRead }] = await Promise.all([import('./context.js'), import('../db/sql/retention.js')]);
       await withCliContext(log, { migrate: false }, async (context) => {
         const archived = await archiveRead(context.pool, graphId);
         if (!archived) throw new NotFoundError(`graph ${graphId} is not archived`);
-        printLine(JSON.stringify(archived));
+        if (opts.json) return printLine(JSON.stringify(archived));
+        printLine(
+          `${graphId}: archived ${archived.archivedAt} by ${archived.archivedBy}, finished ${archived.finishedAt}; ` +
+            `${archived.events} events (baton events ${graphId}), ${archived.notes.length} notes, ${archived.toolCalls.length} tool calls (--json shows them)`,
+        );
       });
     });
 

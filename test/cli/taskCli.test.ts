@@ -208,7 +208,11 @@ describe('baton submit, status and events', () => {
     const eventsAfter = (await runCli(['events', 'cli-approval', '--json'], env)).stdout.trimEnd().split('\n');
     expect(eventsAfter.slice(0, -1)).toEqual(eventsBefore);
     expect(JSON.parse(eventsAfter.at(-1)!)).toMatchObject({ kind: 'archived', actor: 'cli-test' });
-    const shown = await runCli(['archive', 'show', 'cli-approval'], env);
+    const text = await runCli(['archive', 'show', 'cli-approval'], env);
+    expect(text.stdout).toMatch(
+      /^cli-approval: archived \S+ by cli-test, finished \S+; \d+ events \(baton events cli-approval\), 0 notes, 0 tool calls/,
+    );
+    const shown = await runCli(['archive', 'show', 'cli-approval', '--json'], env);
     expect(JSON.parse(shown.stdout)).toMatchObject({ graphId: 'cli-approval', archivedBy: 'cli-test', notes: [], toolCalls: [] });
     const live = await runCli(['archive', 'show', 'no-such-graph'], env);
     expect(live.code).toBe(2);
