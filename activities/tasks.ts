@@ -19,6 +19,7 @@ import { AgentFailedError, type Runner, type VerificationResult, type Verifier }
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { runAgentIdentity } from '../src/tasks/taskId.js';
 import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
+import { reservedPathRefusal } from '../src/runners/reservedPaths.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
 import { handedBack, shuttingDown, withActivityFailures } from './failures.js';
@@ -254,6 +255,17 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           },
           heartbeat,
         });
+        // U11: the commit may change a path an object reserves only when the run's agent holds that object.
+        if (repository && artifact.revision) {
+          const refusal = await reservedPathRefusal(db, repository.dir, {
+            taskId: claim.taskId,
+            claimVersion: claim.claimVersion,
+            revision: artifact.revision,
+            baseCommit: artifact.baseCommit ?? base,
+            pins: claim.upstreamRevisions,
+          });
+          if (refusal) throw new AgentFailedError(input.taskId, refusal);
+        }
         // On a remote, the commit is published for the verifier and the dependents, on the claim's
         // own branch, and only while the claim holds: a fenced heartbeat first (a stale owner's
         // push is refused here; were it to land between the two, its branch names its own claim

@@ -14,6 +14,7 @@ export const OPERATION_NAMES = [
   'pool.claim',
   'object.create',
   'object.grant',
+  'object.reserve',
   'object.show',
   'object.read',
   'object.check',

@@ -97,6 +97,7 @@ const objectView = z.strictObject({
   silent: z.boolean(),
   defaultAccess: z.string(),
   createdBy: z.string(),
+  paths: z.array(z.string()),
   updatedAt: time,
   offer: z.strictObject({ id: int, giver: z.string(), successor: z.string(), version: int, token: int, offeredAt: time }).nullable(),
   suggestions: z.array(
@@ -276,6 +277,7 @@ export interface AgentApiResults {
   'pool.claim': StoreResult<'pool.claim'>;
   'object.create': ObjectState;
   'object.grant': ObjectState;
+  'object.reserve': ObjectState;
   'object.show': ObjectState;
   'object.read': ObjectSnapshot;
   'object.check': ObjectState;

@@ -190,6 +190,15 @@ export const OPERATIONS = {
     description: "Set an identity's access to an object you created (none revokes).",
     input: OBJECT_INPUTS.grant,
   },
+  'object.reserve': {
+    scope: 'objects',
+    title: 'Reserve repository paths',
+    // Replaces the paths reserved; the same list again changes nothing.
+    effect: destructive(true),
+    description:
+      'Reserve repository paths (globs such as src/api/**) with an object you created, replacing those it reserved (none frees them): a run whose commit changes one fails unless its agent holds the object.',
+    input: OBJECT_INPUTS.reserve,
+  },
   'object.show': {
     scope: 'read',
     title: 'Show an object',

@@ -133,6 +133,14 @@ export function registerObjectCommands(program: Command, log: Log): void {
     },
   );
 
+  leaf(
+    'reserve <key> [paths...]',
+    'reserve repository paths or globs (src/api/**) with an object you created, replacing those it reserved (none frees them): a run whose commit changes one fails unless its agent holds the object',
+  ).action(async (key: string, paths: string[], opts: ActorOptions) => {
+    const input = { key, paths };
+    state(await perform(opts, 'object.reserve', input, (db, actor, store) => store.reserveObjectPaths(db, actor, input)), opts);
+  });
+
   leaf('show <key>', 'show version, token, holder and any open offer').action(async (key: string, opts: ActorOptions) =>
     state(await perform(opts, 'object.show', { key }, (db, actor, store) => store.showObject(db, actor, { key })), opts),
   );

@@ -229,6 +229,7 @@ CREATE TABLE baton.objects (
   created_by text NOT NULL,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  paths text[] DEFAULT '{}'::text[] NOT NULL,
   CONSTRAINT objects_check CHECK ((num_nonnulls(content, content_ref) <= 1)),
   CONSTRAINT objects_check1 CHECK ((((holder IS NULL) = (holder_heartbeat_at IS NULL)) AND ((holder IS NULL) = (holder_since IS NULL)))),
   CONSTRAINT objects_content_check CHECK ((octet_length(content) <= 1048576)),
@@ -237,6 +238,7 @@ CREATE TABLE baton.objects (
   CONSTRAINT objects_default_access_check CHECK ((default_access = ANY (ARRAY['none'::text, 'view'::text, 'suggest'::text, 'write'::text]))),
   CONSTRAINT objects_holder_check CHECK (((length(holder) >= 1) AND (length(holder) <= 200))),
   CONSTRAINT objects_key_check CHECK ((key ~ '^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,199}$'::text)),
+  CONSTRAINT objects_paths_check CHECK ((cardinality(paths) <= 100)),
   CONSTRAINT objects_pkey PRIMARY KEY (key),
   CONSTRAINT objects_silence_timeout_ms_check CHECK (((silence_timeout_ms >= 1) AND (silence_timeout_ms <= 604800000))),
   CONSTRAINT objects_token_check CHECK ((token >= 0)),
@@ -400,6 +402,8 @@ CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (o
 CREATE INDEX objects_held ON baton.objects USING btree (holder_heartbeat_at) WHERE (holder IS NOT NULL);
 
 CREATE INDEX objects_held_idx ON baton.objects USING btree (key) WHERE (holder IS NOT NULL);
+
+CREATE INDEX objects_reserving_idx ON baton.objects USING btree (key) WHERE (paths <> '{}'::text[]);
 
 CREATE INDEX pool_runs_open_idx ON baton.pool_runs USING btree (pool, offered_at) WHERE (agent IS NULL);
 
@@ -576,6 +580,7 @@ BEGIN
       WHEN 'object.create' THEN baton.object_create(a->>'key', k.identity, coalesce((a->>'silenceTimeoutMs')::integer, 30000),
                                   coalesce(a->>'defaultAccess', 'none'), a->>'content', a->>'contentRef')
       WHEN 'object.grant' THEN baton.object_grant(a->>'key', k.identity, a->>'grantee', a->>'access')
+      WHEN 'object.reserve' THEN baton.object_reserve(a->>'key', k.identity, ARRAY(SELECT jsonb_array_elements_text(a->'paths')))
       WHEN 'object.show' THEN baton.object_show(a->>'key', k.identity)
       WHEN 'object.read' THEN baton.object_read(a->>'key', k.identity)
       WHEN 'object.check' THEN baton.object_check_view(a->>'key', k.identity)
@@ -709,7 +714,7 @@ AS $function$
   SELECT CASE
     WHEN p_operation IN ('whoami', 'notes.list', 'object.show', 'object.read', 'object.check', 'object.log', 'inbox.wait', 'objects.list') THEN 'read'
     WHEN p_operation = 'note.add' THEN 'notes'
-    WHEN p_operation IN ('object.create', 'object.grant', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
+    WHEN p_operation IN ('object.create', 'object.grant', 'object.reserve', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
@@ -1108,7 +1113,7 @@ BEGIN
   SELECT coalesce(jsonb_agg(jsonb_build_object('key', o.key, 'version', o.version, 'token', o.token, 'holder', o.holder,
            'holderSince', baton.object_ts(o.holder_since), 'heartbeatAt', baton.object_ts(o.holder_heartbeat_at),
            'silenceTimeoutMs', o.silence_timeout_ms, 'silent', baton.object_is_silent(o, f.id IS NOT NULL),
-           'defaultAccess', o.default_access, 'createdBy', o.created_by, 'updatedAt', baton.object_ts(o.updated_at),
+           'defaultAccess', o.default_access, 'createdBy', o.created_by, 'updatedAt', baton.object_ts(o.updated_at), 'paths', to_jsonb(o.paths),
            'offer', CASE WHEN f.id IS NOT NULL THEN jsonb_build_object('id', f.id, 'giver', f.giver, 'successor', f.successor,
                       'version', f.version, 'token', f.token, 'offeredAt', baton.object_ts(f.offered_at)) END,
            'suggestions', (SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.id, 'suggestedBy', s.suggested_by, 'baseVersion', s.base_version,
@@ -2139,6 +2144,30 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.object_paths_refused(p_key text, p_task_id text, p_claim_version bigint, p_paths text[])
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  t baton.tasks;
+  v_agent text;
+  v_reason text;
+BEGIN
+  SELECT * INTO STRICT t FROM baton.tasks WHERE id = p_task_id;
+  v_agent := baton.task_agent_identity(t);
+  v_reason := format('the commit of %s (claim version %s) changes %s, reserved by %s, which %s',
+    p_task_id, p_claim_version, array_to_string(p_paths[1:5], ', ') || CASE WHEN cardinality(p_paths) > 5
+      THEN format(' and %s more', cardinality(p_paths) - 5) ELSE '' END,
+    o.key, CASE WHEN o.holder IS NULL THEN 'nobody holds: take it first' ELSE format('%s holds, not %s', o.holder, v_agent) END);
+  PERFORM baton.event_append('object', o.key, 'reserved_path_refused', v_agent, o.token, o.version, v_reason,
+    jsonb_build_object('taskId', p_task_id, 'claimVersion', p_claim_version, 'paths', to_jsonb(p_paths), 'holder', o.holder));
+  RETURN v_reason;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.object_read(p_key text, p_actor text)
  RETURNS baton.object_outcome
  LANGUAGE plpgsql
@@ -2282,6 +2311,49 @@ BEGIN
   IF refused.ok IS NOT NULL THEN RETURN refused; END IF;
   IF (baton.object_open_offer(o.key)).id IS NOT NULL THEN RETURN baton.object_refuse_offer_open(o, p_actor, 'release'); END IF;
   o := baton.object_move_role(o, p_actor, 'released', NULL, coalesce(p_reason, format('released by %s', p_actor)));
+  RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_reservations_for(p_task_id text, p_claim_version bigint)
+ RETURNS TABLE(key text, holder text, paths text[])
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id AND claim_version = p_claim_version;
+  IF NOT FOUND THEN RETURN; END IF;
+  RETURN QUERY SELECT o.key, o.holder, o.paths FROM baton.objects o
+    WHERE o.paths <> '{}' AND o.holder IS DISTINCT FROM baton.task_agent_identity(t) ORDER BY o.key;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.object_reserve(p_key text, p_actor text, p_paths text[])
+ RETURNS baton.object_outcome
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF p_paths IS NULL OR cardinality(p_paths) > 100 OR EXISTS (
+       SELECT 1 FROM unnest(p_paths) x(p)
+        WHERE p IS NULL OR length(p) NOT BETWEEN 1 AND 4096 OR p ~ '^[/:]' OR ('/' || p || '/') ~ '/\.\.?/' OR p ~ '//') THEN
+    PERFORM baton.object_invalid('paths: at most 100, each relative to the repository''s top, with no ''..'', ''.'' or empty part');
+  END IF;
+  IF p_actor <> o.created_by THEN
+    RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', 'reserve',
+      format('only %s, who created %s, may reserve paths with it', o.created_by, o.key), '{}'::jsonb);
+  END IF;
+  UPDATE baton.objects SET paths = ARRAY(SELECT DISTINCT unnest(p_paths) ORDER BY 1) WHERE key = o.key RETURNING * INTO o;
+  PERFORM baton.event_append('object', o.key, 'paths_reserved', p_actor, o.token, o.version,
+    CASE WHEN cardinality(o.paths) = 0 THEN 'reserves no paths' ELSE 'reserves ' || array_to_string(o.paths, ', ') END,
+    jsonb_build_object('paths', to_jsonb(o.paths)));
   RETURN baton.object_outcome_of(o, true);
 END $function$
 ;
@@ -2652,6 +2724,17 @@ BEGIN
   PERFORM baton.agent_token_insert(p_identity, ARRAY['read', 'notes', 'objects'], NULL, p_secret_sha256, p_owner, p_task_id, p_claim_version);
   RETURN baton.claim_accept_write(p_task_id);
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_agent_identity(t baton.tasks)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT coalesce(
+    (SELECT w.agent FROM baton.pool_runs w WHERE w.task_id = t.id AND w.claim_version = t.claim_version),
+    t.spec->'run'->>'agent', t.id)
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.task_check_change()
@@ -3652,6 +3735,8 @@ function baton.object_open_offer(text): {baton_owner=X/baton_owner}
 
 function baton.object_outcome_of(baton.objects,boolean,text,text,boolean,bigint): {baton_owner=X/baton_owner}
 
+function baton.object_paths_refused(text,text,bigint,text[]): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
 function baton.object_read(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.object_read_events(text,integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
@@ -3673,6 +3758,10 @@ function baton.object_refuse_unless_holder(baton.objects,text,bigint,text): {bat
 function baton.object_refuse_version(baton.objects,text,bigint,text): {baton_owner=X/baton_owner}
 
 function baton.object_release(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.object_reservations_for(text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.object_reserve(text,text,text[]): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.object_show(text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
@@ -3709,6 +3798,8 @@ function baton.retention_candidates(interval,integer): {baton_owner=X/baton_owne
 function baton.retention_moving(): {baton_owner=X/baton_owner}
 
 function baton.run_token_issue(text,text,bigint,text,bytea): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+
+function baton.task_agent_identity(baton.tasks): {baton_owner=X/baton_owner}
 
 function baton.task_check_change(): {baton_owner=X/baton_owner}
 

@@ -63,6 +63,14 @@ const CONTENT_RULE = `a string of at most ${CONTENT_MAX_BYTES} bytes; store larg
 const content = storableString(rule(CONTENT_RULE, false)).refine((s) => Buffer.byteLength(s, 'utf8') <= CONTENT_MAX_BYTES, CONTENT_RULE);
 const CONTENT_REF_RULE = `1 to ${CONTENT_REF_MAX_CHARS} characters`;
 const contentRef = storableString(rule(CONTENT_REF_RULE, false)).min(1, CONTENT_REF_RULE).max(CONTENT_REF_MAX_CHARS, CONTENT_REF_RULE);
+/** Most paths one object may reserve (U11). */
+const MAX_RESERVED_PATHS = 100;
+const RESERVED_PATH_RULE = "a path or glob relative to the repository's top, of 1 to 4096 characters, with no '..', '.' or empty part";
+/** U11: a path an object reserves, as `verify.protect` names paths: `src/api/**`. */
+const reservedPath = storableString(rule(RESERVED_PATH_RULE))
+  .min(1, RESERVED_PATH_RULE)
+  .max(4096, RESERVED_PATH_RULE)
+  .refine((p) => !/^[/:]/.test(p) && !/\/\.\.?\//.test(`/${p}/`) && !p.includes('//'), RESERVED_PATH_RULE);
 const ACCESS_RULE = `one of ${OBJECT_ACCESS_LEVELS.join(', ')}`;
 const access = z.enum(OBJECT_ACCESS_LEVELS, rule(ACCESS_RULE));
 const SILENCE_RULE = `1 ms to ${SILENCE_TIMEOUT_MS_MAX} ms`;
@@ -105,6 +113,7 @@ export const OBJECT_INPUTS = {
     .refine((v) => v.content === undefined || v.contentRef === undefined, 'give at most one of content and contentRef')
     .meta({ anyOf: [{ properties: { content: false } }, { properties: { contentRef: false } }] }),
   grant: fields({ key, grantee: identitySchema, access }),
+  reserve: fields({ key, paths: z.array(reservedPath).max(MAX_RESERVED_PATHS, rule(`at most ${MAX_RESERVED_PATHS} paths`)) }),
   show: fields({ key }),
   read: fields({ key }),
   check: fields({ key }),

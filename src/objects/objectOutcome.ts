@@ -51,6 +51,7 @@ export function toObjectSnapshot(row: ObjectOutcomeRow): ObjectSnapshot {
 type ObjectFunction =
   | 'object_create'
   | 'object_grant'
+  | 'object_reserve'
   | 'object_show'
   | 'object_read'
   | 'object_take'

@@ -59,6 +59,12 @@ export async function grantObjectAccess(
   return toObjectState(row);
 }
 
+/** U11: the repository paths the object reserves, replacing those it reserved (none frees them); only its creator may. */
+export async function reserveObjectPaths(db: Queryable, actor: string, input: { key: string; paths: string[] }): Promise<ObjectState> {
+  const { call, args } = callOf(actor, 'reserve', input);
+  return toObjectState(await callObjectFunction(db, 'object_reserve', call, [args.paths]));
+}
+
 /** The object's state without its content; does not count as reading it. Needs view access. */
 export async function showObject(db: Queryable, actor: string, input: { key: string }): Promise<ObjectState> {
   return toObjectState(await callObjectFunction(db, 'object_show', callOf(actor, 'show', input).call));

@@ -86,19 +86,44 @@ export async function checkArtifact(input: ArtifactCheckInput): Promise<string |
   const reached = (await Promise.all(named.map((file) => pathsReaching(repo, protectedTree, file)))).flat();
   const protectedPaths = [...new Set([...input.protect, ...reached])];
   const guarded = [...protectedPaths, ...ALWAYS_PROTECTED];
+  const paths = await changedPaths(repo, protectedTree, tree, guarded);
+  if (paths.length > 0) return `it changes what checks it: ${listed(paths)} (protected: ${guarded.join(', ')})`;
+  return undefined;
+}
+
+/** The files that differ between two trees among `pathspecs` (globs relative to the repository's top). */
+async function changedPaths(repo: string, from: string, to: string, pathspecs: readonly string[]): Promise<string[]> {
   const changed = await git(repo, [
     'diff',
     '--no-renames',
     '--name-only',
     '-z',
-    protectedTree,
-    tree,
+    from,
+    to,
     '--',
-    ...guarded.map((p) => `:(top,glob)${p}`),
+    ...pathspecs.map((p) => `:(top,glob)${p}`),
   ]);
-  const paths = changed.split('\0').filter(Boolean);
-  if (paths.length > 0) return `it changes what checks it: ${listed(paths)} (protected: ${guarded.join(', ')})`;
-  return undefined;
+  return changed.split('\0').filter(Boolean);
+}
+
+/**
+ * U11: the files of `pathspecs` that commit `revision` changes against the tree its run started
+ * from (its base with its pins merged, as the command runner builds it); undefined when that cannot
+ * be told (not a commit here, or pins that do not merge), which the verification rejects anyway.
+ */
+export async function changedSinceStart(
+  repo: string,
+  input: { baseCommit: string; pins: Record<string, string>; revision: string },
+  pathspecs: readonly string[],
+): Promise<string[] | undefined> {
+  if (!(await isCommit(repo, input.revision))) return undefined;
+  const start = await startingTree(
+    repo,
+    input.baseCommit,
+    pinsInMergeOrder(input.pins).map(([, pinned]) => pinned),
+  );
+  if (start === undefined) return undefined;
+  return changedPaths(repo, start, await git(repo, ['rev-parse', `${input.revision}^{tree}`]), pathspecs);
 }
 
 async function isCommit(repo: string, revision: string): Promise<boolean> {

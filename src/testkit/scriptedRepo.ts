@@ -1,14 +1,17 @@
 // Throwaway git repositories and shell-script agents that edit and commit, so runs need no model.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { git } from '../runners/git.js';
 
-/** A throwaway git repository with one commit, for scripted agents that edit files and commit. */
+/** A throwaway git repository with one commit of `files` (paths may name folders), for scripted agents that edit files and commit. */
 export async function createScriptedRepo(files: Record<string, string> = { 'README.md': '# scratch repository\n' }): Promise<string> {
   const repo = await mkdtemp(path.join(tmpdir(), 'baton-repo-'));
   await git(repo, ['init', '-q', '-b', 'main']);
-  for (const [name, content] of Object.entries(files)) await writeFile(path.join(repo, name), content);
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(repo, name)), { recursive: true });
+    await writeFile(path.join(repo, name), content);
+  }
   await git(repo, ['add', '.']);
   await git(repo, ['commit', '-q', '-m', 'initial']);
   return repo;

@@ -105,6 +105,7 @@ const EXPECTED: Record<string, string> = {
   pool_claim: 'write',
   object_create: 'write idempotent',
   object_grant: 'destructive idempotent',
+  object_reserve: 'destructive idempotent',
   object_show: 'read',
   object_read: 'write idempotent',
   object_check: 'read',

@@ -119,7 +119,7 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
   SELECT CASE
     WHEN p_operation IN ('whoami', 'notes.list', 'object.show', 'object.read', 'object.check', 'object.log', 'inbox.wait', 'objects.list') THEN 'read'
     WHEN p_operation = 'note.add' THEN 'notes'
-    WHEN p_operation IN ('object.create', 'object.grant', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
+    WHEN p_operation IN ('object.create', 'object.grant', 'object.reserve', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
@@ -353,6 +353,7 @@ BEGIN
       WHEN 'object.create' THEN baton.object_create(a->>'key', k.identity, coalesce((a->>'silenceTimeoutMs')::integer, 30000),
                                   coalesce(a->>'defaultAccess', 'none'), a->>'content', a->>'contentRef')
       WHEN 'object.grant' THEN baton.object_grant(a->>'key', k.identity, a->>'grantee', a->>'access')
+      WHEN 'object.reserve' THEN baton.object_reserve(a->>'key', k.identity, ARRAY(SELECT jsonb_array_elements_text(a->'paths')))
       WHEN 'object.show' THEN baton.object_show(a->>'key', k.identity)
       WHEN 'object.read' THEN baton.object_read(a->>'key', k.identity)
       WHEN 'object.check' THEN baton.object_check_view(a->>'key', k.identity)

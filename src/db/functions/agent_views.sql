@@ -162,7 +162,7 @@ BEGIN
   SELECT coalesce(jsonb_agg(jsonb_build_object('key', o.key, 'version', o.version, 'token', o.token, 'holder', o.holder,
            'holderSince', baton.object_ts(o.holder_since), 'heartbeatAt', baton.object_ts(o.holder_heartbeat_at),
            'silenceTimeoutMs', o.silence_timeout_ms, 'silent', baton.object_is_silent(o, f.id IS NOT NULL),
-           'defaultAccess', o.default_access, 'createdBy', o.created_by, 'updatedAt', baton.object_ts(o.updated_at),
+           'defaultAccess', o.default_access, 'createdBy', o.created_by, 'updatedAt', baton.object_ts(o.updated_at), 'paths', to_jsonb(o.paths),
            'offer', CASE WHEN f.id IS NOT NULL THEN jsonb_build_object('id', f.id, 'giver', f.giver, 'successor', f.successor,
                       'version', f.version, 'token', f.token, 'offeredAt', baton.object_ts(f.offered_at)) END,
            'suggestions', (SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.id, 'suggestedBy', s.suggested_by, 'baseVersion', s.base_version,

@@ -35,6 +35,80 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.object_create TO baton_worker, baton_client;
 
+-- U11: the repository paths the object reserves (replacing those it reserved; none frees them):
+-- a run whose commit changes one fails unless its agent holds the object. Only the creator may set
+-- them, as it administers access. Each path: a pathspec glob relative to a repository's top, with no
+-- '..' or empty part (the API and CLI check the form; this rejects what they would).
+CREATE FUNCTION baton.object_reserve(p_key text, p_actor text, p_paths text[])
+RETURNS baton.object_outcome LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+BEGIN
+  PERFORM baton.object_check_actor(p_actor);
+  IF p_paths IS NULL OR cardinality(p_paths) > 100 OR EXISTS (
+       SELECT 1 FROM unnest(p_paths) x(p)
+        WHERE p IS NULL OR length(p) NOT BETWEEN 1 AND 4096 OR p ~ '^[/:]' OR ('/' || p || '/') ~ '/\.\.?/' OR p ~ '//') THEN
+    PERFORM baton.object_invalid('paths: at most 100, each relative to the repository''s top, with no ''..'', ''.'' or empty part');
+  END IF;
+  IF p_actor <> o.created_by THEN
+    RETURN baton.object_refuse(o, p_actor, 'permission_refused', 'permission', 'reserve',
+      format('only %s, who created %s, may reserve paths with it', o.created_by, o.key), '{}'::jsonb);
+  END IF;
+  UPDATE baton.objects SET paths = ARRAY(SELECT DISTINCT unnest(p_paths) ORDER BY 1) WHERE key = o.key RETURNING * INTO o;
+  PERFORM baton.event_append('object', o.key, 'paths_reserved', p_actor, o.token, o.version,
+    CASE WHEN cardinality(o.paths) = 0 THEN 'reserves no paths' ELSE 'reserves ' || array_to_string(o.paths, ', ') END,
+    jsonb_build_object('paths', to_jsonb(o.paths)));
+  RETURN baton.object_outcome_of(o, true);
+END $$;
+GRANT EXECUTE ON FUNCTION baton.object_reserve TO baton_worker, baton_client;
+
+-- The identity a claim's agent acts as: whoever took it from a pool, else the task's run.agent,
+-- else the task id (src/tasks/taskId.ts runAgentIdentity).
+CREATE FUNCTION baton.task_agent_identity(t baton.tasks) RETURNS text LANGUAGE sql STABLE AS $$
+  SELECT coalesce(
+    (SELECT w.agent FROM baton.pool_runs w WHERE w.task_id = t.id AND w.claim_version = t.claim_version),
+    t.spec->'run'->>'agent', t.id)
+$$;
+
+-- U11: for the run of claim p_claim_version of task p_task_id (its owner asks, before it submits):
+-- the objects reserving paths that the run's agent does not hold, each with its holder and paths.
+CREATE FUNCTION baton.object_reservations_for(p_task_id text, p_claim_version bigint)
+RETURNS TABLE (key text, holder text, paths text[]) LANGUAGE plpgsql STABLE
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  t baton.tasks;
+BEGIN
+  SELECT * INTO t FROM baton.tasks WHERE id = p_task_id AND claim_version = p_claim_version;
+  IF NOT FOUND THEN RETURN; END IF;
+  RETURN QUERY SELECT o.key, o.holder, o.paths FROM baton.objects o
+    WHERE o.paths <> '{}' AND o.holder IS DISTINCT FROM baton.task_agent_identity(t) ORDER BY o.key;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.object_reservations_for TO baton_worker;
+
+-- U11: records on object p_key that the run of claim p_claim_version of task p_task_id changed
+-- p_paths, which the object reserves, without its agent holding it; the run fails with the reason.
+CREATE FUNCTION baton.object_paths_refused(p_key text, p_task_id text, p_claim_version bigint, p_paths text[])
+RETURNS text LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  o baton.objects := baton.object_lock(p_key);
+  t baton.tasks;
+  v_agent text;
+  v_reason text;
+BEGIN
+  SELECT * INTO STRICT t FROM baton.tasks WHERE id = p_task_id;
+  v_agent := baton.task_agent_identity(t);
+  v_reason := format('the commit of %s (claim version %s) changes %s, reserved by %s, which %s',
+    p_task_id, p_claim_version, array_to_string(p_paths[1:5], ', ') || CASE WHEN cardinality(p_paths) > 5
+      THEN format(' and %s more', cardinality(p_paths) - 5) ELSE '' END,
+    o.key, CASE WHEN o.holder IS NULL THEN 'nobody holds: take it first' ELSE format('%s holds, not %s', o.holder, v_agent) END);
+  PERFORM baton.event_append('object', o.key, 'reserved_path_refused', v_agent, o.token, o.version, v_reason,
+    jsonb_build_object('taskId', p_task_id, 'claimVersion', p_claim_version, 'paths', to_jsonb(p_paths), 'holder', o.holder));
+  RETURN v_reason;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.object_paths_refused TO baton_worker;
+
 -- Only the creator administers access; the creator's own write access cannot be taken away.
 CREATE FUNCTION baton.object_grant(p_key text, p_actor text, p_grantee text, p_access text)
 RETURNS baton.object_outcome LANGUAGE plpgsql
