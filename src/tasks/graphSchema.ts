@@ -13,6 +13,7 @@ import {
   MAX_ALLOWED_TOOLS,
   MAX_ATTEMPTS_RANGE,
   MAX_CALLS_RANGE,
+  MAX_COST_RANGE,
   MAX_DEPENDENCIES_PER_TASK,
   MAX_PROTECTED_PATHS,
   MAX_TASKS_PER_GRAPH,
@@ -149,6 +150,13 @@ export function graphJsonSchema(): Schema {
                 minimum: MAX_CALLS_RANGE[0],
                 maximum: MAX_CALLS_RANGE[1],
                 description: 'How many different calls (steps) it may make over all its runs. (Default: no limit)',
+              },
+              maxCost: {
+                type: ['number', 'null'],
+                minimum: MAX_COST_RANGE[0],
+                maximum: MAX_COST_RANGE[1],
+                description:
+                  'What its calls may cost in all, as its tools report it (a numeric `cost` in a call result); refused once reached. (Default: no limit)',
               },
             } satisfies Record<keyof TaskTools, Schema>,
           },

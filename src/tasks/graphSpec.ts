@@ -114,7 +114,9 @@ export const TOOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export const MAX_ALLOWED_TOOLS = 50;
 /** The range of a task's `tools.maxCalls`. */
 export const MAX_CALLS_RANGE = [0, 100_000] as const;
-const TOOLS_KEYS = keysOf<TaskTools>({ allow: true, maxCalls: true });
+/** The range of a task's `tools.maxCost`, in whatever unit its tools report their cost. */
+export const MAX_COST_RANGE = [0, 1e12] as const;
+const TOOLS_KEYS = keysOf<TaskTools>({ allow: true, maxCalls: true, maxCost: true });
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -343,7 +345,7 @@ function parseProtect(input: unknown, where: string, path: Path, problems: Probl
 function parseTools(input: unknown, at: string, path: Path, problems: Problems): TaskTools | undefined {
   if (input === undefined || input === null) return undefined;
   if (!isRecord(input)) {
-    problems.push({ path, message: `${at}: tools must be a mapping of allow and maxCalls` });
+    problems.push({ path, message: `${at}: tools must be a mapping of allow, maxCalls and maxCost` });
     return undefined;
   }
   checkKeys(input, TOOLS_KEYS, path, problems, at);
@@ -369,6 +371,17 @@ function parseTools(input: unknown, at: string, path: Path, problems: Problems):
       });
     } else {
       tools.maxCalls = max;
+    }
+  }
+  if (input.maxCost !== undefined && input.maxCost !== null) {
+    const max = input.maxCost;
+    if (typeof max !== 'number' || !Number.isFinite(max) || max < MAX_COST_RANGE[0] || max > MAX_COST_RANGE[1]) {
+      problems.push({
+        path: [...path, 'maxCost'],
+        message: `${at}: tools.maxCost must be a number from ${MAX_COST_RANGE[0]} to ${MAX_COST_RANGE[1]}`,
+      });
+    } else {
+      tools.maxCost = max;
     }
   }
   return tools;

@@ -25,7 +25,8 @@ export interface TaskSpec {
   /**
    * U11: what the task's agent may do through the tool gateway, enforced by the ledger: `allow`
    * the tools it may call (Default: any the worker offers), `maxCalls` how many different calls
-   * (steps) it may make over all its runs (Default: no limit).
+   * (steps) it may make over all its runs (Default: no limit), `maxCost` what those calls may cost in
+   * all, as the tools report it (a numeric `cost` in a call's result) (Default: no limit).
    */
   tools?: TaskTools;
 }
@@ -61,6 +62,7 @@ export interface Approval {
 export interface TaskTools {
   allow?: string[];
   maxCalls?: number;
+  maxCost?: number;
 }
 
 /** What a run produced (T7): the exact revision, the command to check it, and the agent's own result. */

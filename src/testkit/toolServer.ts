@@ -35,6 +35,8 @@ export interface ToolEffect {
   key: string;
   params: unknown;
   seq: number;
+  /** What the call cost, when its parameters named one (a metered tool reports it). */
+  cost?: number;
 }
 
 export interface ToolServerOptions {
@@ -73,7 +75,15 @@ export async function startToolServer(options: ToolServerOptions = {}): Promise<
   const commit = (key: string, params: unknown): ToolEffect => {
     const existing = byKey.get(key);
     if (options.idempotent && existing) return existing;
-    const effect = { id: `fx-${effects.length + 1}`, key, params, seq: effects.length + 1 };
+    // A call whose parameters name a numeric `cost` reports it back, as a metered tool would.
+    const cost = (params as { cost?: unknown } | null)?.cost;
+    const effect: ToolEffect = {
+      id: `fx-${effects.length + 1}`,
+      key,
+      params,
+      seq: effects.length + 1,
+      ...(typeof cost === 'number' && { cost }),
+    };
     effects.push(effect);
     if (!existing) byKey.set(key, effect);
     return effect;

@@ -211,15 +211,15 @@ describe('graph validation (T8)', () => {
   it("keeps a task's tool allow-list and call budget (U11), and names each thing wrong with one, with its path", () => {
     const graph = parseGraphSpec({
       tasks: [
-        { ...task('a'), tools: { allow: ['codehost', 'mailer'], maxCalls: 5 } },
+        { ...task('a'), tools: { allow: ['codehost', 'mailer'], maxCalls: 5, maxCost: 12.5 } },
         { ...task('b'), tools: null },
       ],
     });
-    expect(graph.tasks.map((t) => t.spec.tools)).toEqual([{ allow: ['codehost', 'mailer'], maxCalls: 5 }, undefined]);
+    expect(graph.tasks.map((t) => t.spec.tools)).toEqual([{ allow: ['codehost', 'mailer'], maxCalls: 5, maxCost: 12.5 }, undefined]);
     const error = refusal({
       tasks: [
         { ...task('a'), tools: { allow: ['Codehost'], maxCalls: -1, budget: 3 } },
-        { ...task('b'), tools: { allow: ['x', 'x'], maxCalls: 1.5 } },
+        { ...task('b'), tools: { allow: ['x', 'x'], maxCalls: 1.5, maxCost: -1 } },
         { ...task('c'), tools: ['codehost'] },
       ],
     });
@@ -232,7 +232,8 @@ describe('graph validation (T8)', () => {
       { path: ['tasks', 0, 'tools', 'maxCalls'], message: "task 'a': tools.maxCalls must be an integer from 0 to 100000" },
       { path: ['tasks', 1, 'tools', 'allow'], message: "task 'b': tools.allow names a tool twice" },
       { path: ['tasks', 1, 'tools', 'maxCalls'], message: "task 'b': tools.maxCalls must be an integer from 0 to 100000" },
-      { path: ['tasks', 2, 'tools'], message: "task 'c': tools must be a mapping of allow and maxCalls" },
+      { path: ['tasks', 1, 'tools', 'maxCost'], message: "task 'b': tools.maxCost must be a number from 0 to 1000000000000" },
+      { path: ['tasks', 2, 'tools'], message: "task 'c': tools must be a mapping of allow, maxCalls and maxCost" },
     ]);
   });
 

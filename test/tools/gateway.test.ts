@@ -311,6 +311,22 @@ describe("a task's tool allow-list and call budget, enforced by the ledger (U11)
     expect((await toolCallRead(db.pool, fence.taskId)).map((r) => r.key.split(':')[1])).toEqual(['a', 'b']);
   });
 
+  it('refuses a new call once the costs its tools reported reach maxCost; calls that report no cost cost nothing', async () => {
+    const fence = await taskWithTools({ maxCost: 5 });
+    await gateway.call(fence, { tool: 'payments', step: 'a', params: { cost: 2.5 } });
+    await gateway.call(fence, { tool: 'payments', step: 'free', params: {} });
+    await gateway.call(fence, { tool: 'payments', step: 'b', params: { cost: 2.5 } });
+    const refused = await gateway.call(fence, { tool: 'payments', step: 'c', params: { cost: 0.1 } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ToolNotAllowedError);
+    expect((refused as Error).message).toMatch(
+      /has spent 5\.0 of the 5 its spec allows its tool calls \(tools\.maxCost\); nothing was written or sent/,
+    );
+    // A repeat of a call made answers from the ledger, at no cost.
+    expect(await gateway.call(fence, { tool: 'payments', step: 'a', params: { cost: 2.5 } })).toMatchObject({ sentNow: 0 });
+    expect(await sentFor(fence)).toBe(3);
+    expect((await toolCallRead(db.pool, fence.taskId)).map((r) => r.key.split(':')[1])).toEqual(['a', 'free', 'b']);
+  });
+
   it('negative control: the same calls from a task whose spec says nothing about tools are all made', async () => {
     const fence = await runningTask(db.pool);
     for (const [tool, step] of [
@@ -319,7 +335,7 @@ describe("a task's tool allow-list and call budget, enforced by the ledger (U11)
       ['payments', 'b'],
       ['payments', 'c'],
     ] as const) {
-      await gateway.call(fence, { tool, step, params: {} });
+      await gateway.call(fence, { tool, step, params: { cost: 2.5 } });
     }
     expect(await toolCallRead(db.pool, fence.taskId)).toHaveLength(4);
   });

@@ -69,7 +69,7 @@ $$;
 -- X1: writes the ledger row for (task, step) before anything is sent, or loads the existing one.
 -- The same key with another tool or other parameters is refused (BT040) and nothing changes; so is
 -- a new call whose preconditions (U11) do not hold (BT041), or one the task's spec does not allow
--- (BT042: a tool not in tools.allow, or past tools.maxCalls).
+-- (BT042: a tool not in tools.allow, past tools.maxCalls, or once its calls cost tools.maxCost).
 CREATE FUNCTION baton.tool_call_begin(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_tool text, p_params_hash text,
   p_preconditions jsonb DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS baton.tool_call_outcome LANGUAGE plpgsql
@@ -78,6 +78,7 @@ DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
   v_tools jsonb;
+  v_spent numeric;
 BEGIN
   IF p_step IS NULL OR p_step !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$' THEN
     RAISE EXCEPTION 'step %: 1 to 100 letters, digits, dots, dashes or underscores, starting with a letter or digit', p_step
@@ -111,6 +112,16 @@ BEGIN
      AND (SELECT count(*) FROM baton.tool_calls WHERE task_id = p_task_id) >= (v_tools->>'maxCalls')::integer THEN
     RAISE EXCEPTION 'tool call %:%: task % has made the % tool calls its spec allows (tools.maxCalls); nothing was written or sent',
       p_task_id, p_step, p_task_id, v_tools->>'maxCalls' USING ERRCODE = 'BT042';
+  END IF;
+  -- ...and what its calls may cost in all: the sum of the costs its tools reported (a numeric
+  -- `cost` in a call's result); a call in flight counts once it reports.
+  IF jsonb_typeof(v_tools->'maxCost') = 'number' THEN
+    SELECT coalesce(sum((result->>'cost')::numeric), 0) INTO v_spent
+      FROM baton.tool_calls WHERE task_id = p_task_id AND jsonb_typeof(result->'cost') = 'number';
+    IF v_spent >= (v_tools->>'maxCost')::numeric THEN
+      RAISE EXCEPTION 'tool call %:%: task % has spent % of the % its spec allows its tool calls (tools.maxCost); nothing was written or sent',
+        p_task_id, p_step, p_task_id, v_spent, v_tools->>'maxCost' USING ERRCODE = 'BT042';
+    END IF;
   END IF;
   PERFORM baton.tool_call_check_preconditions(p_task_id || ':' || p_step, p_preconditions, coalesce(p_actor, p_owner));
   INSERT INTO baton.tool_calls (task_id, step, tool, params_hash, status, owner, claim_version)
