@@ -14,6 +14,7 @@ import { startAgentServer, type AgentServer } from '../../src/api/agentServer.js
 import { loadOperatorPage } from '../../src/api/operatorPage.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { chromiumLaunchOptions } from '../../src/testkit/browser.js';
+import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { workflowControl } from '../../src/workflowControl.js';
 import { call, tokenFor } from '../api/helpers.js';
 import { cleanEnv, startCli } from '../helpers/cli.js';
@@ -27,6 +28,8 @@ const TEMPORAL_UI = 'http://temporal-ui.example:8233';
 const HOSTILE_MARKUP = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
 /** How long the page may take to show what the store already holds, on a busy machine. */
 const SHOWN_MS = 120_000;
+/** How a scripted agent commits its work. */
+const COMMIT = commitAll('the work');
 
 const workspace = useCommandWorkspace('operator-page');
 const stack = useTaskStack({ worker: () => ({ workDir: workspace.workDir }) });
@@ -297,6 +300,36 @@ describe("the operator's page", () => {
       },
       { timeoutMs: SHOWN_MS, intervalMs: 200 },
     );
+    await page.close();
+  });
+
+  it('approves a task awaiting approval from the page, recorded as its verification by the approver; a reader gets no such button', async () => {
+    const graphId = `page-approve-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph(
+      {
+        id: graphId,
+        repo: workspace.repo,
+        tasks: [{ key: 'ship', run: { command: `echo shipped > shipped.txt && ${COMMIT}` }, verify: { command: 'true', approval: true } }],
+      },
+      'test',
+    );
+    const taskId = `${graphId}/ship`;
+    const approver = (await tokenFor(stack.db, 'release-lead', ['view', 'approve'])).secret;
+    const readerPage = await openPage(reader, `#/task/${encodeURIComponent(taskId)}`);
+    await eventually(() => readerPage.locator('h1 .badge').textContent()).toBe('awaiting_approval');
+    expect(await readerPage.getByRole('button', { name: /Approve/ }).count()).toBe(0);
+    await readerPage.close();
+
+    const page = await openPage(approver, `#/task/${encodeURIComponent(taskId)}`);
+    await page.getByRole('button', { name: 'Approve…' }).click();
+    await page.getByLabel('Reason (recorded)').fill('release window open');
+    await page.getByRole('button', { name: 'Approve', exact: true }).press('Enter');
+    await eventually(() => page.locator('h1 .badge').textContent()).toBe('verified');
+    const approved = page.getByRole('region', { name: 'Ownership timeline' }).locator('tr[data-kind="approved"]');
+    await approved.waitFor();
+    expect(await approved.textContent()).toContain('release window open');
+    expect((await stack.client.events(taskId)).find((e) => e.kind === 'approved')).toMatchObject({ actor: 'release-lead' });
+    expect((await stack.client.waitForGraph(graphId)).verified).toEqual([taskId]);
     await page.close();
   });
 
