@@ -3,16 +3,13 @@
 // approve) approvals waiting; a cursor loses nothing while it is away, and a long poll answers as
 // soon as something arrives.
 import { describe, expect, it } from 'vitest';
-import { taskClaim } from '../../src/db/sql/claims.js';
 import { graphSubmit } from '../../src/db/sql/graphs.js';
-import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
-import { approvalRequest, verificationStart } from '../../src/db/sql/verification.js';
 import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
 import { uniqueGraphId } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { uniqueObjectKey } from '../helpers/objects.js';
-import { artifact, LEASE_MS } from '../helpers/tasks.js';
+import { awaitApproval } from '../helpers/tasks.js';
 import { call, mcpClient, tokenFor, useAgentServer } from './helpers.js';
 
 const db = useTestDatabase();
@@ -109,21 +106,10 @@ describe('the inbox (U11)', () => {
       'test',
     );
     const taskId = taskIdOf(graphId, 'ship');
-    const claim = (await taskClaim(db.pool, taskId, 'worker-1', LEASE_MS))!;
-    await taskSubmit(db.pool, { taskId, owner: 'worker-1', claimVersion: claim.claimVersion }, artifact('rev-1'));
-    await verificationStart(db.pool, taskId, 'worker-2/verifier');
-    await approvalRequest(db.pool, {
-      taskId,
-      verifier: 'worker-2/verifier',
-      claimVersion: claim.claimVersion,
-      revision: 'rev-1',
-      command: 'v',
-      outputDigest: 'sha256:x',
-      outputTail: '',
-    });
+    await awaitApproval(db.pool, taskId, 'rev-1');
     const approver = await tokenFor(db, 'inbox-lead', ['read', 'approve']);
     const reader = await tokenFor(db, 'inbox-reader', ['read']);
-    expect((await inbox(approver.secret)).seen).toContainEqual(['approval', 'approval_requested', taskId, 'worker-2/verifier']);
+    expect((await inbox(approver.secret)).seen).toContainEqual(['approval', 'approval_requested', taskId, 'verifier']);
     expect((await inbox(reader.secret)).items.filter((i) => i.subjectId === taskId)).toEqual([]);
   });
 

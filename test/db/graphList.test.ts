@@ -8,11 +8,8 @@ import { GRAPH_STATES, TASK_STATUSES, type GraphState, type TaskStatus } from '.
 import { taskIdOf } from '../../src/tasks/taskId.js';
 import { insertGraph, uniqueGraphId } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
-import { artifact, LEASE_MS, verifyTask } from '../helpers/tasks.js';
-import { taskClaim } from '../../src/db/sql/claims.js';
+import { awaitApproval, verifyTask } from '../helpers/tasks.js';
 import { graphSubmit, taskSetStatus } from '../../src/db/sql/graphs.js';
-import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
-import { approvalRequest, verificationStart } from '../../src/db/sql/verification.js';
 import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
 
 const db = useTestDatabase();
@@ -70,15 +67,7 @@ describe('baton.graph_list', () => {
       }),
       'testkit',
     );
-    const gated = taskIdOf(awaiting, 'a');
-    const claim = (await taskClaim(db.pool, gated, 'agent', LEASE_MS))!;
-    await taskSubmit(db.pool, { taskId: gated, owner: 'agent', claimVersion: claim.claimVersion }, artifact('rev-1'));
-    await verificationStart(db.pool, gated, 'verifier');
-    const asked = { taskId: gated, verifier: 'verifier', claimVersion: claim.claimVersion, revision: 'rev-1' };
-    expect(await approvalRequest(db.pool, { ...asked, command: 'v', outputDigest: 'sha256:x', outputTail: '' })).toMatchObject({
-      status: 'awaiting_approval',
-      released: [],
-    });
+    expect(await awaitApproval(db.pool, taskIdOf(awaiting, 'a'), 'rev-1')).toMatchObject({ status: 'awaiting_approval', released: [] });
 
     // Test-only: no store move leaves only blocked tasks behind for long; the owner puts one there.
     const blocked = await insertGraph(db.pool, { a: [] });

@@ -2,7 +2,7 @@ import type { Queryable } from '../../src/db/queryable.js';
 import { taskClaim } from '../../src/db/sql/claims.js';
 import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
 import { taskRead } from '../../src/db/sql/reads.js';
-import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
+import { approvalRequest, verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import type { TaskRow } from '../../src/tasks/types.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
@@ -42,6 +42,26 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
     }
   }
   return taskRead(db, taskId);
+}
+
+/**
+ * U11: claims and submits the ready task `taskId` at `revision` and passes its check, through the
+ * store's own functions (as `agent`, checked by `verifier`): it then awaits a person's approval, so
+ * its verify must name one.
+ */
+export async function awaitApproval(db: Queryable, taskId: string, revision: string) {
+  const claim = (await taskClaim(db, taskId, 'agent', LEASE_MS))!;
+  await taskSubmit(db, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
+  await verificationStart(db, taskId, 'verifier');
+  return approvalRequest(db, {
+    taskId,
+    verifier: 'verifier',
+    claimVersion: claim.claimVersion,
+    revision,
+    command: 'check',
+    outputDigest: 'sha256:x',
+    outputTail: '',
+  });
 }
 
 /** Claims, submits and passes the ready task `taskId` at `revision`, through the store's own functions. */
