@@ -38,6 +38,10 @@ const RUN_ENDED_BY = new Set(['AgentFailedError', 'StaleClaimError', 'AgentFaile
 const RUN_START_TO_CLOSE = '24 hours';
 /** The longest wait between looks at a task awaiting a person's approval; a decision signals the workflow anyway. */
 const APPROVAL_POLL_MAX_MS = 5 * 60_000;
+/** The longest wait before trying again a claim that was refused (a concurrency limit was full, U11). */
+const CLAIM_RETRY_MAX_MS = 10_000;
+/** Marks histories whose refused claims back off (U11); older histories replay with their fixed pause. */
+const CLAIM_BACKOFF_PATCH = 'claim-backoff';
 /** Marks histories that wake dependents after a verification (T8); older histories replay without. */
 const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
 
@@ -124,9 +128,22 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     if (outcome.status === 'rejected') await store.batonAfterRejection({ taskId, policy });
     return undefined;
   };
+  // A claim refused (the task moved on, or a concurrency limit is full) is tried again after a
+  // pause that grows, so tasks waiting behind a limit do not ask every second.
+  let claimPauseMs = POLL_DELAY_MIN_MS;
+  const pauseAfterRefusal = async () => {
+    if (!patched(CLAIM_BACKOFF_PATCH)) return sleep(POLL_DELAY_MIN_MS);
+    await condition(() => recheck.pending, claimPauseMs);
+    claimPauseMs = Math.min(claimPauseMs * 2, CLAIM_RETRY_MAX_MS);
+  };
+  const claim = async () => {
+    const view = await claimAndRun(taskId, policy, pauseAfterRefusal);
+    if (view) claimPauseMs = POLL_DELAY_MIN_MS;
+    return view;
+  };
   if (input.ready) {
     showStatus('ready');
-    known = await claimAndRun(taskId, policy);
+    known = await claim();
   }
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
@@ -158,7 +175,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
         if (task.attempts >= policy.maxAttempts) {
           await store.batonFailExhaustedTask({ taskId, reason: `all ${policy.maxAttempts} attempts used` });
         } else {
-          known = await claimAndRun(taskId, policy);
+          known = await claim();
         }
         break;
       case 'stale': {
@@ -231,7 +248,11 @@ async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOu
  * heartbeat timeout and Temporal retries the activity on another worker, which recovers the old
  * claim and claims again. Returns the task as the run left it, or null when the workflow must look.
  */
-async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']): Promise<TaskView | null> {
+async function claimAndRun(
+  taskId: string,
+  policy: TaskWorkflowInput['policy'],
+  pauseAfterRefusal: () => Promise<void>,
+): Promise<TaskView | null> {
   const run = proxyBatonActivities<TaskActivities>({
     heartbeatTimeout: policy.heartbeatTimeoutMs,
     startToCloseTimeout: RUN_START_TO_CLOSE,
@@ -241,7 +262,7 @@ async function claimAndRun(taskId: string, policy: TaskWorkflowInput['policy']):
   });
   try {
     const view = await run.batonRunTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
-    if (!view) await sleep(POLL_DELAY_MIN_MS); // not claimable now: look again shortly
+    if (!view) await pauseAfterRefusal(); // not claimable now: look again after a pause
     return view;
   } catch (error) {
     // The failure is already recorded in Postgres by the owner's fenced write (or its refusal).

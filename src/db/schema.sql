@@ -319,6 +319,7 @@ CREATE TABLE baton.tasks (
   upstream_revisions jsonb DEFAULT '{}'::jsonb NOT NULL,
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
+  limits jsonb,
   CONSTRAINT tasks_check CHECK (((status <> 'running'::text) OR ((owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
   CONSTRAINT tasks_check1 CHECK (((status <> ALL (ARRAY['submitted'::text, 'verifying'::text, 'awaiting_approval'::text, 'verified'::text, 'rejected'::text, 'stale'::text])) OR (artifact IS NOT NULL))),
   CONSTRAINT tasks_claim_version_check CHECK ((claim_version >= 0)),
@@ -1459,6 +1460,31 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.claim_within_limits(p_task_id text, p_limits jsonb)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_graph text;
+BEGIN
+  IF p_limits ? 'graph' THEN
+    SELECT graph_id INTO STRICT v_graph FROM baton.tasks WHERE id = p_task_id;
+    PERFORM pg_advisory_xact_lock(hashtext('baton.limit.graph'), hashtext(v_graph));
+    IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND graph_id = v_graph) >= (p_limits->>'graph')::integer THEN
+      RETURN false;
+    END IF;
+  END IF;
+  IF p_limits ? 'key' THEN
+    PERFORM pg_advisory_xact_lock(hashtext('baton.limit.key'), hashtext(p_limits->>'key'));
+    IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'key' = p_limits->>'key')
+       >= (p_limits->>'keyLimit')::integer THEN
+      RETURN false;
+    END IF;
+  END IF;
+  RETURN true;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.claims_silent(p_limit integer, p_within_ms integer)
  RETURNS TABLE(task_id text, owner text, claim_version bigint, lease_ms integer)
  LANGUAGE sql
@@ -1636,9 +1662,12 @@ BEGIN
   PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status, limits)
       VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
-              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
+              -- U11: the concurrency limits its claims are taken under (migration 0019).
+              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_spec->'policy'->'maxRunning',
+                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
@@ -2799,12 +2828,13 @@ CREATE OR REPLACE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_leas
 AS $function$
 DECLARE
   v_id text;
+  v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id INTO v_id FROM baton.tasks
+  SELECT id, limits INTO v_id, v_limits FROM baton.tasks
    WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
-  IF FOUND THEN
+  IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $function$
@@ -2818,16 +2848,17 @@ CREATE OR REPLACE FUNCTION baton.task_claim_next(p_owner text, p_lease_ms intege
 AS $function$
 DECLARE
   v_id text;
+  v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
   IF p_graph_id IS NULL THEN
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+    SELECT id, limits INTO v_id, v_limits FROM baton.tasks WHERE status = 'ready'
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   ELSE
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+    SELECT id, limits INTO v_id, v_limits FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   END IF;
-  IF FOUND THEN
+  IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $function$
@@ -3673,6 +3704,8 @@ function baton.claim_refuse_stale_write(text,text,bigint,text): {baton_owner=X/b
 function baton.claim_release(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.claim_take(text,text,integer): {baton_owner=X/baton_owner}
+
+function baton.claim_within_limits(text,jsonb): {baton_owner=X/baton_owner}
 
 function baton.claims_silent(integer,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

@@ -6,6 +6,8 @@
 import {
   APPROVAL_TIMEOUT_MS_RANGE,
   APPROVAL_TIMEOUT_POLICIES,
+  CONCURRENCY_KEY_PATTERN,
+  CONCURRENCY_LIMIT_RANGE,
   HEARTBEAT_TIMEOUT_MS_DEFAULT,
   HEARTBEAT_TIMEOUT_MS_RANGE,
   KEY_PATTERN,
@@ -25,7 +27,7 @@ import {
   type GraphPolicy,
   type GraphSpec,
 } from './graphSpec.js';
-import type { TaskApproval, TaskSpec, TaskTools } from './types.js';
+import type { TaskApproval, TaskConcurrency, TaskSpec, TaskTools } from './types.js';
 
 /** Where the schema is checked in, relative to the repository's top; a test keeps it current. */
 export const GRAPH_SCHEMA_PATH = 'docs/graph.schema.json';
@@ -108,6 +110,12 @@ export function graphJsonSchema(): Schema {
             'When an upstream task is verified at a new revision, its dependents built on the old one are stale: run them again on ' +
               'the new revisions and verify them without a person (`rerun`), or leave them stale until `baton rerun` (`mark`).',
           ),
+          maxRunning: {
+            type: ['integer', 'null'],
+            minimum: CONCURRENCY_LIMIT_RANGE[0],
+            maximum: CONCURRENCY_LIMIT_RANGE[1],
+            description: "At most this many of the graph's tasks running at once; the others wait for a place. (Default: no limit)",
+          },
         } satisfies Record<keyof GraphPolicy, Schema>,
       },
       tasks: { type: 'array', minItems: 1, maxItems: MAX_TASKS_PER_GRAPH, items: { $ref: '#/$defs/task' }, description: 'The tasks.' },
@@ -159,6 +167,22 @@ export function graphJsonSchema(): Schema {
                   'What its calls may cost in all, as its tools report it (a numeric `cost` in a call result); refused once reached. (Default: no limit)',
               },
             } satisfies Record<keyof TaskTools, Schema>,
+          },
+          concurrency: {
+            type: ['object', 'null'],
+            additionalProperties: false,
+            required: ['key', 'limit'],
+            description:
+              'A key the task shares with other tasks, in any graph (a database, a deploy target), and how many of them may run at once.',
+            properties: {
+              key: { type: 'string', pattern: CONCURRENCY_KEY_PATTERN.source, description: 'The shared resource, by name.' },
+              limit: {
+                type: 'integer',
+                minimum: CONCURRENCY_LIMIT_RANGE[0],
+                maximum: CONCURRENCY_LIMIT_RANGE[1],
+                description: 'How many tasks with this key may run at once.',
+              },
+            } satisfies Record<keyof TaskConcurrency, Schema>,
           },
         } satisfies Record<Exclude<keyof GraphSpec['tasks'][number], 'spec'> | keyof TaskSpec, Schema>,
       },

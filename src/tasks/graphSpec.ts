@@ -5,7 +5,7 @@ import { toJson } from '../json.js';
 import { isStorableText, UNSTORABLE_TEXT } from '../storableText.js';
 import { nearestKey } from './nearestKey.js';
 import { isRemoteRepo, remoteRepoProblem } from './repoLocation.js';
-import type { TaskApproval, TaskSpec, TaskTools } from './types.js';
+import type { TaskApproval, TaskConcurrency, TaskSpec, TaskTools } from './types.js';
 
 /** Most tasks one graph may hold. */
 export const MAX_TASKS_PER_GRAPH = 10_000;
@@ -51,6 +51,8 @@ export interface GraphPolicy {
    * leave them stale until `baton rerun` (`mark`). (Default: `rerun`)
    */
   onUpstreamChange: UpstreamChangePolicy;
+  /** U11: at most this many of the graph's tasks running at once. (Default: no limit) */
+  maxRunning?: number;
 }
 
 interface GraphTaskSpec {
@@ -87,7 +89,13 @@ const POLICY_KEYS = keysOf<GraphPolicy>({
   onVerificationFailure: true,
   heartbeatTimeoutMs: true,
   onUpstreamChange: true,
+  maxRunning: true,
 });
+/** The range of a graph's `policy.maxRunning` and of a task's `concurrency.limit`. */
+export const CONCURRENCY_LIMIT_RANGE = [1, 10_000] as const;
+/** Concurrency keys: what a task's `concurrency.key` names, shared by every graph that names it. */
+export const CONCURRENCY_KEY_PATTERN = /^[a-z0-9][a-z0-9_.:-]{0,62}$/;
+const CONCURRENCY_KEYS = keysOf<TaskConcurrency>({ key: true, limit: true });
 const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
   key: true,
   dependsOn: true,
@@ -96,6 +104,7 @@ const TASK_KEYS = keysOf<Omit<GraphTaskSpec, 'spec'> & TaskSpec>({
   verify: true,
   payload: true,
   tools: true,
+  concurrency: true,
 });
 const RUN_KEYS = keysOf<TaskSpec['run']>({ command: true, function: true, pool: true, agent: true });
 const VERIFY_KEYS = keysOf<TaskSpec['verify']>({ command: true, function: true, protect: true, approval: true });
@@ -218,11 +227,14 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
   checkKeys(p, POLICY_KEYS, ['policy'], problems);
   const onVerificationFailure = policyChoice(p, 'onVerificationFailure', VERIFICATION_FAILURE_POLICIES, problems);
   const onUpstreamChange = policyChoice(p, 'onUpstreamChange', UPSTREAM_CHANGE_POLICIES, problems);
+  const maxRunning =
+    p.maxRunning === undefined || p.maxRunning === null ? undefined : policyInt(p, 'maxRunning', 0, CONCURRENCY_LIMIT_RANGE, problems);
   return {
     maxAttempts: policyInt(p, 'maxAttempts', MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_RANGE, problems),
     onVerificationFailure,
     heartbeatTimeoutMs: policyInt(p, 'heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
     onUpstreamChange,
+    ...(maxRunning ? { maxRunning } : {}),
   };
 }
 
@@ -387,6 +399,24 @@ function parseTools(input: unknown, at: string, path: Path, problems: Problems):
   return tools;
 }
 
+/** U11: `concurrency`, a key the task shares with others (in any graph) and how many of them may run at once. */
+function parseConcurrency(input: unknown, at: string, path: Path, problems: Problems): TaskConcurrency | undefined {
+  if (input === undefined || input === null) return undefined;
+  const [min, max] = CONCURRENCY_LIMIT_RANGE;
+  const wrong = `${at}: concurrency must be a mapping of key (matching ${CONCURRENCY_KEY_PATTERN}) and limit (an integer from ${min} to ${max})`;
+  if (!isRecord(input)) {
+    problems.push({ path, message: wrong });
+    return undefined;
+  }
+  checkKeys(input, CONCURRENCY_KEYS, path, problems, at);
+  const { key, limit } = input;
+  if (typeof key !== 'string' || !CONCURRENCY_KEY_PATTERN.test(key)) problems.push({ path: [...path, 'key'], message: wrong });
+  else if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < min || limit > max)
+    problems.push({ path: [...path, 'limit'], message: wrong });
+  else return { key, limit };
+  return undefined;
+}
+
 function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSpec | undefined {
   const where = `tasks[${index}]`;
   const path = ['tasks', index];
@@ -417,6 +447,8 @@ function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSp
   };
   const tools = parseTools(raw.tools, at, [...path, 'tools'], problems);
   if (tools !== undefined) spec.tools = tools;
+  const concurrency = parseConcurrency(raw.concurrency, at, [...path, 'concurrency'], problems);
+  if (concurrency !== undefined) spec.concurrency = concurrency;
   if (raw.payload !== undefined) {
     try {
       spec.payload = toJson(raw.payload, 'payload');

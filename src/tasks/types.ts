@@ -29,6 +29,16 @@ export interface TaskSpec {
    * all, as the tools report it (a numeric `cost` in a call's result) (Default: no limit).
    */
   tools?: TaskTools;
+  /**
+   * U11: a key the task shares with other tasks, in any graph (a database, a deploy target, a paid
+   * API), and how many of them may run at once; its claim waits for a place. (Default: none)
+   */
+  concurrency?: TaskConcurrency;
+}
+
+export interface TaskConcurrency {
+  key: string;
+  limit: number;
 }
 
 /** U11: an approval gate: how long the task waits for a person, and what a wait that runs out decides. */

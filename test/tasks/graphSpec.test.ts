@@ -237,6 +237,33 @@ describe('graph validation (T8)', () => {
     ]);
   });
 
+  it("keeps a graph's maxRunning and a task's concurrency key (U11), and names each thing wrong with one", () => {
+    const graph = parseGraphSpec({
+      policy: { maxRunning: 4 },
+      tasks: [{ ...task('a'), concurrency: { key: 'prod-db', limit: 1 } }, task('b')],
+    });
+    expect(graph.policy.maxRunning).toBe(4);
+    expect(graph.tasks.map((t) => t.spec.concurrency)).toEqual([{ key: 'prod-db', limit: 1 }, undefined]);
+    expect(parseGraphSpec({ tasks: [task('a')] }).policy).not.toHaveProperty('maxRunning');
+    const error = refusal({
+      policy: { maxRunning: 0 },
+      tasks: [
+        { ...task('a'), concurrency: { key: 'Prod DB', limit: 1 } },
+        { ...task('b'), concurrency: { key: 'db', limit: 0, weight: 2 } },
+        { ...task('c'), concurrency: 'db' },
+      ],
+    });
+    const wrong = (key: string) =>
+      `task '${key}': concurrency must be a mapping of key (matching /^[a-z0-9][a-z0-9_.:-]{0,62}$/) and limit (an integer from 1 to 10000)`;
+    expect(error.graphProblems).toEqual([
+      { path: ['policy', 'maxRunning'], message: 'policy.maxRunning must be an integer from 1 to 10000' },
+      { path: ['tasks', 0, 'concurrency', 'key'], message: wrong('a') },
+      { path: ['tasks', 1, 'concurrency', 'weight'], message: "task 'b': unknown key 'concurrency.weight'" },
+      { path: ['tasks', 1, 'concurrency', 'limit'], message: wrong('b') },
+      { path: ['tasks', 2, 'concurrency'], message: wrong('c') },
+    ]);
+  });
+
   it('keeps a JSON payload for the agent, and refuses one that Postgres could not store', () => {
     const graph = parseGraphSpec({ id: null, tasks: [{ ...task('a'), payload: { mode: 'always', n: [1, 2] } }] });
     expect(graph.id).toMatch(/^g-[0-9a-f]{8}$/);

@@ -34,33 +34,62 @@ LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
+  v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id INTO v_id FROM baton.tasks
+  SELECT id, limits INTO v_id, v_limits FROM baton.tasks
    WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
-  IF FOUND THEN
+  IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.task_claim TO baton_worker;
 
+-- U11: whether task p_task_id may be claimed now under its limits (tasks.limits): fewer than
+-- `graph` of its graph's tasks running, and fewer than `keyLimit` of all tasks with its `key`.
+-- Each count is taken under a transaction lock on the graph, then on the key (always in that
+-- order), held until the claim commits: two claims cannot both take the last place.
+CREATE FUNCTION baton.claim_within_limits(p_task_id text, p_limits jsonb) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_graph text;
+BEGIN
+  IF p_limits ? 'graph' THEN
+    SELECT graph_id INTO STRICT v_graph FROM baton.tasks WHERE id = p_task_id;
+    PERFORM pg_advisory_xact_lock(hashtext('baton.limit.graph'), hashtext(v_graph));
+    IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND graph_id = v_graph) >= (p_limits->>'graph')::integer THEN
+      RETURN false;
+    END IF;
+  END IF;
+  IF p_limits ? 'key' THEN
+    PERFORM pg_advisory_xact_lock(hashtext('baton.limit.key'), hashtext(p_limits->>'key'));
+    IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'key' = p_limits->>'key')
+       >= (p_limits->>'keyLimit')::integer THEN
+      RETURN false;
+    END IF;
+  END IF;
+  RETURN true;
+END $$;
+
 -- T3: claim the next ready task, optionally within one graph: the oldest first, one index entry read.
+-- U11: the oldest is claimed only within its limits (none else is tried: a store-path claimer with
+-- limits asks again, as after finding nothing).
 CREATE FUNCTION baton.task_claim_next(p_owner text, p_lease_ms integer, p_graph_id text DEFAULT NULL)
 RETURNS SETOF baton.claim LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   v_id text;
+  v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
   IF p_graph_id IS NULL THEN
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready'
+    SELECT id, limits INTO v_id, v_limits FROM baton.tasks WHERE status = 'ready'
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   ELSE
-    SELECT id INTO v_id FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
+    SELECT id, limits INTO v_id, v_limits FROM baton.tasks WHERE status = 'ready' AND graph_id = p_graph_id
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   END IF;
-  IF FOUND THEN
+  IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
     RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
   END IF;
 END $$;

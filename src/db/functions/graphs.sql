@@ -118,9 +118,12 @@ BEGIN
   PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    INSERT INTO baton.tasks (id, graph_id, key, spec, status)
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status, limits)
       VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
-              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END);
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
+              -- U11: the concurrency limits its claims are taken under (migration 0019).
+              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_spec->'policy'->'maxRunning',
+                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
