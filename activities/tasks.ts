@@ -48,16 +48,15 @@ const VERIFY_KEEPALIVE_MS = 5_000;
  * a verifier that throws) is recorded as a rejection instead of being retried forever (T12).
  */
 export const VERIFY_ATTEMPTS_MAX = 5;
-/** The command a verification records when baton refused the artifact before running anything of it. */
+/** The command a verification records for baton's own artifact check: its refusal, or the pass of an approval alone (U11). */
 export const ARTIFACT_CHECK_COMMAND = 'baton: artifact check';
 /** The command a verification records when it could not be carried out in VERIFY_ATTEMPTS_MAX attempts. */
 export const VERIFY_ATTEMPTS_COMMAND = 'baton: verification attempts';
 
-/** What an approval alone records as its check: nothing ran but the artifact check; a person decides next (U11). */
-const APPROVAL_ONLY_COMMAND = 'baton: approval';
-const approvalOnly = (revision: string): VerificationResult => ({
+/** The check of an approval alone (U11): nothing ran but the artifact check, which passed; a person decides next. */
+const checkedForApproval = (revision: string): VerificationResult => ({
   revision,
-  command: APPROVAL_ONLY_COMMAND,
+  command: ARTIFACT_CHECK_COMMAND,
   exitCode: 0,
   outputDigest: `sha256:${createHash('sha256').update('').digest('hex')}`,
   outputTail: '',
@@ -345,6 +344,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         };
       }
       const { claimVersion, artifact, spec } = await verificationStart(db, input.taskId, verifier);
+      const approvalAlone = spec.verify.command === undefined && spec.verify.function === undefined;
       const graph = await graphReadSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
@@ -366,7 +366,7 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           : undefined;
         if (refusal) return refusedArtifact(artifact.revision, ARTIFACT_CHECK_COMMAND, refusal);
         // U11: an approval alone: the artifact check was all there was to run; a person decides next.
-        if (spec.verify.command === undefined && spec.verify.function === undefined) return approvalOnly(artifact.revision);
+        if (approvalAlone) return checkedForApproval(artifact.revision);
         return deps.verifierFor(spec).verify({
           taskId: input.taskId,
           ...(repository ? { repo: repository.dir } : {}),
@@ -410,7 +410,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
               verifier,
               claimVersion,
               ...result,
-              command: result.command === APPROVAL_ONLY_COMMAND ? undefined : result.command,
+              // Only a command or function's pass is a verification of its own.
+              command: approvalAlone ? undefined : result.command,
             })
           : await verificationRecord(db, { taskId: input.taskId, verifier, claimVersion, ...result });
       ctx.log.info(outcome.status === 'verified' ? 'verification passed' : `verification: ${outcome.status}`, {
