@@ -5,7 +5,7 @@
 // Call these outside a transaction of your own, or commit it after a refusal: rolling back would
 // erase the refusal's event.
 import type { Queryable } from '../db/queryable.js';
-import { callStore } from '../db/storeCall.js';
+import { callStore, callStoreValue } from '../db/storeCall.js';
 import { callObjectFunction, toObjectSnapshot, toObjectState } from './objectOutcome.js';
 import { SILENCE_TIMEOUT_MS_DEFAULT, type ObjectAccess, type ObjectContent, type ObjectSnapshot, type ObjectState } from './types.js';
 import { checkActor, parseObjectInput, type ObjectOperation } from './objectInput.js';
@@ -63,6 +63,21 @@ export async function grantObjectAccess(
 export async function reserveObjectPaths(db: Queryable, actor: string, input: { key: string; paths: string[] }): Promise<ObjectState> {
   const { call, args } = callOf(actor, 'reserve', input);
   return toObjectState(await callObjectFunction(db, 'object_reserve', call, [args.paths]));
+}
+
+/** U11: for the run of `claimVersion` of `taskId`: the objects reserving paths that its agent does not hold. */
+export function objectReservationsFor(db: Queryable, taskId: string, claimVersion: number): Promise<{ key: string; paths: string[] }[]> {
+  return callStore<{ key: string; paths: string[] }>(db, 'object_reservations_for', [taskId, claimVersion]);
+}
+
+/** U11: records on object `key` that the run's commit changed `paths`, which it reserves; returns the reason the run fails with. */
+export function objectPathsRefused(
+  db: Queryable,
+  key: string,
+  run: { taskId: string; claimVersion: number },
+  paths: string[],
+): Promise<string> {
+  return callStoreValue<string>(db, 'object_paths_refused', [key, run.taskId, run.claimVersion, paths]);
 }
 
 /** The object's state without its content; does not count as reading it. Needs view access. */

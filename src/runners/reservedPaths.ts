@@ -2,7 +2,7 @@
 // against the paths objects reserve: one it changes that an object reserves, unless the run's agent
 // holds that object, fails the run, and the refusal is recorded on the object.
 import type { Queryable } from '../db/queryable.js';
-import { callStore, callStoreValue } from '../db/storeCall.js';
+import { objectPathsRefused, objectReservationsFor } from '../objects/objectStore.js';
 import { changedSinceStart } from './artifactCheck.js';
 
 /** The run whose commit is checked: its claim, and what the commit was built on. */
@@ -21,12 +21,12 @@ interface RunCommit {
  * anything, which asks git nothing).
  */
 export async function reservedPathRefusal(db: Queryable, repo: string, run: RunCommit): Promise<string | undefined> {
-  const reservations = await callStore<{ key: string; paths: string[] }>(db, 'object_reservations_for', [run.taskId, run.claimVersion]);
+  const reservations = await objectReservationsFor(db, run.taskId, run.claimVersion);
   const reasons: string[] = [];
   for (const { key, paths } of reservations) {
     const changed = await changedSinceStart(repo, run, paths);
     if (!changed?.length) continue;
-    reasons.push(await callStoreValue<string>(db, 'object_paths_refused', [key, run.taskId, run.claimVersion, changed]));
+    reasons.push(await objectPathsRefused(db, key, run, changed));
   }
   return reasons.length ? reasons.join('; ') : undefined;
 }
