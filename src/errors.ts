@@ -92,6 +92,7 @@ export const SQLSTATE = {
   toolParamsMismatch: 'BT040',
   toolPreconditionFailed: 'BT041',
   toolNotAllowed: 'BT042',
+  toolRateLimited: 'BT043',
   /** Postgres's own: the login's roles may not do this (SPEC S1). */
   insufficientPrivilege: '42501',
   /** Postgres's own: a database is in use by other sessions (CREATE DATABASE ... TEMPLATE). */
@@ -209,6 +210,27 @@ export class ToolNotAllowedError extends BatonError {
   readonly code = 'tool_not_allowed';
   constructor(readonly detail: string) {
     super(detail);
+  }
+}
+
+/**
+ * Thrown when a tool's rate limit (U11: `ratePerMinute` in the worker's tool configuration) has
+ * been reached over every task: nothing was sent. The gateway waits and sends again for a while;
+ * past that, the caller may call again after `retryAfterMs` (the same step).
+ */
+export class ToolRateLimitedError extends BatonError {
+  override readonly name = 'ToolRateLimitedError';
+  readonly code = 'rate_limited';
+  override readonly retryable = true;
+  constructor(
+    readonly detail: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(detail);
+  }
+
+  override get details(): Record<string, unknown> {
+    return { retryAfterMs: Math.ceil(this.retryAfterMs) };
   }
 }
 
@@ -355,6 +377,8 @@ export function fromDatabaseError(error: unknown): unknown {
       return new ToolPreconditionFailedError(message);
     case SQLSTATE.toolNotAllowed:
       return new ToolNotAllowedError(message);
+    case SQLSTATE.toolRateLimited:
+      return new ToolRateLimitedError(message, Number((error as { detail?: string }).detail) || 1_000);
     case SQLSTATE.insufficientPrivilege:
       return new InsufficientPrivilegeError(message);
     default:

@@ -416,6 +416,8 @@ CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, crea
 
 CREATE INDEX tasks_running_idx ON baton.tasks USING btree (id) WHERE (status = 'running'::text);
 
+CREATE INDEX tool_calls_tool_sent_idx ON baton.tool_calls USING btree (tool, sent_at);
+
 -- functions
 
 CREATE OR REPLACE FUNCTION baton.agent_approval_decide(p_actor text, p_task_id text, p_decision text, p_reason text)
@@ -3416,7 +3418,7 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean, p_preconditions jsonb DEFAULT NULL::jsonb, p_actor text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean, p_preconditions jsonb DEFAULT NULL::jsonb, p_actor text DEFAULT NULL::text, p_rate_per_minute integer DEFAULT NULL::integer)
  RETURNS baton.tool_call_outcome
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -3426,6 +3428,8 @@ DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
   v_from text;
+  v_sent bigint;
+  v_oldest timestamptz;
 BEGIN
   o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call_send');
   IF NOT o.accepted THEN
@@ -3445,6 +3449,18 @@ BEGIN
       USING ERRCODE = 'BT001';
   END IF;
   PERFORM baton.tool_call_check_preconditions(c.idempotency_key, p_preconditions, coalesce(p_actor, p_owner));
+  -- U11: the tool's rate limit (its worker's configuration), over every task: at most
+  -- p_rate_per_minute calls sent in any minute, counted under a lock on the tool's name (BT043,
+  -- DETAIL: the ms until a place frees). Nothing changes when it is refused.
+  IF p_rate_per_minute IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtext('baton.tool_rate'), hashtext(c.tool));
+    SELECT count(*), min(x.sent_at) INTO v_sent, v_oldest FROM baton.tool_calls x
+     WHERE x.tool = c.tool AND x.sent_at > now() - interval '1 minute';
+    IF v_sent >= p_rate_per_minute THEN
+      RAISE EXCEPTION 'tool call %: tool % sent % calls in the last minute, its rate limit; nothing was sent', c.idempotency_key, c.tool, v_sent
+        USING ERRCODE = 'BT043', DETAIL = greatest(1, ceil(extract(epoch FROM v_oldest + interval '1 minute' - now()) * 1000))::bigint::text;
+    END IF;
+  END IF;
   v_from := c.status;
   UPDATE baton.tool_calls
      SET status = 'sent', attempts = attempts + 1, owner = p_owner, claim_version = p_claim_version,
@@ -3899,7 +3915,7 @@ function baton.tool_call_record(text,text,bigint,text,text,jsonb,text,boolean): 
 
 function baton.tool_call_row_outcome(baton.tool_calls,text,bigint): {baton_owner=X/baton_owner}
 
-function baton.tool_call_send(text,text,bigint,text,boolean,jsonb,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
+function baton.tool_call_send(text,text,bigint,text,boolean,jsonb,text,integer): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
 function baton.verification_lock(text,text,bigint,text): {baton_owner=X/baton_owner}
 

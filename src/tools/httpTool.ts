@@ -28,6 +28,8 @@ export interface HttpToolOptions {
   headers?: Record<string, string>;
   /** (Default: 10s) */
   timeoutMs?: number;
+  /** U11: at most this many calls sent in any minute, over every task and worker. (Default: no limit) */
+  ratePerMinute?: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export function createHttpTool(options: HttpToolOptions): ToolAdapter {
     httpRequest(url, { method, headers: { ...options.headers, ...headers }, body, timeoutMs });
   const adapter: ToolAdapter = {
     idempotent: options.idempotent ?? false,
+    ...(options.ratePerMinute !== undefined && { ratePerMinute: options.ratePerMinute }),
     async execute(key, params): Promise<ExecuteOutcome> {
       let answer: HttpAnswer;
       try {

@@ -7,12 +7,12 @@ import type { ToolAdapter } from './types.js';
 /**
  * HTTP tools of a `baton worker`, as JSON: tool name -> HttpToolOptions, e.g.
  * `{"payments":{"url":"https://pay.example/charges","lookupUrl":"https://pay.example/charges/by-key/{key}",
- * "headers":{"authorization":"Bearer ..."},"timeoutMs":5000,"idempotent":true}}`. Agents never see it:
+ * "headers":{"authorization":"Bearer ..."},"timeoutMs":5000,"idempotent":true,"ratePerMinute":60}}`. Agents never see it:
  * the runner strips BATON_* (except BATON_TASK_*, BATON_CLAIM*, BATON_UPSTREAM*) from their environment, then sets the run's BATON_URL, BATON_TOKEN, BATON_SOCKET.
  */
 export const HTTP_TOOLS_ENV = 'BATON_HTTP_TOOLS';
 
-const OPTION_NAMES = new Set(['url', 'method', 'lookupUrl', 'idempotent', 'headers', 'timeoutMs']);
+const OPTION_NAMES = new Set(['url', 'method', 'lookupUrl', 'idempotent', 'headers', 'timeoutMs', 'ratePerMinute']);
 
 /** Parses a BATON_HTTP_TOOLS value into adapters; InvalidInputError names what is wrong. */
 export function parseHttpTools(text: string): Record<string, ToolAdapter> {
@@ -42,6 +42,9 @@ export function parseHttpTools(text: string): Record<string, ToolAdapter> {
       throw new InvalidInputError(`${where}.idempotent must be true or false`);
     if (o.timeoutMs !== undefined && !(Number.isInteger(o.timeoutMs) && (o.timeoutMs as number) > 0)) {
       throw new InvalidInputError(`${where}.timeoutMs must be a positive integer`);
+    }
+    if (o.ratePerMinute !== undefined && !(Number.isInteger(o.ratePerMinute) && (o.ratePerMinute as number) > 0)) {
+      throw new InvalidInputError(`${where}.ratePerMinute must be a positive integer`);
     }
     if (
       o.headers !== undefined &&

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/queryable.js';
 import { toolCallBegin, toolCallReconcile, toolCallRecord, toolCallSend } from '../db/sql/toolCalls.js';
 import type { Fence } from '../db/storeCall.js';
-import { InvalidInputError } from '../errors.js';
+import { InvalidInputError, ToolRateLimitedError } from '../errors.js';
 import { ToolCallFailedError, ToolOutcomeUnknownError, UnknownToolError } from './errors.js';
 import { paramsHash } from './paramsHash.js';
 import {
@@ -18,6 +18,9 @@ import {
 /** Sends one gateway call may make when the tool keeps reporting that nothing happened. (Default: 3) */
 const TOOL_MAX_SENDS_DEFAULT = 3;
 
+/** How long one call waits in all for a place under its tool's rate limit before it is refused. (Default: 60 s) */
+const RATE_WAIT_MS_DEFAULT = 60_000;
+
 const STEP_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 export interface ToolGatewayOptions {
@@ -26,6 +29,8 @@ export interface ToolGatewayOptions {
   tools: Record<string, ToolAdapter>;
   /** (Default: 3) */
   maxSends?: number;
+  /** How long one call waits in all for a place under its tool's rate limit before it is refused (`rate_limited`). (Default: 60 s) */
+  rateWaitMs?: number;
 }
 
 /**
@@ -56,6 +61,7 @@ export function toolCallKey(taskId: string, step: string): string {
 export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
   const { db, tools } = options;
   const maxSends = options.maxSends ?? TOOL_MAX_SENDS_DEFAULT;
+  const rateWaitMs = options.rateWaitMs ?? RATE_WAIT_MS_DEFAULT;
   // One claim lives in one process; serialising a key here keeps a second concurrent call of the
   // same step from finding the first one `sent` and reconciling a request still in flight.
   const inFlight = new Map<string, Promise<unknown>>();
@@ -109,10 +115,24 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
           true,
         );
       }
-      await toolCallSend(db, fence, call.step, { ...sendOptions, preconditions: call.preconditions, actor });
+      await sendWithinRate({ ...sendOptions, preconditions: call.preconditions, actor, ratePerMinute: adapter.ratePerMinute });
       sentNow++;
       lookedUp = false;
       return toolCallRecord(db, fence, call.step, await safeExecute(adapter, key, call.params));
+    }
+
+    /** Marks the call sent; past the tool's rate limit, waits for a place (up to `rateWaitMs` in all), then gives up. */
+    async function sendWithinRate(sendOptions: Parameters<typeof toolCallSend>[3]): Promise<void> {
+      const giveUpAt = Date.now() + rateWaitMs;
+      for (;;) {
+        try {
+          await toolCallSend(db, fence, call.step, sendOptions);
+          return;
+        } catch (error) {
+          if (!(error instanceof ToolRateLimitedError) || Date.now() + error.retryAfterMs > giveUpAt) throw error;
+          await new Promise((r) => setTimeout(r, error.retryAfterMs));
+        }
+      }
     }
 
     function done(r: ToolCallRow): ToolCallResult {

@@ -37,6 +37,8 @@ export interface ToolAdapter {
   lookup?(key: string): Promise<LookupFinding>;
   /** The tool itself dedupes by key: a repeated execute returns the first effect. (Default: false) */
   idempotent?: boolean;
+  /** U11: at most this many calls sent in any minute, over every task and worker, enforced by the ledger. (Default: no limit) */
+  ratePerMinute?: number;
 }
 
 /** One gateway call, as an agent or a runner asks for it; the claim is bound by baton. */

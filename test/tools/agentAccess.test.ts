@@ -278,9 +278,13 @@ describe('agent access to the tool gateway', () => {
   });
 
   it('reads HTTP tools from BATON_HTTP_TOOLS and names what is wrong', () => {
-    const tools = parseHttpTools('{"payments":{"url":"http://127.0.0.1:1/x","lookupUrl":"http://127.0.0.1:1/x/{key}","idempotent":true}}');
+    const tools = parseHttpTools(
+      '{"payments":{"url":"http://127.0.0.1:1/x","lookupUrl":"http://127.0.0.1:1/x/{key}","idempotent":true,"ratePerMinute":60}}',
+    );
     expect(Object.keys(tools)).toEqual(['payments']);
     expect(tools.payments!.idempotent).toBe(true);
+    expect(tools.payments!.ratePerMinute).toBe(60);
+    expect(() => parseHttpTools('{"pay":{"url":"http://x","ratePerMinute":0.5}}')).toThrow(/pay.ratePerMinute must be a positive integer/);
     expect(typeof tools.payments!.lookup).toBe('function');
     expect(() => parseHttpTools('{')).toThrow(/BATON_HTTP_TOOLS is not JSON/);
     expect(() => parseHttpTools('{"Pay":{"url":"http://x"}}')).toThrow(/tool name/);

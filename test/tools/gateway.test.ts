@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolCallRead } from '../../src/db/sql/reads.js';
 import {
@@ -6,6 +7,7 @@ import {
   ToolNotAllowedError,
   ToolParamsMismatchError,
   ToolPreconditionFailedError,
+  ToolRateLimitedError,
 } from '../../src/errors.js';
 import { toolCallBegin, toolCallSend } from '../../src/db/sql/toolCalls.js';
 import { createObject, grantObjectAccess, showObject, takeObject, writeObject } from '../../src/objects/objectStore.js';
@@ -272,6 +274,47 @@ describe('preconditions on shared objects (U11)', () => {
       await expect(gateway.call(fence, call, 'agent')).rejects.toThrow(InvalidInputError);
     }
     expect(await toolCallRead(db.pool, fence.taskId)).toEqual([]);
+  });
+});
+
+describe("a tool's rate limit, enforced by the ledger over every task (U11)", () => {
+  /** A gateway whose tool `name` (unique to the test: the limit counts every call of a tool) may send `perMinute` calls a minute. */
+  const metered = (perMinute: number | undefined) => {
+    const name = `metered-${randomUUID().slice(0, 8)}`;
+    const tool = createHttpTool({ url: `${plain.url}/effects`, timeoutMs: TIMEOUT_MS, ratePerMinute: perMinute });
+    return { name, gateway: createToolGateway({ db: db.pool, tools: { [name]: tool }, rateWaitMs: 0 }) };
+  };
+
+  it('refuses a call past the limit whichever task makes it, sending nothing, and lets no racing calls take one place twice', async () => {
+    const { name, gateway: limited } = metered(2);
+    const tasks = await Promise.all([1, 2, 3, 4].map(() => runningTask(db.pool)));
+    await limited.call(tasks[0]!, { tool: name, step: 'a', params: {} });
+    const racing = await Promise.all(
+      tasks.slice(1).map((fence) =>
+        limited.call(fence, { tool: name, step: 'b', params: {} }).then(
+          () => 'sent',
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    expect(racing.filter((o) => o === 'sent')).toHaveLength(1);
+    const refused = racing.filter((o) => o !== 'sent') as ToolRateLimitedError[];
+    expect(refused).toHaveLength(2);
+    for (const error of refused) {
+      expect(error).toBeInstanceOf(ToolRateLimitedError);
+      expect(error.message).toMatch(new RegExp(`tool ${name} sent 2 calls in the last minute, its rate limit; nothing was sent`));
+      expect(error.retryAfterMs).toBeGreaterThan(0);
+      expect(error.retryAfterMs).toBeLessThanOrEqual(60_000);
+    }
+    const sent = (await plain.effects()).filter((e) => tasks.some((t) => e.key.startsWith(`${t.taskId}:`)));
+    expect(sent).toHaveLength(2);
+  });
+
+  it('negative control: the same calls to a tool without a limit are all sent', async () => {
+    const { name, gateway: free } = metered(undefined);
+    const tasks = await Promise.all([1, 2, 3].map(() => runningTask(db.pool)));
+    for (const fence of tasks) await free.call(fence, { tool: name, step: 'b', params: {} });
+    expect((await plain.effects()).filter((e) => tasks.some((t) => e.key.startsWith(`${t.taskId}:`)))).toHaveLength(3);
   });
 });
 

@@ -177,13 +177,15 @@ END $$;
 -- 'unknown' must be reconciled first: that refusal is the database's guard against a blind retry.
 -- Preconditions (U11) are checked last, in the same transaction: see tool_call_check_preconditions.
 CREATE FUNCTION baton.tool_call_send(p_task_id text, p_owner text, p_claim_version bigint, p_step text, p_replay boolean,
-  p_preconditions jsonb DEFAULT NULL, p_actor text DEFAULT NULL)
+  p_preconditions jsonb DEFAULT NULL, p_actor text DEFAULT NULL, p_rate_per_minute integer DEFAULT NULL)
 RETURNS baton.tool_call_outcome LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   o baton.tool_call_outcome;
   c baton.tool_calls;
   v_from text;
+  v_sent bigint;
+  v_oldest timestamptz;
 BEGIN
   o := baton.tool_call_fence(p_task_id, p_owner, p_claim_version, 'tool_call_send');
   IF NOT o.accepted THEN
@@ -203,6 +205,18 @@ BEGIN
       USING ERRCODE = 'BT001';
   END IF;
   PERFORM baton.tool_call_check_preconditions(c.idempotency_key, p_preconditions, coalesce(p_actor, p_owner));
+  -- U11: the tool's rate limit (its worker's configuration), over every task: at most
+  -- p_rate_per_minute calls sent in any minute, counted under a lock on the tool's name (BT043,
+  -- DETAIL: the ms until a place frees). Nothing changes when it is refused.
+  IF p_rate_per_minute IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtext('baton.tool_rate'), hashtext(c.tool));
+    SELECT count(*), min(x.sent_at) INTO v_sent, v_oldest FROM baton.tool_calls x
+     WHERE x.tool = c.tool AND x.sent_at > now() - interval '1 minute';
+    IF v_sent >= p_rate_per_minute THEN
+      RAISE EXCEPTION 'tool call %: tool % sent % calls in the last minute, its rate limit; nothing was sent', c.idempotency_key, c.tool, v_sent
+        USING ERRCODE = 'BT043', DETAIL = greatest(1, ceil(extract(epoch FROM v_oldest + interval '1 minute' - now()) * 1000))::bigint::text;
+    END IF;
+  END IF;
   v_from := c.status;
   UPDATE baton.tool_calls
      SET status = 'sent', attempts = attempts + 1, owner = p_owner, claim_version = p_claim_version,

@@ -126,10 +126,14 @@ export function toolCallBegin(
 
 /**
  * The preconditions and who they are checked for, as the ledger functions take them; none at all
- * for a call without, so it also runs on definitions from before preconditions (an upgrade's fixtures).
+ * for a call without (unless `always`, for a parameter after them), so it also runs on definitions
+ * from before preconditions (an upgrade's fixtures).
  */
-function preconditionArgs(options: { preconditions?: readonly ToolCallPrecondition[]; actor?: string }): Array<string | null> {
-  if (!options.preconditions?.length) return [];
+function preconditionArgs(
+  options: { preconditions?: readonly ToolCallPrecondition[]; actor?: string },
+  always = false,
+): Array<string | null> {
+  if (!options.preconditions?.length) return always ? [null, null] : [];
   return [JSON.stringify(options.preconditions), options.actor ?? null];
 }
 
@@ -144,9 +148,12 @@ export function toolCallSend(
   db: Queryable,
   fence: Fence,
   step: string,
-  options: { replay?: boolean; preconditions?: readonly ToolCallPrecondition[]; actor?: string } = {},
+  options: { replay?: boolean; preconditions?: readonly ToolCallPrecondition[]; actor?: string; ratePerMinute?: number } = {},
 ): Promise<ToolCallRow> {
-  return toolCallWrite(db, fence, 'tool_call_send', 'tool_call_send', [step, options.replay ?? false, ...preconditionArgs(options)]);
+  // A rate limit comes after the preconditions' places, filled or not; without one, the old arity.
+  const limited = options.ratePerMinute === undefined ? [] : [...preconditionArgs(options, true), options.ratePerMinute];
+  const args = limited.length ? limited : preconditionArgs(options);
+  return toolCallWrite(db, fence, 'tool_call_send', 'tool_call_send', [step, options.replay ?? false, ...args]);
 }
 
 /** X1: records what the tool answered to this claim's own send: succeeded, failed or unknown (uncertain). */
