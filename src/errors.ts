@@ -213,24 +213,36 @@ export class ToolNotAllowedError extends BatonError {
   }
 }
 
+/** Thrown when a token or a client address makes calls faster than the server allows; try again after `retryAfterMs`. */
+export class RateLimitedError extends BatonError {
+  // Widened to string so a more specific limit (ToolRateLimitedError) can name itself.
+  override readonly name: string = 'RateLimitedError';
+  readonly code = 'rate_limited';
+  override readonly retryable = true;
+  /** `what` is what came too fast: `calls with this token`, `refused tokens from this address` ... */
+  constructor(
+    readonly retryAfterMs: number,
+    what = 'calls with this token',
+  ) {
+    super(`too many ${what}: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
+  }
+
+  override get details(): Record<string, unknown> {
+    // Whole milliseconds, as the published Problem schema says (a bucket refills in fractions).
+    return { retryAfterMs: Math.ceil(this.retryAfterMs) };
+  }
+}
+
 /**
  * Thrown when a tool's rate limit (U11: `ratePerMinute` in the worker's tool configuration) has
  * been reached over every task: nothing was sent. The gateway waits and sends again for a while;
  * past that, the caller may call again after `retryAfterMs` (the same step).
  */
-export class ToolRateLimitedError extends BatonError {
+export class ToolRateLimitedError extends RateLimitedError {
   override readonly name = 'ToolRateLimitedError';
-  readonly code = 'rate_limited';
-  override readonly retryable = true;
-  constructor(
-    readonly detail: string,
-    readonly retryAfterMs: number,
-  ) {
-    super(detail);
-  }
-
-  override get details(): Record<string, unknown> {
-    return { retryAfterMs: Math.ceil(this.retryAfterMs) };
+  constructor(detail: string, retryAfterMs: number) {
+    super(retryAfterMs);
+    this.message = detail;
   }
 }
 

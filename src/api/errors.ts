@@ -47,25 +47,6 @@ export class RequestTooLargeError extends BatonError {
   }
 }
 
-/** Thrown when a token or a client address makes calls faster than the server allows; try again after `retryAfterMs`. */
-export class RateLimitedError extends BatonError {
-  override readonly name = 'RateLimitedError';
-  readonly code = 'rate_limited';
-  override readonly retryable = true;
-  /** `what` is what came too fast: `calls with this token`, `refused tokens from this address` ... */
-  constructor(
-    readonly retryAfterMs: number,
-    what = 'calls with this token',
-  ) {
-    super(`too many ${what}: try again in ${Math.ceil(retryAfterMs / 1000)} s`);
-  }
-
-  override get details(): Record<string, unknown> {
-    // Whole milliseconds, as the published Problem schema says (a bucket refills in fractions).
-    return { retryAfterMs: Math.ceil(this.retryAfterMs) };
-  }
-}
-
 /**
  * Thrown by the agent API's client (`baton api`, `baton mcp` ...) when nothing answers where the
  * API should be: the connection was refused, there is no socket, the host name does not resolve.

@@ -1,4 +1,4 @@
-import { RateLimitedError } from './errors.js';
+import { RateLimitedError } from '../errors.js';
 
 /** Calls allowed per key: on average per second, and at once. */
 export interface RateLimit {
