@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
-import { taskSetStatus, graphSubmit } from './db/sql/graphs.js';
+import { graphAddTasks, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
 import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
@@ -94,6 +94,40 @@ export function createBatonClient(options: BatonClientOptions) {
         });
       });
       return graph;
+    },
+
+    /**
+     * U11: adds tasks to the running graph `graphId`, as `actor`: `input` is a mapping with a `tasks`
+     * list as a graph file has it, each depending on tasks of the graph or on others added with it.
+     * They are validated with the graph's own (one InvalidGraphError naming every problem, nothing
+     * written), written in one transaction, and their workflows started: those whose dependencies are
+     * all verified run at once, the others when those are. The graph's own workflow does not wait
+     * for them; `baton status` and `baton graphs` count them.
+     */
+    async addTasks(
+      graphId: string,
+      input: unknown,
+      actor: string,
+      parseOptions?: Parameters<typeof parseGraphSpec>[1],
+    ): Promise<{ taskId: string; status: TaskStatus }[]> {
+      const graph = await graphRead(db, graphId);
+      const existing = await graphReadTasks(db, graphId);
+      const added = (input as { tasks?: unknown } | null)?.tasks;
+      if (!Array.isArray(added) || added.length === 0) throw new InvalidInputError('give the tasks to add as a non-empty `tasks` list');
+      // Checked as part of the whole graph: keys taken, unknown dependencies, cycles, size and repo rules.
+      const whole = parseGraphSpec(
+        {
+          id: graph.id,
+          repo: graph.repo,
+          base: graph.base,
+          policy: graph.policy,
+          tasks: [...existing.map((t) => ({ key: t.key, dependsOn: t.dependsOn, ...t.spec })), ...added],
+        },
+        parseOptions,
+      );
+      const tasks = await graphAddTasks(db, graphId, actor, whole.tasks.slice(existing.length));
+      for (const task of tasks) await workflows.rerunTask(task.taskId, graph.policy);
+      return tasks;
     },
 
     /**

@@ -84,6 +84,30 @@ export function registerTaskCommands(program: Command, log: Log): void {
     });
 
   program
+    .command('add')
+    .description(
+      "add tasks to a running graph: a YAML file with a tasks list, as a graph file has it, each depending on the graph's tasks or on others added with it; validated with the graph's own, nothing written if any is invalid",
+    )
+    .argument('<graph>', 'graph id')
+    .argument('<tasks.yaml>', 'a mapping with a tasks list')
+    .addOption(taskQueueOption('task queue of the workers that run it'))
+    .addOption(jsonOption('the added tasks and their status as one JSON array'))
+    .action(async (graphId: string, file: string, opts: { taskQueue: string; json?: boolean }) => {
+      const { readGraphFile } = await import('../tasks/graphFile.js');
+      const input = await readGraphFile(file);
+      const { operatorActor, withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
+        const added = await client.addTasks(graphId, input, operatorActor(), {
+          resolveRepo: (repo) => path.resolve(path.dirname(file), repo),
+        });
+        if (opts.json) return printLine(JSON.stringify(added));
+        for (const t of added) printLine(`${t.taskId}  ${t.status}`);
+        log(`Added ${added.length} task(s) to graph ${graphId}. Follow it with: npx baton status ${graphId}`);
+      });
+    });
+
+  program
     .command('rerun')
     .description("send a verified, stale or failed task round again on its dependencies' current revisions")
     .argument('<task>', 'task id, <graph>/<key>')

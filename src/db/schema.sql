@@ -1552,6 +1552,85 @@ BEGIN
 END $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.graph_add_tasks(p_graph_id text, p_actor text, p_tasks jsonb)
+ RETURNS TABLE(task_id text, status text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_policy jsonb;
+  v_keys text[];
+  v_missing text;
+  v_id text;
+  v_pins jsonb;
+BEGIN
+  SELECT g.spec->'policy' INTO v_policy FROM baton.graphs g WHERE g.id = p_graph_id FOR UPDATE;
+  IF NOT FOUND THEN RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002'; END IF;
+  IF EXISTS (SELECT 1 FROM baton.archives a WHERE a.graph_id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % was archived: nothing is added to it', p_graph_id USING ERRCODE = 'BT001';
+  END IF;
+  v_keys := ARRAY(SELECT t->>'key' FROM jsonb_array_elements(p_tasks) t);
+  IF cardinality(v_keys) = 0 THEN RAISE EXCEPTION 'no tasks to add' USING ERRCODE = 'BT003'; END IF;
+  SELECT string_agg(k, ', ') INTO v_missing FROM unnest(v_keys) k WHERE EXISTS (SELECT 1 FROM baton.tasks t WHERE t.id = baton.task_id_of(p_graph_id, k));
+  IF v_missing IS NOT NULL THEN
+    RAISE EXCEPTION 'graph % already has task(s) %: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
+  END IF;
+  SELECT string_agg(DISTINCT d, ', ') INTO v_missing
+    FROM jsonb_array_elements(p_tasks) t, jsonb_array_elements_text(t->'dependsOn') d
+   WHERE NOT d = ANY (v_keys) AND NOT EXISTS (SELECT 1 FROM baton.tasks x WHERE x.id = baton.task_id_of(p_graph_id, d));
+  IF v_missing IS NOT NULL THEN
+    RAISE EXCEPTION 'graph % has no task(s) % to depend on: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
+  END IF;
+  PERFORM baton.graph_insert_tasks(p_graph_id, p_actor, v_policy, p_tasks, jsonb_build_object('added', true));
+  -- Those whose dependencies are all verified already are released now, as a verification would.
+  FOR v_id IN SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k ORDER BY 1 LOOP
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM baton.task_dependencies x WHERE x.task_id = v_id)
+      OR EXISTS (SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
+                  WHERE x.task_id = v_id AND u.status <> 'verified');
+    SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+      FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = v_id;
+    UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = v_id;
+    PERFORM baton.event_append('task', v_id, 'released', p_actor, 0, NULL, 'added with all dependencies verified',
+      jsonb_build_object('upstream_revisions', v_pins));
+  END LOOP;
+  PERFORM baton.event_append('graph', p_graph_id, 'tasks_added', p_actor, NULL, NULL,
+    format('%s task(s) added: %s', cardinality(v_keys), array_to_string(v_keys, ', ')), jsonb_build_object('keys', to_jsonb(v_keys)));
+  RETURN QUERY SELECT t.id, t.status FROM baton.tasks t WHERE t.id IN (SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k) ORDER BY t.id;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_insert_tasks(p_graph_id text, p_actor text, p_policy jsonb, p_tasks jsonb, p_details jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_task jsonb;
+  v_dep text;
+  v_count integer := 0;
+BEGIN
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    INSERT INTO baton.tasks (id, graph_id, key, spec, status, limits)
+      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
+              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
+              -- U11: the concurrency limits its claims are taken under (migration 0019).
+              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_policy->'maxRunning',
+                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
+    v_count := v_count + 1;
+  END LOOP;
+  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
+    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
+      INSERT INTO baton.task_dependencies (task_id, depends_on)
+        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
+    END LOOP;
+    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
+      jsonb_build_object('depends_on', v_task->'dependsOn') || p_details);
+  END LOOP;
+  RETURN v_count;
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.graph_list(p_state text, p_submitted_within interval, p_limit integer, p_search text DEFAULT NULL::text)
  RETURNS TABLE(id text, submitted_by text, submitted_at timestamp with time zone, tasks integer, counts jsonb, state text)
  LANGUAGE plpgsql
@@ -1652,9 +1731,7 @@ CREATE OR REPLACE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_s
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 DECLARE
-  v_task jsonb;
-  v_dep text;
-  v_count integer := 0;
+  v_count integer;
 BEGIN
   BEGIN
     INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
@@ -1663,23 +1740,7 @@ BEGIN
   END;
   PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
     jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
-  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    INSERT INTO baton.tasks (id, graph_id, key, spec, status, limits)
-      VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
-              CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
-              -- U11: the concurrency limits its claims are taken under (migration 0019).
-              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_spec->'policy'->'maxRunning',
-                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
-    v_count := v_count + 1;
-  END LOOP;
-  FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
-    FOR v_dep IN SELECT * FROM jsonb_array_elements_text(v_task->'dependsOn') LOOP
-      INSERT INTO baton.task_dependencies (task_id, depends_on)
-        VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
-    END LOOP;
-    PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
-      jsonb_build_object('depends_on', v_task->'dependsOn'));
-  END LOOP;
+  v_count := baton.graph_insert_tasks(p_graph_id, p_actor, p_spec->'policy', p_tasks, '{}'::jsonb);
   RETURN v_count;
 END $function$
 ;
@@ -3730,6 +3791,10 @@ function baton.event_append(text,text,text,text,bigint,bigint,text,jsonb): {bato
 function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.event_refuse_change(): {baton_owner=X/baton_owner}
+
+function baton.graph_add_tasks(text,text,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.graph_insert_tasks(text,text,jsonb,jsonb,jsonb): {baton_owner=X/baton_owner}
 
 function baton.graph_list(text,interval,integer,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

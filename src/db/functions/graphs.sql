@@ -100,29 +100,22 @@ CREATE FUNCTION baton.task_id_pattern_of(p_graph_id text) RETURNS text LANGUAGE 
   SELECT replace(replace(p_graph_id, '%', '\%'), '_', '\_') || '/%'
 $$;
 
--- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
--- else blocked), dependencies and one 'created' event per task.
-CREATE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
-RETURNS integer LANGUAGE plpgsql
-SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+-- T8, U11: writes the tasks p_tasks ({key, spec, dependsOn}) of graph p_graph_id, whose policy is
+-- p_policy: each ready when it depends on nothing, else blocked, under the concurrency limits that
+-- apply to it; their dependencies; one 'created' event each (with p_details). Returns how many.
+CREATE FUNCTION baton.graph_insert_tasks(p_graph_id text, p_actor text, p_policy jsonb, p_tasks jsonb, p_details jsonb)
+RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
   v_task jsonb;
   v_dep text;
   v_count integer := 0;
 BEGIN
-  BEGIN
-    INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
-  EXCEPTION WHEN unique_violation THEN
-    RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
-  END;
-  PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
-    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
     INSERT INTO baton.tasks (id, graph_id, key, spec, status, limits)
       VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), p_graph_id, v_task->>'key', v_task->'spec',
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
               -- U11: the concurrency limits its claims are taken under (migration 0019).
-              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_spec->'policy'->'maxRunning',
+              nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_policy->'maxRunning',
                 'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
     v_count := v_count + 1;
   END LOOP;
@@ -132,8 +125,78 @@ BEGIN
         VALUES (baton.task_id_of(p_graph_id, v_task->>'key'), baton.task_id_of(p_graph_id, v_dep));
     END LOOP;
     PERFORM baton.event_append('task', baton.task_id_of(p_graph_id, v_task->>'key'), 'created', p_actor, 0, NULL, NULL,
-      jsonb_build_object('depends_on', v_task->'dependsOn'));
+      jsonb_build_object('depends_on', v_task->'dependsOn') || p_details);
   END LOOP;
+  RETURN v_count;
+END $$;
+
+-- U11: an operator adds the tasks p_tasks ({key, spec, dependsOn}, validated by the client with the
+-- graph's own) to the running graph p_graph_id. Each depends on tasks of the graph or on others
+-- added with it; one whose dependencies are all verified is released at once with their revisions
+-- pinned, the rest wait (blocked) like any task. One 'tasks_added' event on the graph, 'created' on
+-- each (details `added`). Returns the added tasks with their status.
+CREATE FUNCTION baton.graph_add_tasks(p_graph_id text, p_actor text, p_tasks jsonb)
+RETURNS TABLE (task_id text, status text) LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  v_policy jsonb;
+  v_keys text[];
+  v_missing text;
+  v_id text;
+  v_pins jsonb;
+BEGIN
+  SELECT g.spec->'policy' INTO v_policy FROM baton.graphs g WHERE g.id = p_graph_id FOR UPDATE;
+  IF NOT FOUND THEN RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002'; END IF;
+  IF EXISTS (SELECT 1 FROM baton.archives a WHERE a.graph_id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % was archived: nothing is added to it', p_graph_id USING ERRCODE = 'BT001';
+  END IF;
+  v_keys := ARRAY(SELECT t->>'key' FROM jsonb_array_elements(p_tasks) t);
+  IF cardinality(v_keys) = 0 THEN RAISE EXCEPTION 'no tasks to add' USING ERRCODE = 'BT003'; END IF;
+  SELECT string_agg(k, ', ') INTO v_missing FROM unnest(v_keys) k WHERE EXISTS (SELECT 1 FROM baton.tasks t WHERE t.id = baton.task_id_of(p_graph_id, k));
+  IF v_missing IS NOT NULL THEN
+    RAISE EXCEPTION 'graph % already has task(s) %: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
+  END IF;
+  SELECT string_agg(DISTINCT d, ', ') INTO v_missing
+    FROM jsonb_array_elements(p_tasks) t, jsonb_array_elements_text(t->'dependsOn') d
+   WHERE NOT d = ANY (v_keys) AND NOT EXISTS (SELECT 1 FROM baton.tasks x WHERE x.id = baton.task_id_of(p_graph_id, d));
+  IF v_missing IS NOT NULL THEN
+    RAISE EXCEPTION 'graph % has no task(s) % to depend on: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
+  END IF;
+  PERFORM baton.graph_insert_tasks(p_graph_id, p_actor, v_policy, p_tasks, jsonb_build_object('added', true));
+  -- Those whose dependencies are all verified already are released now, as a verification would.
+  FOR v_id IN SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k ORDER BY 1 LOOP
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM baton.task_dependencies x WHERE x.task_id = v_id)
+      OR EXISTS (SELECT 1 FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on
+                  WHERE x.task_id = v_id AND u.status <> 'verified');
+    SELECT jsonb_object_agg(u.key, u.verified_revision) INTO v_pins
+      FROM baton.task_dependencies x JOIN baton.tasks u ON u.id = x.depends_on WHERE x.task_id = v_id;
+    UPDATE baton.tasks SET status = 'ready', upstream_revisions = v_pins WHERE id = v_id;
+    PERFORM baton.event_append('task', v_id, 'released', p_actor, 0, NULL, 'added with all dependencies verified',
+      jsonb_build_object('upstream_revisions', v_pins));
+  END LOOP;
+  PERFORM baton.event_append('graph', p_graph_id, 'tasks_added', p_actor, NULL, NULL,
+    format('%s task(s) added: %s', cardinality(v_keys), array_to_string(v_keys, ', ')), jsonb_build_object('keys', to_jsonb(v_keys)));
+  RETURN QUERY SELECT t.id, t.status FROM baton.tasks t WHERE t.id IN (SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k) ORDER BY t.id;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.graph_add_tasks TO baton_client;
+
+-- T8: a validated graph, written atomically: graph, tasks (ready when they depend on nothing,
+-- else blocked), dependencies and one 'created' event per task.
+CREATE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
+RETURNS integer LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+DECLARE
+  v_count integer;
+BEGIN
+  BEGIN
+    INSERT INTO baton.graphs (id, submitted_by, spec) VALUES (p_graph_id, p_actor, p_spec);
+  EXCEPTION WHEN unique_violation THEN
+    RAISE EXCEPTION 'graph % already exists', p_graph_id USING ERRCODE = 'BT003';
+  END;
+  PERFORM baton.event_append('graph', p_graph_id, 'submitted', p_actor, NULL, NULL, NULL,
+    jsonb_build_object('tasks', jsonb_array_length(p_tasks)));
+  v_count := baton.graph_insert_tasks(p_graph_id, p_actor, p_spec->'policy', p_tasks, '{}'::jsonb);
   RETURN v_count;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_submit TO baton_client;

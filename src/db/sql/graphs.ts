@@ -3,7 +3,7 @@
 import type { GraphSpec } from '../../tasks/graphSpec.js';
 import type { TaskStatus } from '../../tasks/states.js';
 import type { Queryable } from '../queryable.js';
-import { callStoreValue } from '../storeCall.js';
+import { callStore, callStoreValue } from '../storeCall.js';
 
 /**
  * Moves a task outside any owner's claim (retry after rejection, give up, re-run, cancel), through
@@ -29,4 +29,23 @@ export function taskRerunStale(db: Queryable, change: { taskId: string; actor: s
 export function graphSubmit(db: Queryable, graph: GraphSpec, actor: string): Promise<number> {
   const tasks = graph.tasks.map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
   return callStoreValue<number>(db, 'graph_submit', [graph.id, actor, graph, JSON.stringify(tasks)]);
+}
+
+/**
+ * U11: adds validated tasks to the running graph `graphId` (see `baton.graph_add_tasks`): each
+ * depends on tasks of the graph or on others added with it; those whose dependencies are all
+ * verified are released at once. Returns each added task's id and status.
+ */
+export async function graphAddTasks(
+  db: Queryable,
+  graphId: string,
+  actor: string,
+  tasks: GraphSpec['tasks'],
+): Promise<{ taskId: string; status: TaskStatus }[]> {
+  const rows = await callStore<{ task_id: string; status: TaskStatus }>(db, 'graph_add_tasks', [
+    graphId,
+    actor,
+    JSON.stringify(tasks.map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }))),
+  ]);
+  return rows.map((r) => ({ taskId: r.task_id, status: r.status }));
 }
