@@ -191,6 +191,36 @@ describe('baton submit, status and events', () => {
     expect(again.stderr).toContain('cli-approval/ship is not awaiting approval: it is verified');
   });
 
+  it('adds a task to a graph that has run, which runs on the verified revision it depends on; a bad addition writes nothing', async () => {
+    const more = await graphFile('more.yaml', {
+      tasks: [
+        {
+          key: 'extra',
+          run: `cat ship.txt > extra.txt && ${commitAll('extra')}`,
+          verify: 'grep -q shipped extra.txt',
+          dependsOn: ['ship'],
+        },
+      ],
+    });
+    const added = await runCli(['add', 'cli-approval', more, '--task-queue', stack.temporal.taskQueue], env);
+    expect(added.code, added.output).toBe(0);
+    expect(added.stdout).toBe('cli-approval/extra  ready\n');
+    const extra = await waitFor(
+      'the added task verified',
+      async () => {
+        const task = await stack.client.task('cli-approval/extra');
+        if (task.status !== 'verified') throw new Error(`extra is ${task.status}`);
+        return task;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    expect(Object.keys(extra.upstreamRevisions)).toEqual(['ship']);
+    const again = await runCli(['add', 'cli-approval', more, '--task-queue', stack.temporal.taskQueue], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("task 'extra': duplicate key");
+    expect((await stack.client.graphTasks('cli-approval')).map((t) => t.key).sort()).toEqual(['extra', 'ship', 'tell']);
+  });
+
   it('archives finished graphs (a dry run first), whose events still read with baton events', async () => {
     const dry = await runCli(['archive', 'run', '--older-than', '0m', '--dry-run', '--json'], env);
     expect(dry.code, dry.output).toBe(0);
