@@ -20,7 +20,7 @@ import { createTokenGate } from './tokenGate.js';
 import { secretSha256 } from './tokenSecret.js';
 
 /** What a server performs only with Temporal (DispatchOptions.workflows). */
-const OPERATOR_ACTIONS: ReadonlySet<OperationName> = new Set(['task.cancel', 'graph.cancel', 'task.rerun']);
+const OPERATOR_ACTIONS: ReadonlySet<OperationName> = new Set(['task.cancel', 'graph.cancel', 'task.rerun', 'graph.add']);
 
 export interface AgentApiOptions extends DispatchOptions {
   db: Queryable;

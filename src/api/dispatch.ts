@@ -4,7 +4,7 @@
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
-import type { GraphPolicy } from '../tasks/graphSpec.js';
+import { parseGraphSpec, type GraphPolicy } from '../tasks/graphSpec.js';
 import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall, agentOperations } from './agentDoor.js';
@@ -120,6 +120,25 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
     );
   }
 
+  /** Temporal, for an operator's action, before anything is recorded: refused when this server has none or it does not answer. */
+  async function temporalFor(operation: OperationName): Promise<WorkflowControl> {
+    if (!options.workflows) {
+      throw new ForbiddenError(
+        'no_temporal',
+        `${operation} needs the Temporal server the workers use, and this server was given none (TEMPORAL_ADDRESS, or baton dev's): nothing was done`,
+      );
+    }
+    return options.workflows().catch((error: unknown) => {
+      throw new TemporalUnavailableError(operation, false, error);
+    });
+  }
+
+  /** Temporal's part of an action the store has recorded; its failure says the change was recorded. */
+  const startedOrUnavailable = (operation: OperationName, step: () => Promise<void>) =>
+    step().catch((error: unknown) => {
+      throw new TemporalUnavailableError(operation, true, error);
+    });
+
   /**
    * task.cancel, graph.cancel, task.rerun: the token's scope first (a token that may not act is
    * refused, and recorded, whatever this server reaches), then Temporal is dialled, then the store
@@ -128,19 +147,8 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
   async function operate(secret: string, operation: 'task.cancel' | 'graph.cancel' | 'task.rerun', args: Record<string, unknown>) {
     // agent_call refuses (and records) what agent_operations leaves out, before it acts.
     if (!(await agentOperations(db, secret, [operation])).length) return agentCall(db, secret, operation, args);
-    if (!options.workflows) {
-      throw new ForbiddenError(
-        'no_temporal',
-        `${operation} needs the Temporal server the workers use, and this server was given none (TEMPORAL_ADDRESS, or baton dev's): nothing was done`,
-      );
-    }
-    const workflows = await options.workflows().catch((error: unknown) => {
-      throw new TemporalUnavailableError(operation, false, error);
-    });
-    const carryOut = (step: () => Promise<void>) =>
-      step().catch((error: unknown) => {
-        throw new TemporalUnavailableError(operation, true, error);
-      });
+    const workflows = await temporalFor(operation);
+    const carryOut = (step: () => Promise<void>) => startedOrUnavailable(operation, step);
     if (operation === 'task.rerun') {
       const { taskId, policy } = (await agentCall(db, secret, operation, args)) as { taskId: string; policy: GraphPolicy };
       await carryOut(() => workflows.rerunTask(taskId, policy));
@@ -170,6 +178,32 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
         .catch(() => {});
     }
     return decided;
+  }
+
+  /**
+   * graph.add (U11): the token's scope and Temporal first, as for the operator's other actions; the
+   * tasks validated with the graph's own (the graph as graph.show reads it); then the store adds
+   * them as the token's identity, and Temporal starts their workflows.
+   */
+  async function addTasks(secret: string, args: { graphId: string; tasks: unknown[] }) {
+    if (!(await agentOperations(db, secret, ['graph.add'])).length) return agentCall(db, secret, 'graph.add', args);
+    const workflows = await temporalFor('graph.add');
+    const graph = (await agentCall(db, secret, 'graph.show', { graphId: args.graphId })) as AgentApiResult<'graph.show'>;
+    // The graph's tasks stand in by key and dependencies: what the checks of an addition read of them.
+    const stand = { run: { function: 'existing' }, verify: { function: 'existing' } };
+    const whole = parseGraphSpec({
+      id: graph.id,
+      repo: graph.repo,
+      base: graph.base,
+      policy: graph.policy,
+      tasks: [...graph.tasks.map((t) => ({ key: t.key, dependsOn: t.dependsOn, ...stand })), ...args.tasks],
+    });
+    const tasks = whole.tasks.slice(graph.tasks.length).map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
+    const outcome = (await agentCall(db, secret, 'graph.add', { graphId: args.graphId, tasks })) as AgentApiResult<'graph.add'>;
+    await startedOrUnavailable('graph.add', async () => {
+      for (const task of outcome.added) await workflows.rerunTask(task.taskId, whole.policy);
+    });
+    return outcome;
   }
 
   return async (secret, operation, args, signal) => {
@@ -217,6 +251,8 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
       case 'task.approve':
       case 'task.reject':
         return decide(secret, operation, args);
+      case 'graph.add':
+        return addTasks(secret, args as { graphId: string; tasks: unknown[] });
       default:
         return agentCall(db, secret, operation, args);
     }

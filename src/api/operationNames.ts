@@ -40,6 +40,7 @@ export const OPERATION_NAMES = [
   'task.cancel',
   'graph.cancel',
   'task.rerun',
+  'graph.add',
   'approvals.list',
   'task.approve',
   'task.reject',

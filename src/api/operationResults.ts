@@ -253,6 +253,7 @@ export const STORE_RESULTS = {
   'tokens.list': z.strictObject({ tokens: z.array(tokenInfo), liveRunTokens: int }),
   'task.cancel': cancelled,
   'graph.cancel': cancelled,
+  'graph.add': z.strictObject({ added: z.array(z.strictObject({ taskId: z.string(), status: z.enum(TASK_STATUSES) })) }),
   'approvals.list': z.array(approval.extend({ graphId: z.string(), key: z.string(), description: z.string() })),
   'task.approve': decided,
   'task.reject': decided,
@@ -303,6 +304,7 @@ export interface AgentApiResults {
   'task.cancel': StoreResult<'task.cancel'>;
   'graph.cancel': StoreResult<'graph.cancel'>;
   'task.rerun': { taskId: string };
+  'graph.add': StoreResult<'graph.add'>;
   'approvals.list': StoreResult<'approvals.list'>;
   'task.approve': StoreResult<'task.approve'>;
   'task.reject': StoreResult<'task.reject'>;

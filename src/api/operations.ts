@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableString } from '../objects/objectInput.js';
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
+import { MAX_TASKS_PER_GRAPH } from '../tasks/graphSpec.js';
 import { GRAPH_STATES } from '../tasks/states.js';
 import type { OperationName, TokenScope } from './operationNames.js';
 
@@ -414,6 +415,18 @@ export const OPERATIONS = {
     description:
       'Send a verified, stale or failed task round again on its dependencies’ current revisions, with a reason recorded under your identity; dependents verified on its old revision become stale.',
     input: z.strictObject({ taskId, reason }),
+  },
+  'graph.add': {
+    scope: 'admin',
+    title: 'Add tasks to a graph',
+    // Adding the same tasks again is refused: their keys are taken.
+    effect: write(false),
+    description:
+      "Add tasks to a running graph, as a graph file lists them, each depending on the graph's tasks or on others added with it; validated with the graph's own (every problem named, nothing written), then started. Recorded under your identity.",
+    input: z.strictObject({
+      graphId,
+      tasks: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_TASKS_PER_GRAPH),
+    }),
   },
   'approvals.list': {
     scope: 'approve',

@@ -569,7 +569,7 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
@@ -722,7 +722,7 @@ AS $function$
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
     WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list') THEN 'view'
-    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add') THEN 'admin'
     WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
 $function$
@@ -800,7 +800,7 @@ AS $function$
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
      AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list', 'tokens.list',
-                         'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
+                         'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
     -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
   END
@@ -1022,6 +1022,9 @@ BEGIN
     WHEN 'task.cancel' THEN baton.agent_cancel(k.identity, NULL, a->>'taskId', v_reason)
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
+    -- The tasks come validated with the graph's own by the API (src/api/dispatch.ts), as {key, spec, dependsOn}.
+    WHEN 'graph.add' THEN jsonb_build_object('added', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status)
+                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x))
     WHEN 'approvals.list' THEN baton.approval_list()
     WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
     WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)

@@ -131,6 +131,7 @@ const EXPECTED: Record<string, string> = {
   task_cancel: 'destructive idempotent',
   graph_cancel: 'destructive idempotent',
   task_rerun: 'destructive idempotent',
+  graph_add: 'write',
   approvals_list: 'read',
   task_approve: 'destructive',
   task_reject: 'destructive',

@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { InvalidGraphError, NotFoundError } from '../../src/errors.js';
+import { workflowControl } from '../../src/workflowControl.js';
+import { call, tokenFor, useAgentServer } from '../api/helpers.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const stack = useTaskStack({
@@ -18,6 +20,11 @@ const stack = useTaskStack({
     },
     verifierFunctions: { pass: async () => ({ exitCode: 0, outputDigest: 'sha256:ok', outputTail: 'ok' }) },
   }),
+});
+
+// `baton serve` as the operator's page uses it: adding tasks through it needs the workers' Temporal.
+const api = useAgentServer(() => stack.db, {
+  workflows: async () => workflowControl(stack.temporal.client, stack.temporal.taskQueue),
 });
 
 const task = (key: string, dependsOn: string[] = []) => ({ key, run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn });
@@ -52,6 +59,30 @@ describe('tasks added to a running graph (U11)', () => {
       reason: '2 task(s) added: docs, publish',
     });
     expect(events.find((e) => e.subjectId === `${id}/docs` && e.kind === 'created')?.details).toMatchObject({ added: true });
+  });
+
+  it('adds tasks through the agent API for an admin token, recorded under its identity; a view token is refused', async () => {
+    const id = `added-${randomUUID().slice(0, 8)}`;
+    await stack.client.submitGraph({ id, tasks: [task('base')] }, 'test');
+    await stack.client.waitForGraph(id);
+    const viewer = await tokenFor(stack.db, 'add-viewer', ['view']);
+    expect((await call(api.url, viewer.secret, 'graph.add', { graphId: id, tasks: [task('late', ['base'])] })).status).toBe(403);
+    const admin = await tokenFor(stack.db, 'add-admin', ['admin']);
+    const bad = await call(api.url, admin.secret, 'graph.add', { graphId: id, tasks: [task('late', ['nowhere'])] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toContain("unknown dependency 'nowhere'");
+    expect(await taskCount(id)).toBe(1);
+    const added = await call(api.url, admin.secret, 'graph.add', { graphId: id, tasks: [task('late', ['base'])] });
+    expect(added).toMatchObject({ status: 200, body: { added: [{ taskId: `${id}/late`, status: 'ready' }] } });
+    await waitFor(
+      'the added task verified',
+      async () => {
+        const late = await stack.client.task(`${id}/late`);
+        if (late.status !== 'verified') throw new Error(`late is ${late.status}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    expect((await stack.client.events(id)).find((e) => e.kind === 'tasks_added')?.actor).toBe('add-admin');
   });
 
   it('refuses a whole addition with every problem named, and writes nothing: a key taken, an unknown dependency, a cycle', async () => {

@@ -124,7 +124,7 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
     WHEN p_operation = 'pool.claim' THEN 'submit'
     WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
     WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list') THEN 'view'
-    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun') THEN 'admin'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add') THEN 'admin'
     WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
 $$;
@@ -140,7 +140,7 @@ CREATE FUNCTION baton.agent_scope_denial(k baton.agent_tokens, p_operation text,
     WHEN k.task_id IS NOT NULL AND p_operation = 'pool.claim' THEN 'not_a_run'
     WHEN (k.task_id IS NOT NULL OR k.note_graphs IS NOT NULL)
      AND p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list', 'tokens.list',
-                         'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
+                         'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject') THEN 'limited'
     -- admin has every scope; view includes read (who sees the whole deployment reads what an agent reads).
     WHEN NOT (p_scope = ANY (k.scopes) OR 'admin' = ANY (k.scopes) OR (p_scope = 'read' AND 'view' = ANY (k.scopes))) THEN 'scope'
   END
@@ -339,7 +339,7 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
