@@ -1,6 +1,6 @@
 // The agent API's dispatcher: an operation, its validated arguments and the caller's token become
 // a store call (src/api/agentDoor.ts), or a tool call and progress for the run an endpoint serves,
-// or (the operator's cancel and rerun) a store call then Temporal's part; long polls wait here.
+// or (the operator's cancel, rerun, additions and approval decisions) a store call then Temporal's part; long polls wait here.
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
