@@ -6,7 +6,7 @@ import { graphAddTasks, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
 import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
-import { parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
+import { parseGraphAddition, parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { Approval, GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
@@ -112,20 +112,8 @@ export function createBatonClient(options: BatonClientOptions) {
     ): Promise<{ taskId: string; status: TaskStatus }[]> {
       const graph = await graphRead(db, graphId);
       const existing = await graphReadTasks(db, graphId);
-      const added = (input as { tasks?: unknown } | null)?.tasks;
-      if (!Array.isArray(added) || added.length === 0) throw new InvalidInputError('give the tasks to add as a non-empty `tasks` list');
-      // Checked as part of the whole graph: keys taken, unknown dependencies, cycles, size and repo rules.
-      const whole = parseGraphSpec(
-        {
-          id: graph.id,
-          repo: graph.repo,
-          base: graph.base,
-          policy: graph.policy,
-          tasks: [...existing.map((t) => ({ key: t.key, dependsOn: t.dependsOn, ...t.spec })), ...added],
-        },
-        parseOptions,
-      );
-      const tasks = await graphAddTasks(db, graphId, actor, whole.tasks.slice(existing.length));
+      const added = parseGraphAddition({ ...graph, tasks: existing }, (input as { tasks?: unknown } | null)?.tasks, parseOptions);
+      const tasks = await graphAddTasks(db, graphId, actor, added);
       for (const task of tasks) await workflows.rerunTask(task.taskId, graph.policy);
       return tasks;
     },

@@ -4,7 +4,7 @@
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
-import { parseGraphSpec, type GraphPolicy } from '../tasks/graphSpec.js';
+import { parseGraphAddition, type GraphPolicy } from '../tasks/graphSpec.js';
 import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall, agentOperations } from './agentDoor.js';
@@ -189,19 +189,11 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
     if (!(await agentOperations(db, secret, ['graph.add'])).length) return agentCall(db, secret, 'graph.add', args);
     const workflows = await temporalFor('graph.add');
     const graph = (await agentCall(db, secret, 'graph.show', { graphId: args.graphId })) as AgentApiResult<'graph.show'>;
-    // The graph's tasks stand in by key and dependencies: what the checks of an addition read of them.
-    const stand = { run: { function: 'existing' }, verify: { function: 'existing' } };
-    const whole = parseGraphSpec({
-      id: graph.id,
-      repo: graph.repo,
-      base: graph.base,
-      policy: graph.policy,
-      tasks: [...graph.tasks.map((t) => ({ key: t.key, dependsOn: t.dependsOn, ...stand })), ...args.tasks],
-    });
-    const tasks = whole.tasks.slice(graph.tasks.length).map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
+    const policy = graph.policy as unknown as GraphPolicy;
+    const tasks = parseGraphAddition({ ...graph, policy }, args.tasks).map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
     const outcome = (await agentCall(db, secret, 'graph.add', { graphId: args.graphId, tasks })) as AgentApiResult<'graph.add'>;
     await startedOrUnavailable('graph.add', async () => {
-      for (const task of outcome.added) await workflows.rerunTask(task.taskId, whole.policy);
+      for (const task of outcome.added) await workflows.rerunTask(task.taskId, policy);
     });
     return outcome;
   }

@@ -503,6 +503,26 @@ function parseTasks(input: unknown, problems: Problems): GraphTaskSpec[] {
 }
 
 /**
+ * U11: the tasks `added` (a list, as a graph file lists them) to `graph`, validated together with
+ * the graph's own tasks, which stand in by key and dependencies: keys taken, unknown dependencies,
+ * cycles, size limits and the repo rule, every problem at once in one InvalidGraphError.
+ */
+export function parseGraphAddition(
+  graph: Pick<GraphSpec, 'id' | 'base' | 'policy'> & { repo?: string | null; tasks: ReadonlyArray<{ key: string; dependsOn: string[] }> },
+  added: unknown,
+  options: { resolveRepo?: (repo: string) => string } = {},
+): GraphTaskSpec[] {
+  if (!Array.isArray(added) || added.length === 0) throw new InvalidInputError('give the tasks to add as a non-empty `tasks` list');
+  const stand = { run: { function: 'existing' }, verify: { function: 'existing' } };
+  const existing = graph.tasks.map((t) => ({ key: t.key, dependsOn: t.dependsOn, ...stand }));
+  const whole = parseGraphSpec(
+    { id: graph.id, repo: graph.repo, base: graph.base, policy: graph.policy, tasks: [...existing, ...added] },
+    options,
+  );
+  return whole.tasks.slice(existing.length);
+}
+
+/**
  * Validates a graph as parsed from YAML or JSON, and fills in defaults. Unknown keys are refused
  * by name. Every problem is reported at once in one InvalidGraphError; nothing is written by a
  * caller that gets one.

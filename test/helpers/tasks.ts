@@ -45,15 +45,14 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
 }
 
 /**
- * U11: claims and submits the ready task `taskId` at `revision` and passes its check, through the
- * store's own functions (as `agent`, checked by `verifier`): it then awaits a person's approval, so
- * its verify must name one.
+ * Claims and submits the ready task `taskId` at `revision` (as `agent`), and starts its verification
+ * (as `verifier`), through the store's own functions: the passed check, ready to be recorded.
  */
-export async function awaitApproval(db: Queryable, taskId: string, revision: string) {
+async function passedCheck(db: Queryable, taskId: string, revision: string) {
   const claim = (await taskClaim(db, taskId, 'agent', LEASE_MS))!;
   await taskSubmit(db, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
   await verificationStart(db, taskId, 'verifier');
-  return approvalRequest(db, {
+  return {
     taskId,
     verifier: 'verifier',
     claimVersion: claim.claimVersion,
@@ -61,24 +60,17 @@ export async function awaitApproval(db: Queryable, taskId: string, revision: str
     command: 'check',
     outputDigest: 'sha256:x',
     outputTail: '',
-  });
+  };
+}
+
+/** U11: brings the ready task `taskId` to a passed check at `revision`: it awaits a person's approval (its verify must name one). */
+export async function awaitApproval(db: Queryable, taskId: string, revision: string) {
+  return approvalRequest(db, await passedCheck(db, taskId, revision));
 }
 
 /** Claims, submits and passes the ready task `taskId` at `revision`, through the store's own functions. */
 export async function verifyTask(db: Queryable, taskId: string, revision: string): Promise<void> {
-  const claim = (await taskClaim(db, taskId, 'agent', LEASE_MS))!;
-  await taskSubmit(db, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact(revision));
-  await verificationStart(db, taskId, 'verifier');
-  await verificationRecord(db, {
-    taskId,
-    verifier: 'verifier',
-    claimVersion: claim.claimVersion,
-    revision,
-    command: 'check',
-    exitCode: 0,
-    outputDigest: 'sha256:x',
-    outputTail: '',
-  });
+  await verificationRecord(db, { ...(await passedCheck(db, taskId, revision)), exitCode: 0 });
 }
 
 /** One task in each situation a claim must tell apart. */

@@ -91,7 +91,8 @@ describe('concurrency limits (U11)', () => {
   it('runs a graph under maxRunning on a real worker: never more at once, every task verified', async () => {
     const group = `limited-${randomUUID().slice(0, 8)}`;
     const id = `limits-${randomUUID().slice(0, 8)}`;
-    await stack.client.submitGraph({ id, policy: { maxRunning: 2 }, tasks: tasks(5, group, 3) }, 'test');
+    // Each waits 3 s for a third to join it: long enough for a second to start beside it on a busy machine.
+    await stack.client.submitGraph({ id, policy: { maxRunning: 2 }, tasks: tasks(5, group, 3, {}, 3_000) }, 'test');
     expect((await stack.client.waitForGraph(id)).verified).toHaveLength(5);
     expect(running.get(group)!.most).toBe(2);
   });

@@ -143,8 +143,8 @@ BEGIN
   SELECT coalesce(jsonb_agg(baton.agent_view_events(ARRAY[x.e])->0 || jsonb_build_object('why', x.why) ORDER BY (x.e).id), '[]'::jsonb),
          count(*), max((x.e).id)
     INTO v_items, v_count, v_last
-    FROM (SELECT e, baton.inbox_reason(k, e) AS why FROM baton.events e
-           WHERE e.id > v_after AND baton.inbox_reason(k, e) IS NOT NULL ORDER BY e.id LIMIT v_limit) x;
+    FROM (SELECT r.e, r.why FROM (SELECT e, baton.inbox_reason(k, e) AS why FROM baton.events e WHERE e.id > v_after ORDER BY e.id OFFSET 0) r
+           WHERE r.why IS NOT NULL LIMIT v_limit) x;
   IF v_count < v_limit THEN
     v_last := greatest(v_last, v_after,
       (SELECT max(e.id) FROM baton.events e WHERE e.id > v_after AND e.at < statement_timestamp() - interval '1 minute'));

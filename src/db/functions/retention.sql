@@ -69,8 +69,8 @@ BEGIN
         FROM baton.events e
        WHERE (e.subject_kind = 'graph' AND e.subject_id = c.graph_id) OR (e.subject_kind = 'task' AND e.subject_id LIKE v_pattern);
     PERFORM set_config('baton.retention_moving', 'on', true);
-    DELETE FROM baton.events e
-     WHERE (e.subject_kind = 'graph' AND e.subject_id = c.graph_id) OR (e.subject_kind = 'task' AND e.subject_id LIKE v_pattern);
+    -- Exactly the events just copied.
+    DELETE FROM baton.events e WHERE e.id IN (SELECT a.id FROM baton.archived_events a WHERE a.graph_id = c.graph_id);
     DELETE FROM baton.task_notes n USING baton.tasks t WHERE t.id = n.task_id AND t.graph_id = c.graph_id;
     DELETE FROM baton.tool_calls x USING baton.tasks t WHERE t.id = x.task_id AND t.graph_id = c.graph_id;
     PERFORM set_config('baton.retention_moving', 'off', true);
