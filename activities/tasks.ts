@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import { createAgentApi } from '../src/api/agentApi.js';
+import type { WorkflowControl } from '../src/api/dispatch.js';
 import { newTokenSecret, secretSha256 } from '../src/api/tokenSecret.js';
 import type { Queryable } from '../src/db/queryable.js';
 import { claimRelease, taskClaim } from '../src/db/sql/claims.js';
@@ -38,6 +40,12 @@ export interface TaskActivityDeps {
    * remote. (Default: mirrors in `<baton home>/work/mirrors`)
    */
   repositories?: RepositoryMirrors;
+  /**
+   * Temporal for a run's endpoint, through the worker's own client: subtasks the run's agent
+   * proposes and its graph accepts are started at once (U11). (Default: none; such proposals are
+   * refused with `no_temporal`)
+   */
+  workflowControl?: (client: Client, taskQueue: string) => WorkflowControl;
 }
 
 /** How often a verification tells Temporal it is alive, whatever the verifier does. */
@@ -250,7 +258,10 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           openAgentApi: async (run) => {
             const token = newTokenSecret();
             await runTokenIssue(db, fence, runAgentIdentity(claim), secretSha256(token));
-            return { api: createAgentApi({ db, localRun: { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run } }), token };
+            const localRun = { taskId: claim.taskId, claimVersion: claim.claimVersion, ...run };
+            const { workflowControl } = deps;
+            const workflows = workflowControl && (async () => workflowControl(ctx.client, ctx.info.taskQueue));
+            return { api: createAgentApi({ db, localRun, ...(workflows && { workflows }) }), token };
           },
           heartbeat,
         });

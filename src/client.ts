@@ -2,13 +2,13 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
-import { graphAddTasks, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
+import { graphAddTasks, proposalDecide, proposalList, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
 import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { parseGraphAddition, parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
 import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
-import type { Approval, GraphSummary, TaskEvent, TaskRow } from './tasks/types.js';
+import type { Approval, GraphSummary, Proposal, TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
 import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { GRAPH_ID_ATTRIBUTE } from './temporal/searchAttributes.js';
@@ -171,6 +171,25 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /** U11: the approvals waiting for a decision, oldest first. */
     approvals: (): Promise<Approval[]> => approvalList(db),
+
+    /** U11: subtasks agents proposed that wait for an operator (with `all`, decided ones too), oldest first. */
+    proposals: (filter: { graphId?: string; all?: boolean } = {}): Promise<Proposal[]> => proposalList(db, filter),
+
+    /**
+     * U11: accepts the waiting proposal `id` as `actor` (never the agent that proposed it): its
+     * subtasks are added to the graph, validated again by the store (a key taken since is refused,
+     * nothing added), and their workflows started; or declines it with a reason its agent reads.
+     */
+    async decideProposal(
+      id: number,
+      actor: string,
+      accept: boolean,
+      reason?: string,
+    ): Promise<Proposal & { added: { taskId: string; status: TaskStatus }[] }> {
+      const { policy, ...decided } = await proposalDecide(db, { id, actor, accept, reason });
+      for (const task of decided.added) await workflows.rerunTask(task.taskId, policy);
+      return decided;
+    },
 
     /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
     waitForGraph(graphId: string): Promise<GraphWorkflowResult> {

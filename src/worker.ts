@@ -25,6 +25,7 @@ import { watchSilentAttempts } from './temporal/silentAttempts.js';
 import { withRepeating, type Repeating } from './everyInterval.js';
 import { sweepSilentHoldersOnTime } from './objects/holderSweep.js';
 import type { ToolAdapter } from './tools/types.js';
+import { workflowControl } from './workflowControl.js';
 
 export { workflowsPath };
 
@@ -210,6 +211,7 @@ export async function batonActivities(options: BatonActivityOptions, identity: s
       identity,
       tools: options.tools ?? httpToolsFromEnv(),
       repositories: repositoryMirrors(path.join(workDir, 'mirrors')),
+      workflowControl,
       runnerFor: (spec) => (spec.run.pool ? poolRunner : spec.run.function ? functionRunner : commandRunner),
       verifierFor: (spec) => (spec.verify.function ? functionVerifier : commandVerifier),
     }),

@@ -6,6 +6,9 @@
 //  - at most MAX_RUNNING_CHILDREN run at once (Temporal refuses more than 2,000 pending children);
 //  - after CHILDREN_PER_RUN children it drains and continues as new, so the history stays far
 //    below Temporal's 51,200-event limit whatever the graph's size.
+// Tasks added to the graph after it was submitted (U11: by an operator, or subtasks an agent
+// proposed) are not this workflow's: their workflows were started when they were added, and a
+// verification here that releases one wakes it (WAKES_ADDED_PATCH), so it need not wait for its poll.
 // Tasks never released (an upstream task failed) get no workflow and stay blocked (SPEC D4). A task
 // left stale (T8) is not counted verified; when it is verified later, by a workflow started for its
 // rerun, that workflow starts the dependents it releases.
@@ -22,6 +25,7 @@ import {
 } from './definitions.js';
 import { batonName } from './prefixedNames.js';
 import type { batonTaskWorkflow } from './taskWorkflow.js';
+import { wakeTask } from './wakeTask.js';
 import { taskWorkflowId } from '../src/tasks/taskId.js';
 
 const TASK_WORKFLOW_TASK_TIMEOUT = '5 seconds';
@@ -31,6 +35,8 @@ const MAX_RUNNING_CHILDREN = 1_000;
 const CHILDREN_PER_RUN = 2_000;
 /** Marks runs that start exactly the tasks a verification released; older runs count dependencies. */
 const STARTS_RELEASED_PATCH = 'graph-starts-released-tasks';
+/** Marks runs that wake the tasks added to the graph that a verification released; older runs leave them to their poll. */
+const WAKES_ADDED_PATCH = 'graph-wakes-added-tasks';
 
 interface Carried {
   verified: string[];
@@ -63,10 +69,20 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
   const started = new Set<string>();
   let running = 0;
   let startedThisRun = 0;
+  // Wakes of added tasks not yet sent: the run does not continue as new or end before they are.
+  let waking = 0;
+  const wakeAdded = (taskId: string) => {
+    if (!patched(WAKES_ADDED_PATCH)) return;
+    waking++;
+    void wakeTask(taskId, input.policy, input.searchAttributes).finally(() => waking--);
+  };
 
   const release = (taskId: string, result: TaskWorkflowResult) => {
     if (startsReleased) {
-      for (const id of result.released ?? []) if (inGraph.has(id) && !started.has(id) && !done(id)) releasable.push(id);
+      for (const id of result.released ?? []) {
+        if (!inGraph.has(id)) wakeAdded(id);
+        else if (!started.has(id) && !done(id)) releasable.push(id);
+      }
       return;
     }
     for (const dependent of dependents.get(taskId) ?? []) {
@@ -114,6 +130,7 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
     if (running === 0 && (releasable.length === 0 || startedThisRun >= CHILDREN_PER_RUN)) break;
     await condition(() => running === 0 || (releasable.length > 0 && running < MAX_RUNNING_CHILDREN && startedThisRun < CHILDREN_PER_RUN));
   }
+  await condition(() => waking === 0);
   if (releasable.length) {
     const carried: Carried = { verified: [...verified], failed: [...failed], stale: [...stale] };
     // Under the prefixed type, so an execution started under 0.1's type leaves it here.

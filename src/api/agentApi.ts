@@ -20,7 +20,14 @@ import { createTokenGate } from './tokenGate.js';
 import { secretSha256 } from './tokenSecret.js';
 
 /** What a server performs only with Temporal (DispatchOptions.workflows). */
-const OPERATOR_ACTIONS: ReadonlySet<OperationName> = new Set(['task.cancel', 'graph.cancel', 'task.rerun', 'graph.add']);
+const TEMPORAL_ACTIONS: ReadonlySet<OperationName> = new Set([
+  'task.cancel',
+  'graph.cancel',
+  'task.rerun',
+  'graph.add',
+  'task.propose',
+  'proposal.accept',
+]);
 
 export interface AgentApiOptions extends DispatchOptions {
   db: Queryable;
@@ -134,13 +141,13 @@ export function createAgentApi(options: AgentApiOptions): AgentApi & { close(): 
   /**
    * The operations a caller whose token passed the gate may call here: those its scopes allow,
    * without `tool.call` where this server performs none (`baton serve`, a run whose worker has no tools),
-   * without the operator's actions where it reaches no Temporal.
+   * without the actions that start or stop workflows where it reaches no Temporal.
    */
   async function operationsFor(caller: Caller): Promise<OperationName[]> {
     limiter.take(secretSha256(caller.secret));
     const allowed = await forgettingRefused(caller, () => agentOperations(db, caller.secret, OPERATION_NAMES));
     return allowed.filter(
-      (name) => (name !== 'tool.call' || options.localRun?.callTool) && (options.workflows || !OPERATOR_ACTIONS.has(name)),
+      (name) => (name !== 'tool.call' || options.localRun?.callTool) && (options.workflows || !TEMPORAL_ACTIONS.has(name)),
     );
   }
 

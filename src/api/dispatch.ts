@@ -4,7 +4,7 @@
 // Tokens, rates and input are checked before it is called (src/api/agentApi.ts).
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
-import { parseGraphAddition, type GraphPolicy } from '../tasks/graphSpec.js';
+import { parseGraphAddition, parseSubtasks, type GraphPolicy } from '../tasks/graphSpec.js';
 import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall, agentOperations } from './agentDoor.js';
@@ -47,8 +47,9 @@ export interface WorkflowControl {
 export interface DispatchOptions {
   localRun?: LocalRun;
   /**
-   * Temporal, for task.cancel, graph.cancel and task.rerun: dialled on the first action. Absent: the
-   * actions are refused before anything is recorded (a run's endpoint, a server told of no Temporal).
+   * Temporal, for the actions that start or stop workflows (task.cancel, graph.cancel, task.rerun,
+   * graph.add, task.propose, proposal.accept): dialled on the first. Absent: they are refused before
+   * anything is recorded (a server told of no Temporal). A run's endpoint has its worker's.
    */
   workflows?: () => Promise<WorkflowControl>;
 }
@@ -181,21 +182,47 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
   }
 
   /**
-   * graph.add (U11): the token's scope and Temporal first, as for the operator's other actions; the
-   * tasks validated with the graph's own (the graph as graph.show reads it); then the store adds
-   * them as the token's identity, and Temporal starts their workflows.
+   * Operations that add tasks to a graph (U11): graph.add, task.propose, proposal.accept. The
+   * token's scope and Temporal first, as for the operator's other actions; then `args` as `prepare`
+   * makes them (validated, never trusted to the store alone); then the store adds the tasks as the
+   * token's identity (or keeps them for an operator), and Temporal starts the workflows of those added.
    */
-  async function addTasks(secret: string, args: { graphId: string; tasks: unknown[] }) {
-    if (!(await agentOperations(db, secret, ['graph.add'])).length) return agentCall(db, secret, 'graph.add', args);
-    const workflows = await temporalFor('graph.add');
+  async function addTasks<Op extends 'graph.add' | 'task.propose' | 'proposal.accept'>(
+    secret: string,
+    operation: Op,
+    args: Record<string, unknown>,
+    prepare: (secret: string, args: Record<string, unknown>) => Promise<Record<string, unknown>> = async (_, a) => a,
+  ): Promise<AgentApiResult<Op>> {
+    if (!(await agentOperations(db, secret, [operation])).length)
+      return agentCall(db, secret, operation, args) as Promise<AgentApiResult<Op>>;
+    const workflows = await temporalFor(operation);
+    // The store answers with the graph's policy, which the added tasks' workflows run under.
+    const { policy, ...outcome } = (await agentCall(db, secret, operation, await prepare(secret, args))) as AgentApiResult<Op> & {
+      policy: GraphPolicy;
+    };
+    await startedOrUnavailable(operation, async () => {
+      for (const task of outcome.added) await workflows.rerunTask(task.taskId, policy);
+    });
+    return outcome as unknown as AgentApiResult<Op>;
+  }
+
+  /** graph.add: the tasks validated with the graph's own (the graph as graph.show reads it), as {key, spec, dependsOn}. */
+  async function validatedAddition(secret: string, args: Record<string, unknown>) {
     const graph = (await agentCall(db, secret, 'graph.show', { graphId: args.graphId })) as AgentApiResult<'graph.show'>;
     const policy = graph.policy as unknown as GraphPolicy;
     const tasks = parseGraphAddition({ ...graph, policy }, args.tasks).map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }));
-    const outcome = (await agentCall(db, secret, 'graph.add', { graphId: args.graphId, tasks })) as AgentApiResult<'graph.add'>;
-    await startedOrUnavailable('graph.add', async () => {
-      for (const task of outcome.added) await workflows.rerunTask(task.taskId, policy);
-    });
-    return outcome;
+    return { graphId: args.graphId, tasks };
+  }
+
+  /** task.propose: the subtasks as the agent names them (key, description, payload, dependencies); the store gives them the rest of their proposer's spec. */
+  const validatedProposal = async (_: string, args: Record<string, unknown>) => ({ tasks: parseSubtasks(args.tasks) });
+
+  /** proposal.decline: the store's answer without the graph's policy, which only starting workflows needs. */
+  async function decline(secret: string, args: Record<string, unknown>) {
+    const { policy: _, ...declined } = (await agentCall(db, secret, 'proposal.decline', args)) as AgentApiResult<'proposal.decline'> & {
+      policy: GraphPolicy;
+    };
+    return declined;
   }
 
   return async (secret, operation, args, signal) => {
@@ -244,7 +271,13 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
       case 'task.reject':
         return decide(secret, operation, args);
       case 'graph.add':
-        return addTasks(secret, args as { graphId: string; tasks: unknown[] });
+        return addTasks(secret, operation, args, validatedAddition);
+      case 'task.propose':
+        return addTasks(secret, operation, args, validatedProposal);
+      case 'proposal.accept':
+        return addTasks(secret, operation, args);
+      case 'proposal.decline':
+        return decline(secret, args);
       default:
         return agentCall(db, secret, operation, args);
     }

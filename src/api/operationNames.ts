@@ -9,6 +9,7 @@ export const OPERATION_NAMES = [
   'heartbeat',
   'submit',
   'tool.call',
+  'task.propose',
   'note.add',
   'notes.list',
   'pool.claim',
@@ -44,6 +45,9 @@ export const OPERATION_NAMES = [
   'approvals.list',
   'task.approve',
   'task.reject',
+  'proposals.list',
+  'proposal.accept',
+  'proposal.decline',
 ] as const;
 export type OperationName = (typeof OPERATION_NAMES)[number];
 

@@ -106,7 +106,35 @@ const objectView = z.strictObject({
 });
 
 /** U11: why an item of an inbox concerns its reader (baton.inbox_reason). */
-const INBOX_REASONS = ['offer', 'offer_answered', 'role_lost', 'granted', 'suggestion', 'refused', 'approval'] as const;
+const INBOX_REASONS = [
+  'offer',
+  'offer_answered',
+  'role_lost',
+  'granted',
+  'suggestion',
+  'refused',
+  'approval',
+  'proposal',
+  'proposal_answered',
+] as const;
+
+/** U11: tasks added to a graph, by an operator or as an accepted proposal, with their status. */
+const added = z.array(z.strictObject({ taskId: z.string(), status: z.enum(TASK_STATUSES) }));
+
+/** U11: subtasks an agent proposed, waiting for an operator or decided. */
+const proposal = z.strictObject({
+  id: int,
+  graphId: z.string(),
+  taskId: z.string(),
+  claimVersion: int,
+  proposedBy: z.string(),
+  proposedAt: time,
+  status: z.enum(['pending', 'accepted', 'declined']),
+  tasks: z.array(z.strictObject({ key: z.string(), description: z.string(), payload: z.unknown(), dependsOn: z.array(z.string()) })),
+  decidedBy: z.string().nullable(),
+  decidedAt: time.nullable(),
+  reason: z.string().nullable(),
+});
 
 /** U11: an approval request of a task, open (no decision) or decided. */
 const approval = z.strictObject({
@@ -253,10 +281,14 @@ export const STORE_RESULTS = {
   'tokens.list': z.strictObject({ tokens: z.array(tokenInfo), liveRunTokens: int }),
   'task.cancel': cancelled,
   'graph.cancel': cancelled,
-  'graph.add': z.strictObject({ added: z.array(z.strictObject({ taskId: z.string(), status: z.enum(TASK_STATUSES) })) }),
+  'graph.add': z.strictObject({ added }),
   'approvals.list': z.array(approval.extend({ graphId: z.string(), key: z.string(), description: z.string() })),
   'task.approve': decided,
   'task.reject': decided,
+  'task.propose': z.strictObject({ proposalId: int, status: z.enum(['pending', 'accepted']), added }),
+  'proposals.list': z.array(proposal),
+  'proposal.accept': proposal.extend({ added }),
+  'proposal.decline': proposal.extend({ added }),
 } satisfies Partial<Record<OperationName, z.ZodType>>;
 
 type StoreResult<Op extends keyof typeof STORE_RESULTS> = z.infer<(typeof STORE_RESULTS)[Op]>;
@@ -273,6 +305,7 @@ export interface AgentApiResults {
   heartbeat: StoreResult<'heartbeat'>;
   submit: StoreResult<'submit'>;
   'tool.call': ToolCallResult;
+  'task.propose': StoreResult<'task.propose'>;
   'note.add': TaskNote;
   'notes.list': TaskNote[];
   'pool.claim': StoreResult<'pool.claim'>;
@@ -308,6 +341,9 @@ export interface AgentApiResults {
   'approvals.list': StoreResult<'approvals.list'>;
   'task.approve': StoreResult<'task.approve'>;
   'task.reject': StoreResult<'task.reject'>;
+  'proposals.list': StoreResult<'proposals.list'>;
+  'proposal.accept': StoreResult<'proposal.accept'>;
+  'proposal.decline': StoreResult<'proposal.decline'>;
 }
 
 /** An event of the log as the operator's views return it. */

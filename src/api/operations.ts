@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { describeInputProblems as describeProblems, OBJECT_INPUTS, storableString } from '../objects/objectInput.js';
 import { InvalidInputError } from '../errors.js';
 import { isStorableText, STORABLE_TEXT_PATTERN, UNSTORABLE_TEXT } from '../storableText.js';
-import { MAX_TASKS_PER_GRAPH } from '../tasks/graphSpec.js';
+import { MAX_SUBTASKS_PER_TASK, MAX_TASKS_PER_GRAPH } from '../tasks/graphSpec.js';
 import { GRAPH_STATES } from '../tasks/states.js';
 import type { OperationName, TokenScope } from './operationNames.js';
 
@@ -147,6 +147,18 @@ export const OPERATIONS = {
         .max(20)
         .optional(),
     }),
+  },
+  'task.propose': {
+    scope: 'run',
+    title: 'Propose subtasks',
+    // Proposing the same keys again is refused: they are taken (or waiting in a proposal).
+    effect: write(false),
+    description:
+      "Propose subtasks of your task: each a key, a description, a payload and dependencies (on your task, on each other, on the graph's tasks). " +
+      "Each runs and is verified as your task is (its run, verify, tools and concurrency are your task's, never the proposal's). The graph's policy.subtasks decides: " +
+      'added and started at once (accept), kept for an operator to accept or decline (review, the default; you hear of the decision in your inbox), or refused. ' +
+      `At most ${MAX_SUBTASKS_PER_TASK} per task.`,
+    input: z.strictObject({ tasks: z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_SUBTASKS_PER_TASK) }),
   },
   'note.add': {
     scope: 'notes',
@@ -452,6 +464,30 @@ export const OPERATIONS = {
     description:
       "Reject the artifact of a task awaiting approval, with a reason its agent reads, recorded as its verification under your identity; the graph's onVerificationFailure policy decides what follows.",
     input: z.strictObject({ taskId, reason }),
+  },
+  'proposals.list': {
+    scope: 'view',
+    title: 'List proposed subtasks',
+    effect: READ,
+    description:
+      "Subtasks agents proposed that wait for an operator (policy.subtasks: review), oldest first, of one graph with graphId; with all, decided ones too: who proposed them from which task's claim, and each subtask's key, description, payload and dependencies.",
+    input: z.strictObject({ graphId: graphId.optional(), all: z.boolean().optional() }),
+  },
+  'proposal.accept': {
+    scope: 'admin',
+    title: 'Accept proposed subtasks',
+    // Again: the proposal is decided already, and the call is refused.
+    effect: write(false),
+    description:
+      'Accept a waiting proposal: its subtasks are added to the graph under your identity (never the proposing agent’s) and started; they wait for their dependencies like any task.',
+    input: z.strictObject({ proposalId: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), reason: reason.optional() }),
+  },
+  'proposal.decline': {
+    scope: 'admin',
+    title: 'Decline proposed subtasks',
+    effect: write(false),
+    description: 'Decline a waiting proposal, with a reason its agent reads in its inbox; nothing is added.',
+    input: z.strictObject({ proposalId: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), reason }),
   },
 } as const satisfies Record<OperationName, Operation>;
 

@@ -191,6 +191,65 @@ export function registerTaskCommands(program: Command, log: Log): void {
       });
   }
 
+  program
+    .command('proposals')
+    .description(
+      "list the subtasks agents proposed that wait for an operator (the graph's policy.subtasks: review), oldest first: who proposed them from which task, and each subtask",
+    )
+    .option('--graph <id>', "only this graph's")
+    .option('--all', 'decided proposals too')
+    .addOption(jsonOption('the proposals as one JSON array'))
+    .action(async (opts: { graph?: string; all?: boolean; json?: boolean }) => {
+      const { withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const proposals = await (await batonClient(context, { startsWorkflows: false })).proposals({ graphId: opts.graph, all: opts.all });
+        if (opts.json) return printLine(JSON.stringify(proposals));
+        if (proposals.length === 0) return log(opts.all ? 'No subtasks were proposed.' : 'No proposal is waiting.');
+        for (const p of proposals) {
+          const decided = p.status === 'pending' ? '' : `  ${p.status} by ${p.decidedBy}${p.reason ? `: ${p.reason}` : ''}`;
+          printLine(`proposal ${p.id}  from ${p.taskId} (${p.proposedBy}) at ${p.proposedAt}${decided}`);
+          for (const t of p.tasks)
+            printLine(`  ${t.key}${t.dependsOn.length ? ` (after ${t.dependsOn.join(', ')})` : ''}  ${t.description}`);
+        }
+      });
+    });
+
+  const proposal = program.command('proposal').description('accept or decline subtasks an agent proposed (see `baton proposals`)');
+  proposal
+    .command('accept')
+    .description(
+      "add a proposal's subtasks to its graph under your identity (BATON_ACTOR, else your login), never the proposing agent's, and start them; each runs and is verified as its proposer is",
+    )
+    .argument('<proposal>', 'proposal id, as `baton proposals` lists it', parsePositiveInt)
+    .option('--reason <text>', 'why, for the event log')
+    .addOption(taskQueueOption('task queue of the workers that run it'))
+    .addOption(jsonOption('the proposal as decided, with the added tasks, as one JSON object'))
+    .action(async (id: number, opts: { reason?: string; taskQueue: string; json?: boolean }) => {
+      const { operatorActor, withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: true, taskQueue: opts.taskQueue });
+        const decided = await client.decideProposal(id, operatorActor(), true, opts.reason);
+        if (opts.json) return printLine(JSON.stringify(decided));
+        for (const t of decided.added) printLine(`${t.taskId}  ${t.status}`);
+        log(`Accepted proposal ${decided.id}: ${decided.added.length} task(s) added to graph ${decided.graphId}.`);
+      });
+    });
+  proposal
+    .command('decline')
+    .description('decline a proposal, with a reason its agent reads; nothing is added')
+    .argument('<proposal>', 'proposal id, as `baton proposals` lists it', parsePositiveInt)
+    .requiredOption('--reason <text>', 'why, for the event log and the agent')
+    .addOption(jsonOption('the proposal as decided, as one JSON object'))
+    .action(async (id: number, opts: { reason: string; json?: boolean }) => {
+      const { operatorActor, withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: false });
+        const decided = await client.decideProposal(id, operatorActor(), false, opts.reason);
+        if (opts.json) return printLine(JSON.stringify(decided));
+        log(`Declined proposal ${decided.id}.`);
+      });
+    });
+
   const archive = program
     .command('archive')
     .description('retention: move the record of finished graphs (events, notes, tool calls) out of the live tables, and read it back');

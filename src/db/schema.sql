@@ -266,6 +266,27 @@ CREATE TABLE baton.pool_runs (
   CONSTRAINT pool_runs_token_id_fkey FOREIGN KEY (token_id) REFERENCES baton.agent_tokens(id)
 );
 
+CREATE TABLE baton.proposals (
+  id bigint DEFAULT nextval('baton.proposals_id_seq'::regclass) NOT NULL,
+  graph_id text NOT NULL,
+  task_id text NOT NULL,
+  claim_version bigint NOT NULL,
+  proposed_by text NOT NULL,
+  proposed_at timestamp with time zone DEFAULT now() NOT NULL,
+  tasks jsonb NOT NULL,
+  status text NOT NULL,
+  decided_by text,
+  decided_at timestamp with time zone,
+  reason text,
+  CONSTRAINT proposals_check CHECK ((((status = 'pending'::text) = (decided_at IS NULL)) AND ((decided_at IS NULL) = (decided_by IS NULL)))),
+  CONSTRAINT proposals_graph_id_fkey FOREIGN KEY (graph_id) REFERENCES baton.graphs(id),
+  CONSTRAINT proposals_pkey PRIMARY KEY (id),
+  CONSTRAINT proposals_reason_check CHECK ((length(reason) <= 2000)),
+  CONSTRAINT proposals_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'accepted'::text, 'declined'::text]))),
+  CONSTRAINT proposals_task_id_fkey FOREIGN KEY (task_id) REFERENCES baton.tasks(id),
+  CONSTRAINT proposals_tasks_check CHECK (((jsonb_typeof(tasks) = 'array'::text) AND (jsonb_array_length(tasks) > 0)))
+);
+
 CREATE TABLE baton.task_dependencies (
   task_id text NOT NULL,
   depends_on text NOT NULL,
@@ -408,6 +429,10 @@ CREATE INDEX objects_reserving_idx ON baton.objects USING btree (key) WHERE (pat
 
 CREATE INDEX pool_runs_open_idx ON baton.pool_runs USING btree (pool, offered_at) WHERE (agent IS NULL);
 
+CREATE INDEX proposals_pending_idx ON baton.proposals USING btree (proposed_at) WHERE (status = 'pending'::text);
+
+CREATE INDEX proposals_task_idx ON baton.proposals USING btree (task_id);
+
 CREATE INDEX task_dependencies_upstream_idx ON baton.task_dependencies USING btree (depends_on);
 
 CREATE INDEX tasks_ready_idx ON baton.tasks USING btree (created_at, id) WHERE (status = 'ready'::text);
@@ -462,6 +487,7 @@ DECLARE
   o baton.object_outcome;
   v_task text;
   v_secret_sha256 bytea;
+  v_outcome jsonb;
 BEGIN
   IF v_scope IS NULL THEN PERFORM baton.agent_invalid(format('unknown operation %L', p_operation)); END IF;
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
@@ -526,6 +552,11 @@ BEGIN
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
+  WHEN 'task.propose' THEN
+    IF jsonb_typeof(a->'tasks') IS DISTINCT FROM 'array' THEN PERFORM baton.agent_invalid('tasks must be a list of subtasks'); END IF;
+    v_outcome := baton.task_propose(t, k.identity, a->'tasks');
+    IF v_outcome ? 'refusal' THEN RETURN baton.agent_refuse(k, p_operation, v_outcome->>'refusal', v_outcome->>'reason'); END IF;
+    RETURN jsonb_build_object('ok', true, 'result', v_outcome);
   WHEN 'note.add', 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
     -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
@@ -569,7 +600,8 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait',
+       'proposals.list', 'proposal.accept', 'proposal.decline' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);
@@ -720,9 +752,9 @@ AS $function$
     WHEN p_operation IN ('object.create', 'object.grant', 'object.reserve', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
-    WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
-    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list') THEN 'view'
-    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add') THEN 'admin'
+    WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call', 'task.propose') THEN 'run'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list', 'proposals.list') THEN 'view'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'proposal.accept', 'proposal.decline') THEN 'admin'
     WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
 $function$
@@ -1024,11 +1056,15 @@ BEGIN
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     -- The tasks come validated with the graph's own by the API (src/api/dispatch.ts), as {key, spec, dependsOn}.
     WHEN 'graph.add' THEN jsonb_build_object('added', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status)
-                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x))
+                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x),
+                            'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = a->>'graphId'))
     WHEN 'approvals.list' THEN baton.approval_list()
     WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
     WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
     WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
+    WHEN 'proposals.list' THEN baton.proposal_list(a->>'graphId', coalesce((a->>'all')::boolean, false))
+    WHEN 'proposal.accept' THEN baton.proposal_decide((a->>'proposalId')::bigint, k.identity, true, v_reason)
+    WHEN 'proposal.decline' THEN baton.proposal_decide((a->>'proposalId')::bigint, k.identity, false, v_reason)
   END;
 END $function$
 ;
@@ -1555,7 +1591,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.graph_add_tasks(p_graph_id text, p_actor text, p_tasks jsonb)
+CREATE OR REPLACE FUNCTION baton.graph_add_tasks(p_graph_id text, p_actor text, p_tasks jsonb, p_details jsonb DEFAULT '{}'::jsonb)
  RETURNS TABLE(task_id text, status text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1565,7 +1601,7 @@ AS $function$
 DECLARE
   v_policy jsonb;
   v_keys text[];
-  v_missing text;
+  v_problem text;
   v_id text;
   v_pins jsonb;
 BEGIN
@@ -1575,18 +1611,9 @@ BEGIN
     RAISE EXCEPTION 'graph % was archived: nothing is added to it', p_graph_id USING ERRCODE = 'BT001';
   END IF;
   v_keys := ARRAY(SELECT t->>'key' FROM jsonb_array_elements(p_tasks) t);
-  IF cardinality(v_keys) = 0 THEN RAISE EXCEPTION 'no tasks to add' USING ERRCODE = 'BT003'; END IF;
-  SELECT string_agg(k, ', ') INTO v_missing FROM unnest(v_keys) k WHERE EXISTS (SELECT 1 FROM baton.tasks t WHERE t.id = baton.task_id_of(p_graph_id, k));
-  IF v_missing IS NOT NULL THEN
-    RAISE EXCEPTION 'graph % already has task(s) %: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
-  END IF;
-  SELECT string_agg(DISTINCT d, ', ') INTO v_missing
-    FROM jsonb_array_elements(p_tasks) t, jsonb_array_elements_text(t->'dependsOn') d
-   WHERE NOT d = ANY (v_keys) AND NOT EXISTS (SELECT 1 FROM baton.tasks x WHERE x.id = baton.task_id_of(p_graph_id, d));
-  IF v_missing IS NOT NULL THEN
-    RAISE EXCEPTION 'graph % has no task(s) % to depend on: nothing was added', p_graph_id, v_missing USING ERRCODE = 'BT003';
-  END IF;
-  PERFORM baton.graph_insert_tasks(p_graph_id, p_actor, v_policy, p_tasks, jsonb_build_object('added', true));
+  v_problem := baton.graph_addition_problem(p_graph_id, p_tasks);
+  IF v_problem IS NOT NULL THEN RAISE EXCEPTION '%: nothing was added', v_problem USING ERRCODE = 'BT003'; END IF;
+  PERFORM baton.graph_insert_tasks(p_graph_id, p_actor, v_policy, p_tasks, jsonb_build_object('added', true) || p_details);
   -- Those whose dependencies are all verified already are released now, as a verification would.
   FOR v_id IN SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k ORDER BY 1 LOOP
     CONTINUE WHEN NOT EXISTS (SELECT 1 FROM baton.task_dependencies x WHERE x.task_id = v_id)
@@ -1599,8 +1626,28 @@ BEGIN
       jsonb_build_object('upstream_revisions', v_pins));
   END LOOP;
   PERFORM baton.event_append('graph', p_graph_id, 'tasks_added', p_actor, NULL, NULL,
-    format('%s task(s) added: %s', cardinality(v_keys), array_to_string(v_keys, ', ')), jsonb_build_object('keys', to_jsonb(v_keys)));
+    format('%s task(s) added: %s', cardinality(v_keys), array_to_string(v_keys, ', ')), jsonb_build_object('keys', to_jsonb(v_keys)) || p_details);
   RETURN QUERY SELECT t.id, t.status FROM baton.tasks t WHERE t.id IN (SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k) ORDER BY t.id;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_addition_problem(p_graph_id text, p_tasks jsonb)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_keys text[] := ARRAY(SELECT t->>'key' FROM jsonb_array_elements(p_tasks) t);
+  v_found text;
+BEGIN
+  IF cardinality(v_keys) = 0 THEN RETURN 'no tasks to add'; END IF;
+  SELECT string_agg(k, ', ') INTO v_found FROM unnest(v_keys) k WHERE EXISTS (SELECT 1 FROM baton.tasks t WHERE t.id = baton.task_id_of(p_graph_id, k));
+  IF v_found IS NOT NULL THEN RETURN format('graph %s already has task(s) %s', p_graph_id, v_found); END IF;
+  SELECT string_agg(DISTINCT d, ', ') INTO v_found
+    FROM jsonb_array_elements(p_tasks) t, jsonb_array_elements_text(t->'dependsOn') d
+   WHERE NOT d = ANY (v_keys) AND NOT EXISTS (SELECT 1 FROM baton.tasks x WHERE x.id = baton.task_id_of(p_graph_id, d));
+  IF v_found IS NOT NULL THEN RETURN format('graph %s has no task(s) %s to depend on', p_graph_id, v_found); END IF;
+  RETURN NULL;
 END $function$
 ;
 
@@ -1789,6 +1836,8 @@ BEGIN
     WHEN e.actor = k.identity AND e.kind LIKE '%\_refused' THEN 'refused'
     WHEN e.kind = 'api_refused' AND e.subject_kind = 'agent' AND e.subject_id = k.identity THEN 'refused'
     WHEN e.kind = 'approval_requested' AND ('approve' = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'approval'
+    WHEN e.kind = 'subtasks_proposed' AND e.details->>'policy' = 'review' AND 'admin' = ANY (k.scopes) THEN 'proposal'
+    WHEN e.kind = 'proposal_decided' AND e.details->>'proposedBy' = k.identity THEN 'proposal_answered'
   END;
 END $function$
 ;
@@ -2693,6 +2742,70 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton.proposal_decide(p_id bigint, p_actor text, p_accept boolean, p_reason text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+DECLARE
+  p baton.proposals;
+  v_reason text := nullif(btrim(coalesce(p_reason, '')), '');
+  v_added jsonb := '[]'::jsonb;
+BEGIN
+  IF length(v_reason) > 2000 OR (NOT p_accept AND v_reason IS NULL) THEN
+    RAISE EXCEPTION 'declining a proposal needs a reason of 1 to 2000 characters (it is recorded, and its agent reads it)' USING ERRCODE = 'BT003';
+  END IF;
+  SELECT * INTO p FROM baton.proposals x WHERE x.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN RAISE EXCEPTION 'proposal % does not exist', p_id USING ERRCODE = 'BT002'; END IF;
+  IF p.status <> 'pending' THEN
+    RAISE EXCEPTION 'proposal % was % by % already', p_id, p.status, p.decided_by USING ERRCODE = 'BT001';
+  END IF;
+  IF p_actor = p.proposed_by THEN
+    RAISE EXCEPTION 'proposal %: % proposed it and may not decide it', p_id, p_actor USING ERRCODE = 'BT003';
+  END IF;
+  UPDATE baton.proposals SET status = CASE WHEN p_accept THEN 'accepted' ELSE 'declined' END,
+         decided_by = p_actor, decided_at = now(), reason = v_reason
+   WHERE id = p_id RETURNING * INTO p;
+  PERFORM baton.event_append('task', p.task_id, 'proposal_decided', p_actor, NULL, NULL, v_reason,
+    jsonb_build_object('proposal', p.id, 'decision', p.status, 'proposedBy', p.proposed_by,
+      'keys', (SELECT jsonb_agg(x->'key') FROM jsonb_array_elements(p.tasks) x)));
+  IF p_accept THEN
+    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
+      FROM baton.graph_add_tasks(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id)) x;
+  END IF;
+  RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added,
+    'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.proposal_list(p_graph_id text DEFAULT NULL::text, p_all boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  RETURN (SELECT coalesce(jsonb_agg(baton.proposal_view(p) ORDER BY p.proposed_at, p.id), '[]'::jsonb)
+            FROM baton.proposals p WHERE (p_all OR p.status = 'pending') AND (p_graph_id IS NULL OR p.graph_id = p_graph_id));
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.proposal_view(p baton.proposals)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  RETURN jsonb_build_object('id', p.id, 'graphId', p.graph_id, 'taskId', p.task_id, 'claimVersion', p.claim_version,
+    'proposedBy', p.proposed_by, 'proposedAt', baton.object_ts(p.proposed_at), 'status', p.status,
+    'tasks', (SELECT jsonb_agg(jsonb_build_object('key', x->>'key', 'description', x->'spec'->>'description',
+                'payload', x->'spec'->'payload', 'dependsOn', x->'dependsOn') ORDER BY n)
+                FROM jsonb_array_elements(p.tasks) WITH ORDINALITY e(x, n)),
+    'decidedBy', p.decided_by, 'decidedAt', baton.object_ts(p.decided_at), 'reason', p.reason);
+END $function$
+;
+
 CREATE OR REPLACE FUNCTION baton.read_schema_state()
  RETURNS TABLE(kind text, name text, checksum text)
  LANGUAGE sql
@@ -3064,6 +3177,53 @@ BEGIN
         jsonb_build_object('stale_upstream', v_key));
     END IF;
   END LOOP;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.task_propose(t baton.tasks, p_actor text, p_tasks jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_policy jsonb := (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = t.graph_id);
+  v_mode text := coalesce(v_policy->>'subtasks', 'review');
+  v_before integer;
+  v_tasks jsonb;
+  v_keys text[];
+  v_problem text;
+  v_id bigint;
+  v_added jsonb := '[]'::jsonb;
+BEGIN
+  IF v_mode = 'refuse' THEN
+    RETURN jsonb_build_object('refusal', 'subtasks_refused',
+      'reason', format('graph %s takes no subtasks from its agents (policy.subtasks: refuse)', t.graph_id));
+  END IF;
+  SELECT coalesce(sum(jsonb_array_length(p.tasks)), 0) INTO v_before FROM baton.proposals p WHERE p.task_id = t.id AND p.status <> 'declined';
+  IF v_before + jsonb_array_length(p_tasks) > 50 THEN
+    RETURN jsonb_build_object('refusal', 'limit',
+      'reason', format('task %s has proposed %s subtask(s); %s more would pass the limit of 50 per task (MAX_SUBTASKS_PER_TASK)', t.id, v_before, jsonb_array_length(p_tasks)));
+  END IF;
+  v_tasks := (SELECT jsonb_agg(jsonb_build_object('key', x->>'key', 'dependsOn', coalesce(x->'dependsOn', '[]'::jsonb),
+                'spec', (t.spec - 'description' - 'payload') || jsonb_build_object('description', coalesce(x->>'description', x->>'key'))
+                        || CASE WHEN x ? 'payload' THEN jsonb_build_object('payload', x->'payload') ELSE '{}'::jsonb END) ORDER BY n)
+                FROM jsonb_array_elements(p_tasks) WITH ORDINALITY e(x, n));
+  v_keys := ARRAY(SELECT x->>'key' FROM jsonb_array_elements(v_tasks) x);
+  v_problem := baton.graph_addition_problem(t.graph_id, v_tasks);
+  IF v_problem IS NOT NULL THEN PERFORM baton.agent_invalid(v_problem || ': nothing was proposed'); END IF;
+  INSERT INTO baton.proposals (graph_id, task_id, claim_version, proposed_by, tasks, status, decided_by, decided_at)
+    VALUES (t.graph_id, t.id, t.claim_version, p_actor, v_tasks, CASE v_mode WHEN 'accept' THEN 'accepted' ELSE 'pending' END,
+            CASE v_mode WHEN 'accept' THEN 'policy.subtasks' END, CASE v_mode WHEN 'accept' THEN now() END)
+    RETURNING id INTO v_id;
+  PERFORM baton.event_append('task', t.id, 'subtasks_proposed', p_actor, t.claim_version, NULL,
+    format('%s subtask(s) proposed: %s; %s', cardinality(v_keys), array_to_string(v_keys, ', '),
+      CASE v_mode WHEN 'accept' THEN 'added at once (policy.subtasks: accept)' ELSE 'waiting for an operator (policy.subtasks: review)' END),
+    jsonb_build_object('proposal', v_id, 'keys', to_jsonb(v_keys), 'policy', v_mode));
+  IF v_mode = 'accept' THEN
+    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
+      FROM baton.graph_add_tasks(t.graph_id, p_actor, v_tasks, jsonb_build_object('proposal', v_id, 'proposer', t.id)) x;
+  END IF;
+  RETURN jsonb_build_object('proposalId', v_id, 'status', CASE v_mode WHEN 'accept' THEN 'accepted' ELSE 'pending' END,
+    'added', v_added, 'policy', v_policy);
 END $function$
 ;
 
@@ -3795,7 +3955,9 @@ function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,
 
 function baton.event_refuse_change(): {baton_owner=X/baton_owner}
 
-function baton.graph_add_tasks(text,text,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+function baton.graph_add_tasks(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.graph_addition_problem(text,jsonb): {baton_owner=X/baton_owner}
 
 function baton.graph_insert_tasks(text,text,jsonb,jsonb,jsonb): {baton_owner=X/baton_owner}
 
@@ -3915,6 +4077,12 @@ function baton.pool_offer(text,text,bigint,text): {baton_owner=X/baton_owner,bat
 
 function baton.pool_run_state(text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
+function baton.proposal_decide(bigint,text,boolean,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.proposal_list(text,boolean): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.proposal_view(baton.proposals): {baton_owner=X/baton_owner}
+
 function baton.read_schema_state(): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner,baton_agent=X/baton_owner}
 
 function baton.record_refuse_change(): {baton_owner=X/baton_owner}
@@ -3952,6 +4120,8 @@ function baton.task_lock(text): {baton_owner=X/baton_owner}
 function baton.task_note_add(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.task_propagate_stale(text,text): {baton_owner=X/baton_owner}
+
+function baton.task_propose(baton.tasks,text,jsonb): {baton_owner=X/baton_owner}
 
 function baton.task_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

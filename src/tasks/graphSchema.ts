@@ -22,6 +22,7 @@ import {
   MAX_TEXT_LENGTH,
   POOL_PATTERN,
   TOOL_NAME_PATTERN,
+  SUBTASK_POLICIES,
   UPSTREAM_CHANGE_POLICIES,
   VERIFICATION_FAILURE_POLICIES,
   type GraphPolicy,
@@ -116,6 +117,11 @@ export function graphJsonSchema(): Schema {
             maximum: CONCURRENCY_LIMIT_RANGE[1],
             description: "At most this many of the graph's tasks running at once; the others wait for a place. (Default: no limit)",
           },
+          subtasks: choice(
+            SUBTASK_POLICIES,
+            "Subtasks a running task's agent proposes: wait for an operator to accept or decline them (`review`), are added at " +
+              'once (`accept`), or are refused (`refuse`). A subtask runs and is verified as its proposer is.',
+          ),
         } satisfies Record<keyof GraphPolicy, Schema>,
       },
       tasks: { type: 'array', minItems: 1, maxItems: MAX_TASKS_PER_GRAPH, items: { $ref: '#/$defs/task' }, description: 'The tasks.' },

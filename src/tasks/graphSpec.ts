@@ -37,6 +37,11 @@ type VerificationFailurePolicy = (typeof VERIFICATION_FAILURE_POLICIES)[number];
 /** What to do with a task left stale because an upstream task moved to a new revision (T8); the first is the default. */
 export const UPSTREAM_CHANGE_POLICIES = ['rerun', 'mark'] as const;
 type UpstreamChangePolicy = (typeof UPSTREAM_CHANGE_POLICIES)[number];
+/** What becomes of subtasks an agent proposes (U11): wait for an operator, added at once, or refused; the first is the default. */
+export const SUBTASK_POLICIES = ['review', 'accept', 'refuse'] as const;
+type SubtaskPolicy = (typeof SUBTASK_POLICIES)[number];
+/** Most subtasks one task may propose, over all its runs. */
+export const MAX_SUBTASKS_PER_TASK = 50;
 
 export interface GraphPolicy {
   /** Runs allowed per task, counting reclaims and reruns. (Default: 3) */
@@ -53,6 +58,13 @@ export interface GraphPolicy {
   onUpstreamChange: UpstreamChangePolicy;
   /** U11: at most this many of the graph's tasks running at once. (Default: no limit) */
   maxRunning?: number;
+  /**
+   * U11: subtasks a running task's agent proposes (`task.propose`) wait for an operator to accept
+   * or decline them (`review`), are added at once (`accept`), or are refused (`refuse`). A subtask
+   * runs and is verified as its proposer is: the agent names its key, description, payload and
+   * dependencies only. (Default: `review`)
+   */
+  subtasks?: SubtaskPolicy;
 }
 
 interface GraphTaskSpec {
@@ -90,6 +102,7 @@ const POLICY_KEYS = keysOf<GraphPolicy>({
   heartbeatTimeoutMs: true,
   onUpstreamChange: true,
   maxRunning: true,
+  subtasks: true,
 });
 /** The range of a graph's `policy.maxRunning` and of a task's `concurrency.limit`. */
 export const CONCURRENCY_LIMIT_RANGE = [1, 10_000] as const;
@@ -235,16 +248,23 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
     heartbeatTimeoutMs: policyInt(p, 'heartbeatTimeoutMs', HEARTBEAT_TIMEOUT_MS_DEFAULT, HEARTBEAT_TIMEOUT_MS_RANGE, problems),
     onUpstreamChange,
     ...(maxRunning ? { maxRunning } : {}),
+    ...(p.subtasks !== undefined && p.subtasks !== null ? { subtasks: policyChoice(p, 'subtasks', SUBTASK_POLICIES, problems) } : {}),
   };
 }
 
-/** The policy's `name`: one of two `choices`, the first when it is absent (or null) or wrong. */
-function policyChoice<T>(p: Record<string, unknown>, name: keyof GraphPolicy, choices: readonly [T, T], problems: Problems): T {
+/** The policy's `name`: one of `choices`, the first when it is absent (or null) or wrong. */
+function policyChoice<T extends string>(
+  p: Record<string, unknown>,
+  name: keyof GraphPolicy,
+  choices: readonly [T, ...T[]],
+  problems: Problems,
+): T {
   const value = p[name] ?? choices[0];
   if (choices.includes(value as T)) return value as T;
+  const named = choices.map((c) => `'${c}'`);
   problems.push({
     path: ['policy', name],
-    message: `policy.${name} must be '${choices[0]}' or '${choices[1]}', not ${describeValue(value)}`,
+    message: `policy.${name} must be ${named.slice(0, -1).join(', ')} or ${named.at(-1)}, not ${describeValue(value)}`,
   });
   return choices[0];
 }
@@ -520,6 +540,62 @@ export function parseGraphAddition(
     options,
   );
   return whole.tasks.slice(existing.length);
+}
+
+/** What an agent names of a subtask it proposes (U11); the rest of its spec is its proposer's. */
+interface ProposedSubtask {
+  key: string;
+  description: string;
+  payload?: unknown;
+  dependsOn: string[];
+}
+
+/** The parts of a task's spec a subtask takes from its proposer, never from the proposal. */
+const INHERITED_KEYS = ['run', 'verify', 'tools', 'concurrency'] as const;
+
+/**
+ * U11: the subtasks an agent proposes (`task.propose`), validated as tasks added to a graph are:
+ * keys, descriptions, payloads, dependencies among them (no cycle) and on other tasks, named by
+ * key; whether those exist is the store's to say. A subtask runs and is verified as its proposer
+ * is, so a proposal naming `run`, `verify`, `tools` or `concurrency` is refused: an agent cannot
+ * give work it spawns another check, another agent or more tools than its own.
+ */
+export function parseSubtasks(input: unknown): ProposedSubtask[] {
+  if (!Array.isArray(input) || input.length === 0 || input.length > MAX_SUBTASKS_PER_TASK)
+    throw new InvalidInputError(`give the subtasks as a list of 1 to ${MAX_SUBTASKS_PER_TASK} tasks`);
+  const problems: Problems = [];
+  const proposed = new Set(input.map((raw) => (isRecord(raw) ? raw.key : undefined)).filter((k) => typeof k === 'string'));
+  const outside = new Set<string>();
+  input.forEach((raw, index) => {
+    if (!isRecord(raw)) return;
+    for (const name of INHERITED_KEYS)
+      if (raw[name] !== undefined)
+        problems.push({
+          path: ['tasks', index, name],
+          message: `tasks[${index}]: a subtask runs and is verified as the task proposing it is; its ${name} is not the proposal's to set`,
+        });
+    if (Array.isArray(raw.dependsOn))
+      for (const d of raw.dependsOn) if (typeof d === 'string' && KEY_PATTERN.test(d) && !proposed.has(d)) outside.add(d);
+  });
+  // The tasks depended on outside the proposal stand in by key; any other problem is parseGraphSpec's to name.
+  const stand = { run: { function: 'proposer' }, verify: { function: 'proposer' } };
+  const tasks = [...outside].map((key) => ({ key, ...stand }));
+  const items = input.map((raw) => (isRecord(raw) ? { ...raw, ...stand } : raw));
+  let parsed: GraphTaskSpec[] = [];
+  try {
+    // The stand-ins after the proposal's own, so a problem's place in the list is the proposal's.
+    parsed = parseGraphSpec({ id: 'proposal', tasks: [...items, ...tasks] }).tasks.slice(0, items.length);
+  } catch (error) {
+    if (!(error instanceof InvalidGraphError)) throw error;
+    problems.push(...error.graphProblems);
+  }
+  if (problems.length) throw new InvalidGraphError(problems);
+  return parsed.map((t) => ({
+    key: t.key,
+    description: t.spec.description,
+    ...(t.spec.payload !== undefined && { payload: t.spec.payload }),
+    dependsOn: t.dependsOn,
+  }));
 }
 
 /**

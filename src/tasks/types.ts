@@ -69,6 +69,23 @@ export interface Approval {
   onTimeout: 'reject' | 'fail';
 }
 
+/** U11: subtasks an agent proposed from its task's claim, waiting for an operator or decided. */
+export interface Proposal {
+  id: number;
+  graphId: string;
+  /** The task whose agent proposed them. */
+  taskId: string;
+  claimVersion: number;
+  proposedBy: string;
+  proposedAt: string;
+  status: 'pending' | 'accepted' | 'declined';
+  /** What the agent named of each; the rest of each spec is its proposer's. */
+  tasks: { key: string; description: string; payload: unknown; dependsOn: string[] }[];
+  decidedBy: string | null;
+  decidedAt: string | null;
+  reason: string | null;
+}
+
 export interface TaskTools {
   allow?: string[];
   maxCalls?: number;

@@ -42,6 +42,8 @@ beforeAll(async () => {
       callTool: async () => Promise.reject(new Error('no tool is called here')),
       reportProgress: () => undefined,
     },
+    // As a worker's: its own Temporal, for the subtasks its agent proposes.
+    workflows: () => Promise.reject(new Error('this test reaches no Temporal')),
   });
   runEndpoint = await startAgentServer(api, { port: 0, host: '127.0.0.1' });
 });
@@ -100,6 +102,7 @@ const EXPECTED: Record<string, string> = {
   heartbeat: 'write idempotent',
   submit: 'write idempotent',
   tool_call: 'destructive idempotent open',
+  task_propose: 'write',
   note_add: 'write',
   notes_list: 'read',
   pool_claim: 'write',
@@ -135,6 +138,9 @@ const EXPECTED: Record<string, string> = {
   approvals_list: 'read',
   task_approve: 'destructive',
   task_reject: 'destructive',
+  proposals_list: 'read',
+  proposal_accept: 'write',
+  proposal_decline: 'write',
 };
 
 describe('the MCP tools of the agent API', () => {
@@ -219,11 +225,11 @@ describe('the MCP tools of the agent API', () => {
     // A pooled run's token (taken by a read,submit token: scope read) on `baton serve`: its run's
     // operations and its scope's, no further runs, and no tool calls, which only a run's own endpoint makes.
     expect(await names(serve.url, await pooledRunToken(['read', 'submit']))).toEqual(
-      toolsOf(['context', 'heartbeat', 'submit', ...withScope('read')]),
+      toolsOf(['context', 'heartbeat', 'submit', 'task.propose', ...withScope('read')]),
     );
     // A command run's token on its run's endpoint, whose worker has tools.
     expect(await names(runEndpoint.url, runSecret)).toEqual(
-      toolsOf(['context', 'heartbeat', 'submit', 'tool.call', ...withScope('read', 'notes', 'objects')]),
+      toolsOf(['context', 'heartbeat', 'submit', 'tool.call', 'task.propose', ...withScope('read', 'notes', 'objects')]),
     );
 
     // A tool it was not shown is still refused by the operation, with the problem HTTP gives.

@@ -221,6 +221,57 @@ describe('baton submit, status and events', () => {
     expect((await stack.client.graphTasks('cli-approval')).map((t) => t.key).sort()).toEqual(['extra', 'ship', 'tell']);
   });
 
+  it('lists the subtasks an agent proposed for review, declines one and accepts another, which then runs', async () => {
+    const repo = await createScriptedRepo();
+    const propose = (key: string) =>
+      `baton api task.propose '{"tasks": [{"key": "${key}", "description": "${key} it", "dependsOn": ["plan"]}]}'`;
+    // Every task runs this agent; only plan proposes.
+    const agent = [
+      'set -e',
+      'baton api context > context.json',
+      `if node -e 'process.exit(JSON.parse(require("fs").readFileSync("context.json", "utf8")).key === "plan" ? 0 : 1)'; then`,
+      `${propose('document')} && ${propose('polish')}`,
+      'fi',
+      commitAll('work'),
+    ].join('\n');
+    const file = await graphFile('proposing.yaml', {
+      id: 'cli-proposing',
+      repo: path.relative(dir, repo),
+      tasks: [{ key: 'plan', run: { command: agent, agent: 'cli-planner' }, verify: 'test -s context.json' }],
+    });
+    expect((await runCli(['submit', file, '--task-queue', stack.temporal.taskQueue], env)).code).toBe(0);
+    await stack.client.waitForGraph('cli-proposing');
+    const listed = await runCli(['proposals', '--graph', 'cli-proposing', '--json'], env);
+    const [document, polish] = JSON.parse(listed.stdout) as Array<{ id: number; tasks: Array<{ key: string }> }>;
+    expect([document!.tasks[0]!.key, polish!.tasks[0]!.key]).toEqual(['document', 'polish']);
+    const text = await runCli(['proposals', '--graph', 'cli-proposing'], env);
+    expect(text.stdout).toContain(`proposal ${document!.id}  from cli-proposing/plan (cli-planner) at `);
+    expect(text.stdout).toContain('  document (after plan)  document it\n');
+
+    const noReason = await runCli(['proposal', 'decline', String(polish!.id)], env);
+    expect(noReason.stderr).toContain("required option '--reason <text>' not specified");
+    const declined = await runCli(['proposal', 'decline', String(polish!.id), '--reason', 'not now'], env);
+    expect(declined.code, declined.output).toBe(0);
+    const accepted = await runCli(['proposal', 'accept', String(document!.id), '--task-queue', stack.temporal.taskQueue, '--json'], env);
+    expect(accepted.code, accepted.output).toBe(0);
+    expect(JSON.parse(accepted.stdout)).toMatchObject({
+      status: 'accepted',
+      decidedBy: 'cli-test',
+      added: [{ taskId: 'cli-proposing/document' }],
+    });
+    await waitFor(
+      'the accepted subtask verified',
+      async () => {
+        const task = await stack.client.task('cli-proposing/document');
+        if (task.status !== 'verified') throw new Error(`document is ${task.status}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const all = JSON.parse((await runCli(['proposals', '--graph', 'cli-proposing', '--all', '--json'], env)).stdout);
+    expect(all.map((p: { status: string }) => p.status)).toEqual(['accepted', 'declined']);
+    expect((await runCli(['proposals', '--graph', 'cli-proposing'], env)).stderr).toContain('No proposal is waiting.');
+  });
+
   it('archives finished graphs (a dry run first), whose events still read with baton events', async () => {
     const dry = await runCli(['archive', 'run', '--older-than', '0m', '--dry-run', '--json'], env);
     expect(dry.code, dry.output).toBe(0);

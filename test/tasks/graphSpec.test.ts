@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidGraphError, InvalidInputError } from '../../src/errors.js';
-import { findCycle, MAX_TASKS_PER_GRAPH, parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import { findCycle, MAX_SUBTASKS_PER_TASK, MAX_TASKS_PER_GRAPH, parseGraphSpec, parseSubtasks } from '../../src/tasks/graphSpec.js';
 
 const task = (key: string, dependsOn: string[] = []) => ({ key, dependsOn, run: { function: 'f' }, verify: { function: 'v' } });
 /** The refusal of `input`: an InvalidGraphError (so an InvalidInputError too). */
@@ -290,6 +290,59 @@ describe('graph validation (T8)', () => {
     expect(problems({ tasks: [{ ...task('a'), payload: deep }] })).toMatch(/task 'a': payload(\[0\])+ is nested more than 64 levels deep/);
     expect(problems({ policy: { onVerificationFailure: 10n }, tasks: [task('a')] })).toMatch(
       /onVerificationFailure must be 'rerun' or 'fail', not 10n$/,
+    );
+  });
+});
+
+describe('subtasks an agent proposes (U11)', () => {
+  const problemsOf = (input: unknown) => {
+    try {
+      parseSubtasks(input);
+    } catch (error) {
+      return error instanceof InvalidGraphError ? error.problems : [(error as Error).message];
+    }
+    return [];
+  };
+
+  it('keeps what the agent may name, and depends on tasks outside the proposal by key', () => {
+    expect(
+      parseSubtasks([
+        { key: 'docs', payload: { n: 1 }, dependsOn: ['plan'] },
+        { key: 'more', description: 'more', dependsOn: ['docs'] },
+      ]),
+    ).toEqual([
+      { key: 'docs', description: 'docs', payload: { n: 1 }, dependsOn: ['plan'] },
+      { key: 'more', description: 'more', dependsOn: ['docs'] },
+    ]);
+    expect(parseGraphSpec({ policy: { subtasks: 'accept' }, tasks: [task('a')] }).policy.subtasks).toBe('accept');
+  });
+
+  it('names every problem: what the proposer decides, bad keys, cycles, unknown keys, the count', () => {
+    expect(
+      problemsOf([
+        { key: 'a', verify: 'true', dependsOn: ['b'] },
+        { key: 'b', run: { command: 'x' }, dependsOn: ['a'] },
+        { key: 'Bad Key', tools: { allow: ['deploy'] }, concurrency: { key: 'k', limit: 1 }, colour: 'red' },
+      ]),
+    ).toEqual(
+      expect.arrayContaining([
+        "tasks[0]: a subtask runs and is verified as the task proposing it is; its verify is not the proposal's to set",
+        "tasks[1]: a subtask runs and is verified as the task proposing it is; its run is not the proposal's to set",
+        "tasks[2]: a subtask runs and is verified as the task proposing it is; its tools is not the proposal's to set",
+        "tasks[2]: a subtask runs and is verified as the task proposing it is; its concurrency is not the proposal's to set",
+        expect.stringMatching(/^dependency cycle: (a -> b -> a|b -> a -> b)$/),
+        expect.stringContaining("task 'Bad Key': key must match"),
+        "task 'Bad Key': unknown key 'colour'",
+      ]),
+    );
+    expect(problemsOf([])).toEqual([`invalid input: give the subtasks as a list of 1 to ${MAX_SUBTASKS_PER_TASK} tasks`]);
+    expect(problemsOf(Array.from({ length: MAX_SUBTASKS_PER_TASK + 1 }, (_, i) => ({ key: `t${i}` })))).toHaveLength(1);
+    expect(problemsOf([{ key: 'a', dependsOn: ['a'] }])).toEqual(["task 'a': depends on itself"]);
+  });
+
+  it('refuses a policy.subtasks it does not know, naming the three', () => {
+    expect(() => parseGraphSpec({ policy: { subtasks: 'sometimes' }, tasks: [task('a')] })).toThrow(
+      `policy.subtasks must be 'review', 'accept' or 'refuse', not "sometimes"`,
     );
   });
 });

@@ -122,9 +122,9 @@ CREATE FUNCTION baton.agent_operation_scope(p_operation text) RETURNS text LANGU
     WHEN p_operation IN ('object.create', 'object.grant', 'object.reserve', 'object.take', 'object.write', 'object.heartbeat', 'object.release',
                          'object.offer', 'object.accept', 'object.decline', 'object.withdraw', 'object.suggest', 'object.approve') THEN 'objects'
     WHEN p_operation = 'pool.claim' THEN 'submit'
-    WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call') THEN 'run'
-    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list') THEN 'view'
-    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add') THEN 'admin'
+    WHEN p_operation IN ('context', 'heartbeat', 'submit', 'tool.call', 'task.propose') THEN 'run'
+    WHEN p_operation IN ('graphs.list', 'graph.show', 'task.show', 'events.list', 'pools.list', 'proposals.list') THEN 'view'
+    WHEN p_operation IN ('tokens.list', 'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'proposal.accept', 'proposal.decline') THEN 'admin'
     WHEN p_operation IN ('approvals.list', 'task.approve', 'task.reject') THEN 'approve'
   END
 $$;
@@ -232,6 +232,7 @@ DECLARE
   o baton.object_outcome;
   v_task text;
   v_secret_sha256 bytea;
+  v_outcome jsonb;
 BEGIN
   IF v_scope IS NULL THEN PERFORM baton.agent_invalid(format('unknown operation %L', p_operation)); END IF;
   IF jsonb_typeof(a) <> 'object' THEN PERFORM baton.agent_invalid('the arguments must be a JSON object'); END IF;
@@ -296,6 +297,11 @@ BEGIN
         jsonb_build_object('revision', a->>'revision', 'pool', r.pool, 'token_id', k.id));
     END IF;
     RETURN jsonb_build_object('ok', true, 'result', jsonb_build_object('taskId', t.id, 'claimVersion', t.claim_version, 'revision', a->>'revision'));
+  WHEN 'task.propose' THEN
+    IF jsonb_typeof(a->'tasks') IS DISTINCT FROM 'array' THEN PERFORM baton.agent_invalid('tasks must be a list of subtasks'); END IF;
+    v_outcome := baton.task_propose(t, k.identity, a->'tasks');
+    IF v_outcome ? 'refusal' THEN RETURN baton.agent_refuse(k, p_operation, v_outcome->>'refusal', v_outcome->>'reason'); END IF;
+    RETURN jsonb_build_object('ok', true, 'result', v_outcome);
   WHEN 'note.add', 'notes.list' THEN
     v_task := coalesce(a->>'taskId', k.task_id);
     -- Well-formed (taskId is optional, for run tokens): a token with no task of its own names no task (S7).
@@ -339,7 +345,8 @@ BEGIN
       jsonb_build_object('pool', r.pool, 'token_id', k.id, 'worker', r.offered_by));
     RETURN jsonb_build_object('ok', true, 'result', baton.agent_task_context(t, k) || jsonb_build_object('pool', r.pool, 'runTokenId', k.id));
   WHEN 'graphs.list', 'graph.show', 'task.show', 'events.list', 'objects.list', 'pools.list', 'tokens.list',
-       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait' THEN
+       'task.cancel', 'graph.cancel', 'task.rerun', 'graph.add', 'approvals.list', 'task.approve', 'task.reject', 'inbox.wait',
+       'proposals.list', 'proposal.accept', 'proposal.decline' THEN
     RETURN jsonb_build_object('ok', true, 'identity', k.identity, 'result', baton.agent_view(k, p_operation, a));
   WHEN 'object.log' THEN
     o := baton.object_show(a->>'key', k.identity);

@@ -108,8 +108,9 @@ END $$;
 -- U11: why event e concerns token k's identity, in a word, or NULL when it does not: an offer made
 -- to it (offer) or withdrawn from it, one it made accepted or declined (offer_answered), a role it
 -- held taken over or lost to silence (role_lost), a grant on an object (granted), a suggestion on an
--- object it holds now (suggestion), a call of its refused (refused), and, for a token that may
--- decide them (approve, admin), a task awaiting approval (approval).
+-- object it holds now (suggestion), a call of its refused (refused), a decision on subtasks it
+-- proposed (proposal_answered), and, for a token that may decide them, a task awaiting approval
+-- (approval; approve, admin) and subtasks waiting for an operator (proposal; admin).
 CREATE FUNCTION baton.inbox_reason(k baton.agent_tokens, e baton.events) RETURNS text LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN CASE
@@ -125,6 +126,8 @@ BEGIN
     WHEN e.actor = k.identity AND e.kind LIKE '%\_refused' THEN 'refused'
     WHEN e.kind = 'api_refused' AND e.subject_kind = 'agent' AND e.subject_id = k.identity THEN 'refused'
     WHEN e.kind = 'approval_requested' AND ('approve' = ANY (k.scopes) OR 'admin' = ANY (k.scopes)) THEN 'approval'
+    WHEN e.kind = 'subtasks_proposed' AND e.details->>'policy' = 'review' AND 'admin' = ANY (k.scopes) THEN 'proposal'
+    WHEN e.kind = 'proposal_decided' AND e.details->>'proposedBy' = k.identity THEN 'proposal_answered'
   END;
 END $$;
 
@@ -279,10 +282,14 @@ BEGIN
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     -- The tasks come validated with the graph's own by the API (src/api/dispatch.ts), as {key, spec, dependsOn}.
     WHEN 'graph.add' THEN jsonb_build_object('added', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status)
-                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x))
+                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x),
+                            'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = a->>'graphId'))
     WHEN 'approvals.list' THEN baton.approval_list()
     WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
     WHEN 'task.approve' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'approved', v_reason)
     WHEN 'task.reject' THEN baton.agent_approval_decide(k.identity, a->>'taskId', 'rejected', v_reason)
+    WHEN 'proposals.list' THEN baton.proposal_list(a->>'graphId', coalesce((a->>'all')::boolean, false))
+    WHEN 'proposal.accept' THEN baton.proposal_decide((a->>'proposalId')::bigint, k.identity, true, v_reason)
+    WHEN 'proposal.decline' THEN baton.proposal_decide((a->>'proposalId')::bigint, k.identity, false, v_reason)
   END;
 END $$;

@@ -1,7 +1,8 @@
 // Bindings of src/db/functions/graphs.sql: submitting a graph and moving its tasks outside any
 // owner's claim (SPEC T8).
-import type { GraphSpec } from '../../tasks/graphSpec.js';
+import type { GraphPolicy, GraphSpec } from '../../tasks/graphSpec.js';
 import type { TaskStatus } from '../../tasks/states.js';
+import type { Proposal } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 import { callStore, callStoreValue } from '../storeCall.js';
 
@@ -48,4 +49,21 @@ export async function graphAddTasks(
     JSON.stringify(tasks.map((t) => ({ key: t.key, spec: t.spec, dependsOn: t.dependsOn }))),
   ]);
   return rows.map((r) => ({ taskId: r.task_id, status: r.status }));
+}
+
+/** U11: the proposals of subtasks waiting for an operator (with `all`, decided ones too), oldest first; of one graph with `graphId`. */
+export function proposalList(db: Queryable, filter: { graphId?: string; all?: boolean } = {}): Promise<Proposal[]> {
+  return callStoreValue<Proposal[]>(db, 'proposal_list', [filter.graphId ?? null, filter.all ?? false]);
+}
+
+/**
+ * U11: `actor` accepts (its subtasks are added to the graph as `actor`'s) or declines (with a reason)
+ * the waiting proposal `id`; never the agent that proposed it. Returns the proposal as decided, the
+ * tasks added and the graph's policy, which their workflows run under.
+ */
+export function proposalDecide(
+  db: Queryable,
+  d: { id: number; actor: string; accept: boolean; reason?: string },
+): Promise<Proposal & { added: { taskId: string; status: TaskStatus }[]; policy: GraphPolicy }> {
+  return callStoreValue(db, 'proposal_decide', [d.id, d.actor, d.accept, d.reason ?? null]);
 }
