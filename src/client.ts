@@ -11,6 +11,7 @@ import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
 import type { Approval, GraphSummary, Proposal, TaskEvent, TaskRow } from './tasks/types.js';
 import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
 import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
+import { graphPriority } from './temporal/priority.js';
 import { GRAPH_ID_ATTRIBUTE } from './temporal/searchAttributes.js';
 import { workflowControl } from './workflowControl.js';
 import { type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
@@ -90,6 +91,7 @@ export function createBatonClient(options: BatonClientOptions) {
           workflowId: graphWorkflowId(graph.id),
           args: [workflowInput],
           ...(searchAttributes && { typedSearchAttributes: [{ key: GRAPH_ID_ATTRIBUTE, value: graph.id }] }),
+          priority: graphPriority(graph.id, graph.policy),
           workflowIdConflictPolicy: 'USE_EXISTING',
         });
       });

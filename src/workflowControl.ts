@@ -4,7 +4,8 @@
 // workflow again, tell it to look at its task now.
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { WorkflowControl } from './api/dispatch.js';
-import { graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
+import { graphOf, graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
+import { graphPriority } from './temporal/priority.js';
 import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { taskSearchAttributes } from './temporal/searchAttributes.js';
 import type { batonTaskWorkflow } from '../workflows/taskWorkflow.js';
@@ -32,6 +33,7 @@ export function workflowControl(temporal: Client, taskQueue: string): WorkflowCo
           // Outside the graph's workflow: it starts the workflows of the dependents it releases.
           args: [{ taskId, policy, wakeDependents: true, ...(registered && { searchAttributes: true }) }],
           ...taskSearchAttributes(taskId, registered),
+          priority: graphPriority(graphOf(taskId), policy),
           workflowIdConflictPolicy: 'USE_EXISTING',
         }),
       );

@@ -429,6 +429,8 @@ CREATE INDEX objects_reserving_idx ON baton.objects USING btree (key) WHERE (pat
 
 CREATE INDEX pool_runs_open_idx ON baton.pool_runs USING btree (pool, offered_at) WHERE (agent IS NULL);
 
+CREATE INDEX pool_runs_taken_idx ON baton.pool_runs USING btree (pool) WHERE ((agent IS NOT NULL) AND (revision IS NULL));
+
 CREATE INDEX proposals_pending_idx ON baton.proposals USING btree (proposed_at) WHERE (status = 'pending'::text);
 
 CREATE INDEX proposals_task_idx ON baton.proposals USING btree (task_id);
@@ -581,9 +583,17 @@ BEGIN
         jsonb_build_object('requested_pool', a->>'pool'));
     END IF;
     v_secret_sha256 := decode(coalesce(a->>'runSecretSha256', ''), 'hex');
-    SELECT r2.* INTO r FROM baton.pool_runs r2 JOIN baton.tasks t2 ON t2.id = r2.task_id
+    -- U11: the offer of the graph of the highest priority (policy.priority, 1 first); among graphs of one
+    -- priority, of the graph with the fewest of this pool's runs taken and not submitted (graphs in
+    -- turn, not first come first served); then the oldest.
+    SELECT r2.* INTO r FROM baton.pool_runs r2 JOIN baton.tasks t2 ON t2.id = r2.task_id JOIN baton.graphs g2 ON g2.id = t2.graph_id
      WHERE r2.pool = a->>'pool' AND r2.agent IS NULL AND t2.status = 'running' AND t2.claim_version = r2.claim_version
-     ORDER BY r2.offered_at, r2.task_id FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
+     ORDER BY coalesce((g2.spec->'policy'->>'priority')::integer, 3),
+              (SELECT count(*) FROM baton.pool_runs x JOIN baton.tasks y ON y.id = x.task_id
+                WHERE x.pool = r2.pool AND x.agent IS NOT NULL AND x.revision IS NULL AND y.graph_id = t2.graph_id
+                  AND y.status = 'running' AND y.claim_version = x.claim_version),
+              r2.offered_at, r2.task_id
+     FOR UPDATE OF r2 SKIP LOCKED LIMIT 1;
     IF NOT FOUND THEN RETURN jsonb_build_object('ok', true, 'result', NULL); END IF;
     t := baton.task_lock(r.task_id);
     -- Its claim may have moved since the offer was read (recovered and claimed again): no run then.

@@ -63,6 +63,13 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
 
 const EXITED_EARLY = 'temporal server start-dev exited early';
 
+/** Settings of the dev server's dynamic config: one partition per task queue (one machine needs no more), fairness on. */
+const DEV_DYNAMIC_CONFIG = [
+  'matching.numTaskqueueReadPartitions=1',
+  'matching.numTaskqueueWritePartitions=1',
+  'matching.enableFairness=true',
+];
+
 async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const log = options.log ?? silentLog;
   const namespace = options.namespace ?? 'default';
@@ -75,6 +82,9 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   // baton's workflows set these (src/temporal/searchAttributes.ts): registered from the start.
   for (const attribute of BATON_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${attribute.name}=Keyword`);
+  // One partition per task queue, so a backlog is served in priority order and in turn between
+  // graphs across the whole queue (src/temporal/priority.ts), not within each of four partitions.
+  for (const setting of DEV_DYNAMIC_CONFIG) args.push('--dynamic-config-value', setting);
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = new OutputKeeper();

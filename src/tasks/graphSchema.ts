@@ -22,6 +22,8 @@ import {
   MAX_TEXT_LENGTH,
   POOL_PATTERN,
   TOOL_NAME_PATTERN,
+  PRIORITY_DEFAULT,
+  PRIORITY_RANGE,
   SUBTASK_POLICIES,
   UPSTREAM_CHANGE_POLICIES,
   VERIFICATION_FAILURE_POLICIES,
@@ -122,6 +124,14 @@ export function graphJsonSchema(): Schema {
             "Subtasks a running task's agent proposes: wait for an operator to accept or decline them (`review`), are added at " +
               'once (`accept`), or are refused (`refuse`). A subtask runs and is verified as its proposer is.',
           ),
+          priority: {
+            type: ['integer', 'null'],
+            minimum: PRIORITY_RANGE[0],
+            maximum: PRIORITY_RANGE[1],
+            default: PRIORITY_DEFAULT,
+            description:
+              "Where the graph's tasks stand when workers are short: 1 first, 5 last. Among graphs of one priority, work is shared out between graphs in turn.",
+          },
         } satisfies Record<keyof GraphPolicy, Schema>,
       },
       tasks: { type: 'array', minItems: 1, maxItems: MAX_TASKS_PER_GRAPH, items: { $ref: '#/$defs/task' }, description: 'The tasks.' },

@@ -40,6 +40,10 @@ type UpstreamChangePolicy = (typeof UPSTREAM_CHANGE_POLICIES)[number];
 /** What becomes of subtasks an agent proposes (U11): wait for an operator, added at once, or refused; the first is the default. */
 export const SUBTASK_POLICIES = ['review', 'accept', 'refuse'] as const;
 type SubtaskPolicy = (typeof SUBTASK_POLICIES)[number];
+/** A graph's `policy.priority`: 1 runs first, 5 last (Temporal's task queue priority keys). */
+export const PRIORITY_RANGE = [1, 5] as const;
+/** The priority of a graph that names none: Temporal's default, the middle of the range. */
+export const PRIORITY_DEFAULT = 3;
 /** Most subtasks one task may propose, over all its runs. */
 export const MAX_SUBTASKS_PER_TASK = 50;
 
@@ -65,6 +69,11 @@ export interface GraphPolicy {
    * dependencies only. (Default: `review`)
    */
   subtasks?: SubtaskPolicy;
+  /**
+   * U11: where the graph's tasks stand when workers are short: 1 first, 5 last. Among graphs of one
+   * priority, work is shared out between graphs in turn, not first come first served. (Default: 3)
+   */
+  priority?: number;
 }
 
 interface GraphTaskSpec {
@@ -103,6 +112,7 @@ const POLICY_KEYS = keysOf<GraphPolicy>({
   onUpstreamChange: true,
   maxRunning: true,
   subtasks: true,
+  priority: true,
 });
 /** The range of a graph's `policy.maxRunning` and of a task's `concurrency.limit`. */
 export const CONCURRENCY_LIMIT_RANGE = [1, 10_000] as const;
@@ -249,6 +259,9 @@ function parsePolicy(input: unknown, problems: Problems): GraphPolicy {
     onUpstreamChange,
     ...(maxRunning ? { maxRunning } : {}),
     ...(p.subtasks !== undefined && p.subtasks !== null ? { subtasks: policyChoice(p, 'subtasks', SUBTASK_POLICIES, problems) } : {}),
+    ...(p.priority !== undefined && p.priority !== null
+      ? { priority: policyInt(p, 'priority', PRIORITY_DEFAULT, PRIORITY_RANGE, problems) }
+      : {}),
   };
 }
 

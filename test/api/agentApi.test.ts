@@ -293,6 +293,28 @@ describe('the agent API over MCP and HTTP', () => {
     ).rejects.toThrow(/pools are 1 to 50 names of 1 to 63 lowercase letters, digits, _ or -, not Bad Pool/);
   });
 
+  it("hands a pool's offers out by their graph's priority, then to graphs in turn, then oldest first (U11)", async () => {
+    const worker = await db.login('baton_worker');
+    const pool = `fair-${Date.now().toString(36)}`;
+    const offer = async (graphId: string, key: string) => {
+      const taskId = `${graphId}/${key}`;
+      const claim = await taskClaim(worker.pool, taskId, 'w-1', 60_000);
+      await poolOffer(worker.pool, { taskId, owner: 'w-1', claimVersion: claim!.claimVersion }, pool);
+    };
+    // Offered in this order: the busy graph's three first, then one of an urgent graph, then one of another.
+    const busy = await insertGraph(db.pool, { b0: [], b1: [], b2: [] }, { prefix: 'busy' });
+    const urgent = await insertGraph(db.pool, { u0: [] }, { prefix: 'urgent', policy: { priority: 1 } });
+    const other = await insertGraph(db.pool, { o0: [] }, { prefix: 'other' });
+    for (const key of ['b0', 'b1', 'b2']) await offer(busy, key);
+    await offer(urgent, 'u0');
+    await offer(other, 'o0');
+    const taker = await tokenFor(db, 'fair-taker', ['read', 'submit']);
+    const taken: string[] = [];
+    for (let i = 0; i < 5; i++) taken.push((await call(api.url, taker.secret, 'pool.claim', { pool })).body.key);
+    // First come first served would hand out b0, b1, b2, u0, o0.
+    expect(taken).toEqual(['u0', 'b0', 'o0', 'b1', 'b2']);
+  });
+
   it('limits the rate per token and per address, with Retry-After', async () => {
     const login = await db.login('baton_agent');
     const limited = await startAgentServer(createAgentApi({ db: login.pool, rateLimit: { perSecond: 0.01, burst: 3 } }), {

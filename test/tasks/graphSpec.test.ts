@@ -340,6 +340,15 @@ describe('subtasks an agent proposes (U11)', () => {
     expect(problemsOf([{ key: 'a', dependsOn: ['a'] }])).toEqual(["task 'a': depends on itself"]);
   });
 
+  it('takes a priority from 1 to 5, and refuses any other', () => {
+    expect(parseGraphSpec({ policy: { priority: 1 }, tasks: [task('a')] }).policy.priority).toBe(1);
+    expect(parseGraphSpec({ tasks: [task('a')] }).policy.priority).toBeUndefined();
+    for (const bad of [0, 6, 2.5, 'high'])
+      expect(() => parseGraphSpec({ policy: { priority: bad }, tasks: [task('a')] })).toThrow(
+        'policy.priority must be an integer from 1 to 5',
+      );
+  });
+
   it('refuses a policy.subtasks it does not know, naming the three', () => {
     expect(() => parseGraphSpec({ policy: { subtasks: 'sometimes' }, tasks: [task('a')] })).toThrow(
       `policy.subtasks must be 'review', 'accept' or 'refuse', not "sometimes"`,
