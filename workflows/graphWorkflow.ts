@@ -14,7 +14,7 @@
 // rerun, that workflow starts the dependents it releases.
 // Runs begun before STARTS_RELEASED_PATCH counted each dependent's verified dependencies here
 // instead, and replay that way.
-import { condition, makeContinueAsNewFunc, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+import { condition, log, makeContinueAsNewFunc, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import { taskSearchAttributes } from '../src/temporal/searchAttributes.js';
 import {
   graphProgressQuery,
@@ -74,7 +74,10 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
   const wakeAdded = (taskId: string) => {
     if (!patched(WAKES_ADDED_PATCH)) return;
     waking++;
-    void wakeTask(taskId, input.policy, input.searchAttributes).finally(() => waking--);
+    // A wake that fails leaves the task to its own workflow's next look; it must not fail the graph's.
+    void wakeTask(taskId, input.policy, input.searchAttributes)
+      .catch((error: unknown) => log.warn('could not wake the workflow of an added task', { taskId, error: String(error) }))
+      .finally(() => waking--);
   };
 
   const release = (taskId: string, result: TaskWorkflowResult) => {

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { git } from '../../src/runners/git.js';
 import { graphWorkflowId, taskWorkflowId } from '../../src/tasks/taskId.js';
+import { insertGraph } from '../../src/testkit/graphs.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { workflowControl } from '../../src/workflowControl.js';
 import { call, tokenFor, useAgentServer } from '../api/helpers.js';
@@ -197,6 +198,25 @@ describe('subtasks proposed by agents (U11)', () => {
     );
     expect(Object.keys(await graphTasks(id))).toEqual(['plan']);
     expect(await stack.client.proposals({ graphId: id, all: true })).toEqual([]);
+  });
+
+  it('keeps a graph within its 10,000 tasks however its subtasks nest', async () => {
+    const keys = Object.fromEntries(Array.from({ length: 9_990 }, (_, i) => [`t${i}`, []]));
+    const id = await insertGraph(stack.db.pool, keys, { prefix: 'nesting', policy: { subtasks: 'accept' } });
+    const propose = async (n: number) => {
+      const tasks = Array.from({ length: n }, (_, i) => ({ key: `more-${n}-${i}`, dependsOn: [] }));
+      const { rows } = await stack.db.pool.query(
+        `SELECT baton.task_propose(t, 'planner', $2::jsonb) AS outcome FROM baton.tasks t WHERE t.id = $1`,
+        [`${id}/t0`, JSON.stringify(tasks)],
+      );
+      return rows[0].outcome;
+    };
+    expect(await propose(11)).toEqual({
+      refusal: 'limit',
+      reason: `graph ${id} would pass 10000 tasks (MAX_TASKS_PER_GRAPH) with 11 more`,
+    });
+    expect(await propose(10)).toMatchObject({ status: 'accepted' });
+    expect(await propose(1)).toMatchObject({ refusal: 'limit' });
   });
 
   it("gives a subtask its proposer's run, check and tools whatever the store is sent", async () => {
