@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { graphAddTasks, proposalDecide, proposalList, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
+import { poolLimitSet } from './db/sql/poolRuns.js';
 import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
@@ -173,6 +174,10 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /** U11: the approvals waiting for a decision, oldest first. */
     approvals: (): Promise<Approval[]> => approvalList(db),
+
+    /** U11: at most `maxRunning` of `pool`'s tasks run at once, across every graph (null: no limit), as `actor` sets it. */
+    limitPool: (pool: string, maxRunning: number | null, actor: string): Promise<number | null> =>
+      poolLimitSet(db, pool, maxRunning, actor),
 
     /** U11: subtasks agents proposed that wait for an operator (with `all`, decided ones too), oldest first. */
     proposals: (filter: { graphId?: string; all?: boolean } = {}): Promise<Proposal[]> => proposalList(db, filter),

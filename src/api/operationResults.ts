@@ -263,6 +263,8 @@ export const STORE_RESULTS = {
   'pools.list': z.array(
     z.strictObject({
       pool: z.string(),
+      /** U11: at most this many of its tasks run at once (`baton pool limit`); null: no limit. */
+      maxRunning: int.nullable(),
       waiting: z.array(z.strictObject({ taskId: z.string(), claimVersion: int, offeredBy: z.string(), offeredAt: time })),
       running: z.array(
         z.strictObject({

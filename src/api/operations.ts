@@ -393,7 +393,7 @@ export const OPERATIONS = {
     title: 'List pools',
     effect: READ,
     description:
-      'Per pool: the offers waiting to be taken, the runs taken and not over (agent, last beat), and who took work in the last day.',
+      'Per pool: how many of its tasks may run at once (maxRunning, null: no limit), the offers waiting to be taken, the runs taken and not over (agent, last beat), and who took work in the last day.',
     input: z.strictObject({}),
   },
   'tokens.list': {

@@ -250,6 +250,26 @@ export function registerTaskCommands(program: Command, log: Log): void {
       });
     });
 
+  program
+    .command('pool')
+    .description("a pool's settings (its offers and runs: `baton api pools.list`, or the operator's page)")
+    .command('limit')
+    .description(
+      "at most <n> of a pool's tasks run at once, across every graph; the others wait for a place as under a concurrency limit. `none` lifts it",
+    )
+    .argument('<pool>', 'pool name, as tasks name it in run.pool')
+    .argument('<n|none>', 'how many may run at once (1 to 10000), or none', (value: string) =>
+      value === 'none' ? null : parsePositiveInt(value),
+    )
+    .action(async (pool: string, maxRunning: number | null) => {
+      const { operatorActor, withCliContext } = await import('./context.js');
+      await withCliContext(log, { migrate: false }, async (context) => {
+        const client = await batonClient(context, { startsWorkflows: false });
+        const now = await client.limitPool(pool, maxRunning, operatorActor());
+        log(now === null ? `Pool ${pool} has no limit.` : `At most ${now} of pool ${pool}'s tasks run at once.`);
+      });
+    });
+
   const archive = program
     .command('archive')
     .description('retention: move the record of finished graphs (events, notes, tool calls) out of the live tables, and read it back');

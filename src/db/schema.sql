@@ -245,6 +245,16 @@ CREATE TABLE baton.objects (
   CONSTRAINT objects_version_check CHECK ((version >= 0))
 );
 
+CREATE TABLE baton.pool_limits (
+  pool text NOT NULL,
+  max_running integer NOT NULL,
+  set_by text NOT NULL,
+  set_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT pool_limits_max_running_check CHECK (((max_running >= 1) AND (max_running <= 10000))),
+  CONSTRAINT pool_limits_pkey PRIMARY KEY (pool),
+  CONSTRAINT pool_limits_pool_check CHECK ((pool ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text))
+);
+
 CREATE TABLE baton.pool_runs (
   task_id text NOT NULL,
   claim_version bigint NOT NULL,
@@ -1191,6 +1201,7 @@ AS $function$
 BEGIN
   RETURN (SELECT coalesce(jsonb_agg(p ORDER BY p->>'pool'), '[]'::jsonb) FROM (
     SELECT jsonb_build_object('pool', r.pool,
+      'maxRunning', (SELECT l.max_running FROM baton.pool_limits l WHERE l.pool = r.pool),
       'waiting', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', w.task_id, 'claimVersion', w.claim_version,
                     'offeredBy', w.offered_by, 'offeredAt', baton.object_ts(w.offered_at)) ORDER BY w.offered_at), '[]'::jsonb)
                     FROM baton.pool_runs w JOIN baton.tasks t ON t.id = w.task_id
@@ -1203,7 +1214,7 @@ BEGIN
       'takers', (SELECT coalesce(jsonb_agg(jsonb_build_object('agent', x.agent, 'runs', x.runs, 'lastTakenAt', baton.object_ts(x.last)) ORDER BY x.last DESC), '[]'::jsonb)
                    FROM (SELECT w.agent, count(*)::integer AS runs, max(w.taken_at) AS last FROM baton.pool_runs w
                           WHERE w.pool = r.pool AND w.taken_at > now() - interval '1 day' GROUP BY w.agent) x)) AS p
-      FROM (SELECT DISTINCT pool FROM baton.pool_runs) r) pools);
+      FROM (SELECT pool FROM baton.pool_runs UNION SELECT pool FROM baton.pool_limits) r) pools);
 END $function$
 ;
 
@@ -1517,6 +1528,7 @@ CREATE OR REPLACE FUNCTION baton.claim_within_limits(p_task_id text, p_limits js
 AS $function$
 DECLARE
   v_graph text;
+  v_max integer;
 BEGIN
   IF p_limits ? 'graph' THEN
     SELECT graph_id INTO STRICT v_graph FROM baton.tasks WHERE id = p_task_id;
@@ -1530,6 +1542,16 @@ BEGIN
     IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'key' = p_limits->>'key')
        >= (p_limits->>'keyLimit')::integer THEN
       RETURN false;
+    END IF;
+  END IF;
+  -- A pool's limit is an operator's (pool_limits); a pool without one reads one row and nothing more.
+  IF p_limits ? 'pool' THEN
+    SELECT max_running INTO v_max FROM baton.pool_limits WHERE pool = p_limits->>'pool';
+    IF FOUND THEN
+      PERFORM pg_advisory_xact_lock(hashtext('baton.limit.pool'), hashtext(p_limits->>'pool'));
+      IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'pool' = p_limits->>'pool') >= v_max THEN
+        RETURN false;
+      END IF;
     END IF;
   END IF;
   RETURN true;
@@ -1676,7 +1698,8 @@ BEGIN
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
               -- U11: the concurrency limits its claims are taken under (migration 0019).
               nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_policy->'maxRunning',
-                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
+                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit',
+                'pool', v_task->'spec'->'run'->'pool')), '{}'::jsonb));
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP
@@ -2719,6 +2742,29 @@ BEGIN
   PERFORM baton.event_append('object', o.key, 'written', p_actor, o.token, o.version, NULL,
     jsonb_build_object('from_version', p_version, 'digest', md5(coalesce(p_content, p_content_ref))));
   RETURN baton.object_outcome_of(o, true);
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.pool_limit_set(p_pool text, p_max_running integer, p_actor text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF coalesce(p_pool, '') !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
+    RAISE EXCEPTION 'pool must be 1 to 63 lowercase letters, digits, _ or -, not %', coalesce(p_pool, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  IF p_max_running IS NULL THEN
+    DELETE FROM baton.pool_limits WHERE pool = p_pool;
+    RETURN NULL;
+  END IF;
+  IF p_max_running NOT BETWEEN 1 AND 10000 THEN
+    RAISE EXCEPTION 'a pool limit is from 1 to 10000 running tasks, not %', p_max_running USING ERRCODE = 'BT003';
+  END IF;
+  INSERT INTO baton.pool_limits (pool, max_running, set_by) VALUES (p_pool, p_max_running, p_actor)
+  ON CONFLICT (pool) DO UPDATE SET max_running = EXCLUDED.max_running, set_by = EXCLUDED.set_by, set_at = now();
+  RETURN p_max_running;
 END $function$
 ;
 
@@ -4087,6 +4133,8 @@ function baton.object_ts(timestamp with time zone): {baton_owner=X/baton_owner}
 function baton.object_withdraw(text,text,bigint): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.object_write(text,text,bigint,bigint,text,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.pool_limit_set(text,integer,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 
 function baton.pool_offer(text,text,bigint,text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 

@@ -16,6 +16,7 @@ const NO_JSON: Record<string, string> = {
   login: 'messages only',
   rerun: 'messages only',
   'token revoke': 'messages only',
+  'pool limit': 'messages only',
   check: 'prints its health-check row as JSON',
   api: "prints the operation's result as JSON",
   'tool call': "prints the call's result as JSON",

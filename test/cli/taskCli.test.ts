@@ -272,6 +272,20 @@ describe('baton submit, status and events', () => {
     expect((await runCli(['proposals', '--graph', 'cli-proposing'], env)).stderr).toContain('No proposal is waiting.');
   });
 
+  it("sets and lifts a pool's limit as BATON_ACTOR, and refuses a bad one", async () => {
+    const set = await runCli(['pool', 'limit', 'cli-pool', '2'], env);
+    expect(set.code, set.output).toBe(0);
+    expect(set.stderr).toContain("At most 2 of pool cli-pool's tasks run at once.");
+    const { rows } = await stack.db.pool.query('SELECT max_running, set_by FROM baton.pool_limits WHERE pool = $1', ['cli-pool']);
+    expect(rows).toEqual([{ max_running: 2, set_by: 'cli-test' }]);
+    const bad = await runCli(['pool', 'limit', 'cli-pool', '0'], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('not a positive integer: 0');
+    const lifted = await runCli(['pool', 'limit', 'cli-pool', 'none'], env);
+    expect(lifted.stderr).toContain('Pool cli-pool has no limit.');
+    expect((await stack.db.pool.query('SELECT 1 FROM baton.pool_limits WHERE pool = $1', ['cli-pool'])).rows).toEqual([]);
+  });
+
   it('archives finished graphs (a dry run first), whose events still read with baton events', async () => {
     const dry = await runCli(['archive', 'run', '--older-than', '0m', '--dry-run', '--json'], env);
     expect(dry.code, dry.output).toBe(0);

@@ -5,6 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { taskClaim } from '../../src/db/sql/claims.js';
+import { poolLimitSet } from '../../src/db/sql/poolRuns.js';
+import { InvalidInputError } from '../../src/errors.js';
 import { graphSubmit } from '../../src/db/sql/graphs.js';
 import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
@@ -86,6 +88,27 @@ describe('concurrency limits (U11)', () => {
     expect(await taskClaim(stack.db.pool, taskIdOf(first, 't0'), 'owner-a', LEASE_MS)).toBeDefined();
     expect(await taskClaim(stack.db.pool, taskIdOf(second, 't0'), 'owner-b', LEASE_MS)).toBeUndefined();
     expect(await taskClaim(stack.db.pool, taskIdOf(second, 'other'), 'owner-b', LEASE_MS)).toBeDefined();
+  });
+
+  it("bounds a pool's running tasks across graphs once an operator limits it; a pool without a limit takes every claim", async () => {
+    const pool = `limited-${randomUUID().slice(0, 8)}`;
+    const pooled = (key: string, name = pool) => ({ key, run: { pool: name }, verify: { function: 'pass' } });
+    const first = await storedGraph({ tasks: [pooled('p0')] });
+    const second = await storedGraph({ tasks: [pooled('p0'), pooled('p1')] });
+    const client = await stack.db.login('baton_client');
+    expect(await poolLimitSet(client.pool, pool, 1, 'operator')).toBe(1);
+    expect(await taskClaim(stack.db.pool, taskIdOf(first, 'p0'), 'owner-a', LEASE_MS)).toBeDefined();
+    expect(await taskClaim(stack.db.pool, taskIdOf(second, 'p0'), 'owner-b', LEASE_MS)).toBeUndefined();
+    expect(await poolLimitSet(client.pool, pool, 2, 'operator')).toBe(2);
+    expect(await taskClaim(stack.db.pool, taskIdOf(second, 'p0'), 'owner-b', LEASE_MS)).toBeDefined();
+    expect(await taskClaim(stack.db.pool, taskIdOf(second, 'p1'), 'owner-b', LEASE_MS)).toBeUndefined();
+    expect(await poolLimitSet(client.pool, pool, null, 'operator')).toBeNull();
+    expect(await taskClaim(stack.db.pool, taskIdOf(second, 'p1'), 'owner-b', LEASE_MS)).toBeDefined();
+    // Negative control: another pool, never limited, takes every claim.
+    const free = await storedGraph({ tasks: [pooled('f0', `${pool}-free`), pooled('f1', `${pool}-free`)] });
+    for (const key of ['f0', 'f1']) expect(await taskClaim(stack.db.pool, taskIdOf(free, key), 'owner-c', LEASE_MS)).toBeDefined();
+    await expect(poolLimitSet(client.pool, pool, 0, 'operator')).rejects.toThrow('a pool limit is from 1 to 10000 running tasks, not 0');
+    await expect(poolLimitSet(client.pool, 'Bad Pool', 1, 'operator')).rejects.toThrow(InvalidInputError);
   });
 
   it('runs a graph under maxRunning on a real worker: never more at once, every task verified', async () => {

@@ -9,11 +9,12 @@ export function Pools({ liveVersion }: { liveVersion: number }) {
     <main>
       <h1>Pools</h1>
       {pools.error ? <ErrorBox error={pools.error} what="The pools could not be read" /> : null}
-      {pools.value?.length === 0 ? <p class="muted">No task has been offered to a pool yet.</p> : null}
+      {pools.value?.length === 0 ? <p class="muted">No task has been offered to a pool yet, and no pool is limited.</p> : null}
       {pools.value?.map((p) => (
         <Section title={`Pool ${p.pool}`} id={`pool-${p.pool}`}>
           <p>
-            {p.waiting.length} waiting to be taken, {p.running.length} taken and running; taken in the last day by{' '}
+            {p.maxRunning === null ? 'No limit' : `At most ${p.maxRunning} running at once`}: {p.waiting.length} waiting to be taken,{' '}
+            {p.running.length} taken and running; taken in the last day by{' '}
             {p.takers.map((t) => `${t.agent} (${t.runs}, last ${ago(t.lastTakenAt)})`).join(', ') || 'nobody'}.
           </p>
           {p.running.length ? (

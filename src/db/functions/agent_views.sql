@@ -182,12 +182,13 @@ BEGIN
     SELECT e FROM baton.events e WHERE e.subject_kind = 'object' AND e.subject_id = v_key ORDER BY e.id)));
 END $$;
 
--- pools.list: per pool, the offers waiting to be taken and the runs taken and not yet over (who
--- took them, when they last beat), and who took work from it in the last day.
+-- pools.list: per pool, its limit (U11), the offers waiting to be taken and the runs taken and not
+-- yet over (who took them, when they last beat), and who took work from it in the last day.
 CREATE FUNCTION baton.agent_view_pools() RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN (SELECT coalesce(jsonb_agg(p ORDER BY p->>'pool'), '[]'::jsonb) FROM (
     SELECT jsonb_build_object('pool', r.pool,
+      'maxRunning', (SELECT l.max_running FROM baton.pool_limits l WHERE l.pool = r.pool),
       'waiting', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', w.task_id, 'claimVersion', w.claim_version,
                     'offeredBy', w.offered_by, 'offeredAt', baton.object_ts(w.offered_at)) ORDER BY w.offered_at), '[]'::jsonb)
                     FROM baton.pool_runs w JOIN baton.tasks t ON t.id = w.task_id
@@ -200,7 +201,7 @@ BEGIN
       'takers', (SELECT coalesce(jsonb_agg(jsonb_build_object('agent', x.agent, 'runs', x.runs, 'lastTakenAt', baton.object_ts(x.last)) ORDER BY x.last DESC), '[]'::jsonb)
                    FROM (SELECT w.agent, count(*)::integer AS runs, max(w.taken_at) AS last FROM baton.pool_runs w
                           WHERE w.pool = r.pool AND w.taken_at > now() - interval '1 day' GROUP BY w.agent) x)) AS p
-      FROM (SELECT DISTINCT pool FROM baton.pool_runs) r) pools);
+      FROM (SELECT pool FROM baton.pool_runs UNION SELECT pool FROM baton.pool_limits) r) pools);
 END $$;
 
 -- tokens.list: the tokens people made (never a secret), and how many run tokens are live.

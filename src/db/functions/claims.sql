@@ -47,12 +47,14 @@ END $$;
 GRANT EXECUTE ON FUNCTION baton.task_claim TO baton_worker;
 
 -- U11: whether task p_task_id may be claimed now under its limits (tasks.limits): fewer than
--- `graph` of its graph's tasks running, and fewer than `keyLimit` of all tasks with its `key`.
--- Each count is taken under a transaction lock on the graph, then on the key (always in that
--- order), held until the claim commits: two claims cannot both take the last place.
+-- `graph` of its graph's tasks running, fewer than `keyLimit` of all tasks with its `key`, and
+-- fewer than its `pool`'s limit (pool_limits, when an operator set one) of the pool's tasks.
+-- Each count is taken under a transaction lock on the graph, then on the key, then on the pool
+-- (always in that order), held until the claim commits: two claims cannot both take the last place.
 CREATE FUNCTION baton.claim_within_limits(p_task_id text, p_limits jsonb) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   v_graph text;
+  v_max integer;
 BEGIN
   IF p_limits ? 'graph' THEN
     SELECT graph_id INTO STRICT v_graph FROM baton.tasks WHERE id = p_task_id;
@@ -66,6 +68,16 @@ BEGIN
     IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'key' = p_limits->>'key')
        >= (p_limits->>'keyLimit')::integer THEN
       RETURN false;
+    END IF;
+  END IF;
+  -- A pool's limit is an operator's (pool_limits); a pool without one reads one row and nothing more.
+  IF p_limits ? 'pool' THEN
+    SELECT max_running INTO v_max FROM baton.pool_limits WHERE pool = p_limits->>'pool';
+    IF FOUND THEN
+      PERFORM pg_advisory_xact_lock(hashtext('baton.limit.pool'), hashtext(p_limits->>'pool'));
+      IF (SELECT count(*) FROM baton.tasks WHERE status = 'running' AND limits->>'pool' = p_limits->>'pool') >= v_max THEN
+        RETURN false;
+      END IF;
     END IF;
   END IF;
   RETURN true;

@@ -116,7 +116,8 @@ BEGIN
               CASE WHEN jsonb_array_length(v_task->'dependsOn') = 0 THEN 'ready' ELSE 'blocked' END,
               -- U11: the concurrency limits its claims are taken under (migration 0019).
               nullif(jsonb_strip_nulls(jsonb_build_object('graph', p_policy->'maxRunning',
-                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit')), '{}'::jsonb));
+                'key', v_task->'spec'->'concurrency'->'key', 'keyLimit', v_task->'spec'->'concurrency'->'limit',
+                'pool', v_task->'spec'->'run'->'pool')), '{}'::jsonb));
     v_count := v_count + 1;
   END LOOP;
   FOR v_task IN SELECT * FROM jsonb_array_elements(p_tasks) LOOP

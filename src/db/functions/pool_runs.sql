@@ -28,3 +28,25 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
     FROM baton.pool_runs r WHERE r.task_id = p_task_id AND r.claim_version = p_claim_version
 $$;
 GRANT EXECUTE ON FUNCTION baton.pool_run_state TO baton_worker;
+
+-- U11: at most p_max_running of pool p_pool's tasks run at once, across every graph; NULL lifts
+-- the limit. Set by an operator (p_actor, recorded with it); claims enforce it (claim_within_limits).
+-- Returns the limit now in force.
+CREATE FUNCTION baton.pool_limit_set(p_pool text, p_max_running integer, p_actor text) RETURNS integer LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  IF coalesce(p_pool, '') !~ '^[a-z0-9][a-z0-9_-]{0,62}$' THEN
+    RAISE EXCEPTION 'pool must be 1 to 63 lowercase letters, digits, _ or -, not %', coalesce(p_pool, 'none') USING ERRCODE = 'BT003';
+  END IF;
+  IF p_max_running IS NULL THEN
+    DELETE FROM baton.pool_limits WHERE pool = p_pool;
+    RETURN NULL;
+  END IF;
+  IF p_max_running NOT BETWEEN 1 AND 10000 THEN
+    RAISE EXCEPTION 'a pool limit is from 1 to 10000 running tasks, not %', p_max_running USING ERRCODE = 'BT003';
+  END IF;
+  INSERT INTO baton.pool_limits (pool, max_running, set_by) VALUES (p_pool, p_max_running, p_actor)
+  ON CONFLICT (pool) DO UPDATE SET max_running = EXCLUDED.max_running, set_by = EXCLUDED.set_by, set_at = now();
+  RETURN p_max_running;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.pool_limit_set TO baton_client;

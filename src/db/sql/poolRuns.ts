@@ -1,8 +1,13 @@
 // Bindings of src/db/functions/pool_runs.sql: a claimed task offered to a pool of remote agents,
 // and its run as the owning worker sees it (SPEC U7).
 import type { Queryable } from '../queryable.js';
-import { callStore, type Fence } from '../storeCall.js';
+import { callStore, callStoreValue, type Fence } from '../storeCall.js';
 import { fencedWrite } from './ownerWrites.js';
+
+/** U11: at most `maxRunning` of `pool`'s tasks run at once, across every graph, as `actor` sets it; null lifts the limit. */
+export function poolLimitSet(db: Queryable, pool: string, maxRunning: number | null, actor: string): Promise<number | null> {
+  return callStoreValue<number | null>(db, 'pool_limit_set', [pool, maxRunning, actor]);
+}
 
 /** U7: offers the claimed task to the remote agents of `pool`; a second offer of the same claim changes nothing. */
 export function poolOffer(db: Queryable, fence: Fence, pool: string) {
