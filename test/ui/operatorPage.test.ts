@@ -333,6 +333,43 @@ describe("the operator's page", () => {
     await page.close();
   });
 
+  it("shows an agent's proposed subtasks on its graph's page; an admin accepts them there and they run, a reader gets no such button", async () => {
+    const graphId = `page-propose-${randomUUID().slice(0, 8)}`;
+    // Every task runs this agent; only plan proposes (its context names its key).
+    const agent = [
+      'set -e',
+      'baton api context > context.json',
+      `if node -e 'process.exit(JSON.parse(require("fs").readFileSync("context.json", "utf8")).key === "plan" ? 0 : 1)'; then`,
+      `baton api task.propose '{"tasks": [{"key": "docs", "description": "document the plan", "dependsOn": ["plan"]}]}'`,
+      'fi',
+      COMMIT,
+    ].join('\n');
+    await stack.client.submitGraph(
+      {
+        id: graphId,
+        repo: workspace.repo,
+        tasks: [{ key: 'plan', run: { command: agent, agent: 'planner' }, verify: { command: 'true' } }],
+      },
+      'test',
+    );
+    expect((await stack.client.waitForGraph(graphId)).verified).toEqual([`${graphId}/plan`]);
+    const readerPage = await openPage(reader, `#/graph/${graphId}`);
+    const proposals = readerPage.getByRole('region', { name: /Subtasks of proposal/ });
+    await proposals.waitFor();
+    expect(await proposals.textContent()).toContain('document the plan');
+    expect(await readerPage.getByRole('button', { name: /Accept proposal/ }).count()).toBe(0);
+    await readerPage.close();
+
+    const page = await openPage(operator, `#/graph/${graphId}`);
+    await page.getByRole('button', { name: /^Accept proposal \d+…$/ }).click();
+    await page.getByLabel('Reason (recorded)').fill('docs are due');
+    await page.getByRole('button', { name: /^Accept proposal \d+$/ }).press('Enter');
+    await page.locator('tr[data-task="docs"][data-status="verified"]').waitFor();
+    expect(await page.getByRole('region', { name: /Subtasks of proposal/ }).count()).toBe(0);
+    expect((await stack.client.events(graphId)).find((e) => e.kind === 'tasks_added')?.actor).toBe('ops-lead');
+    await page.close();
+  });
+
   it('works on a narrow window and by keyboard, and says plainly when a graph does not exist or the connection is lost', async () => {
     const graphId = `page-narrow-${randomUUID().slice(0, 8)}`;
     await stack.client.submitGraph(

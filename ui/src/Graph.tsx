@@ -7,6 +7,7 @@ import { ErrorBox, Pending, StatusBadge, Table, taskHref, Time } from './common.
 import { Dag } from './Dag.js';
 import { SAFETY_REREAD_MS, useData } from './data.js';
 import { Progress } from './Graphs.js';
+import { Proposals } from './Proposals.js';
 
 const PAGE_ROWS = 200;
 
@@ -72,6 +73,7 @@ export function Graph({
           }}
         />
       ) : null}
+      <Proposals graphId={g.id} liveVersion={liveVersion} admin={admin} onDecided={graph.reload} />
       <Dag graphId={g.id} tasks={g.tasks} />
       <h2>Tasks</h2>
       <form class="filters" role="search" onSubmit={(e) => e.preventDefault()}>
