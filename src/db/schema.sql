@@ -2820,6 +2820,8 @@ BEGIN
   IF p_actor = p.proposed_by THEN
     RAISE EXCEPTION 'proposal %: % proposed it and may not decide it', p_id, p_actor USING ERRCODE = 'BT003';
   END IF;
+  -- The proposing task's row lock keeps its event numbers gapless beside its own writes.
+  PERFORM baton.task_lock(p.task_id);
   UPDATE baton.proposals SET status = CASE WHEN p_accept THEN 'accepted' ELSE 'declined' END,
          decided_by = p_actor, decided_at = now(), reason = v_reason
    WHERE id = p_id RETURNING * INTO p;

@@ -196,8 +196,9 @@ END $$;
 -- agent's description and payload: whatever else the input holds is ignored, so an agent cannot
 -- give work it spawns another check, agent or tool allowance than its own. The graph's
 -- policy.subtasks says what follows: `accept` adds them now (graph_add_tasks, as p_actor),
--- `review` keeps them for an operator (proposal_decide). NULL when the proposal stands; else the
--- refusal's name and reason ({refusal, reason}), for agent_call to record.
+-- `review` keeps them for an operator (proposal_decide). Returns the proposal (proposalId, status,
+-- the tasks added, the graph's policy), or a refusal's name and reason ({refusal, reason}) for
+-- agent_call to record.
 CREATE FUNCTION baton.task_propose(t baton.tasks, p_actor text, p_tasks jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   v_policy jsonb := (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = t.graph_id);
@@ -288,6 +289,8 @@ BEGIN
   IF p_actor = p.proposed_by THEN
     RAISE EXCEPTION 'proposal %: % proposed it and may not decide it', p_id, p_actor USING ERRCODE = 'BT003';
   END IF;
+  -- The proposing task's row lock keeps its event numbers gapless beside its own writes.
+  PERFORM baton.task_lock(p.task_id);
   UPDATE baton.proposals SET status = CASE WHEN p_accept THEN 'accepted' ELSE 'declined' END,
          decided_by = p_actor, decided_at = now(), reason = v_reason
    WHERE id = p_id RETURNING * INTO p;
