@@ -325,7 +325,7 @@ export const OPERATIONS = {
     // Waits for what concerns you without changing anything.
     effect: READ,
     description:
-      'What concerns your identity, from the event log after afterId (0: from the start), oldest first, waiting up to waitSeconds for the first: offers made to you or withdrawn, your offers accepted or declined, roles you held taken over or lost to silence, grants, suggestions on what you hold, your refused calls, and (with approve) tasks awaiting approval. Keep lastId and pass it next time: nothing is lost while you are away.',
+      'What concerns your identity, from the event log after afterId (0: from the start), oldest first, waiting up to waitSeconds for the first: offers made to you or withdrawn, your offers accepted or declined, roles you held taken over or lost to silence, grants, suggestions on what you hold, your refused calls, decisions on subtasks you proposed, (with approve) tasks awaiting approval, and (with admin) subtasks waiting for an operator. Keep lastId and pass it next time: nothing is lost while you are away.',
     input: z.strictObject({
       afterId: z.number().int().min(0).optional(),
       limit: z.number().int().min(1).max(1000).optional(),
