@@ -194,7 +194,7 @@ export function createBatonClient(options: BatonClientOptions) {
       reason?: string,
     ): Promise<Proposal & { added: { taskId: string; status: TaskStatus }[] }> {
       const { policy, ...decided } = await proposalDecide(db, { id, actor, accept, reason });
-      for (const task of decided.added) await workflows.rerunTask(task.taskId, policy);
+      if (policy) for (const task of decided.added) await workflows.rerunTask(task.taskId, policy);
       return decided;
     },
 

@@ -217,14 +217,6 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
   /** task.propose: the subtasks as the agent names them (key, description, payload, dependencies); the store gives them the rest of their proposer's spec. */
   const validatedProposal = async (_: string, args: Record<string, unknown>) => ({ tasks: parseSubtasks(args.tasks) });
 
-  /** proposal.decline: the store's answer without the graph's policy, which only starting workflows needs. */
-  async function decline(secret: string, args: Record<string, unknown>) {
-    const { policy: _, ...declined } = (await agentCall(db, secret, 'proposal.decline', args)) as AgentApiResult<'proposal.decline'> & {
-      policy: GraphPolicy;
-    };
-    return declined;
-  }
-
   return async (secret, operation, args, signal) => {
     switch (operation) {
       case 'tool.call':
@@ -276,8 +268,6 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
         return addTasks(secret, operation, args, validatedProposal);
       case 'proposal.accept':
         return addTasks(secret, operation, args);
-      case 'proposal.decline':
-        return decline(secret, args);
       default:
         return agentCall(db, secret, operation, args);
     }

@@ -1303,8 +1303,8 @@ BEGIN
   IF p_decision = 'timed_out' AND (a.due_at IS NULL OR a.due_at > now()) THEN
     RAISE EXCEPTION 'task %: its approval is not due yet (due %)', p_task_id, coalesce(a.due_at::text, 'never') USING ERRCODE = 'BT001';
   END IF;
-  IF p_decision <> 'timed_out' AND (p_actor = t.owner OR p_actor = coalesce(t.spec->'run'->>'agent', t.id)
-      OR EXISTS (SELECT 1 FROM baton.pool_runs w WHERE w.task_id = t.id AND w.claim_version = t.claim_version AND w.agent = p_actor)) THEN
+  -- Its owner, the agent its spec names, and whoever took its run from a pool (task_agent_identity).
+  IF p_decision <> 'timed_out' AND p_actor IN (t.owner, coalesce(t.spec->'run'->>'agent', t.id), baton.task_agent_identity(t)) THEN
     RAISE EXCEPTION 'task %: % produced the artifact and may not approve or reject it', p_task_id, p_actor USING ERRCODE = 'BT003';
   END IF;
   IF p_decision = 'timed_out' THEN
@@ -2832,8 +2832,9 @@ BEGIN
     SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
       FROM baton.graph_add_tasks(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id)) x;
   END IF;
-  RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added,
-    'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id));
+  RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added)
+    || CASE WHEN p_accept THEN jsonb_build_object('policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id))
+            ELSE '{}'::jsonb END;
 END $function$
 ;
 

@@ -107,15 +107,15 @@ async function changedPaths(repo: string, from: string, to: string, pathspecs: r
 }
 
 /**
- * U11: the files of `pathspecs` that commit `revision` changes against the tree its run started
- * from (its base with its pins merged, as the command runner builds it); undefined when that cannot
- * be told (not a commit here, or pins that do not merge), which the verification rejects anyway.
+ * U11: what commit `revision` changes against the tree its run started from (its base with its
+ * pins merged, as the command runner builds it): the trees are found once, then each call names
+ * the changed files among its `pathspecs`. Undefined when that cannot be told (not a commit here,
+ * or pins that do not merge), which the verification rejects anyway.
  */
 export async function changedSinceStart(
   repo: string,
   input: { baseCommit: string; pins: Record<string, string>; revision: string },
-  pathspecs: readonly string[],
-): Promise<string[] | undefined> {
+): Promise<((pathspecs: readonly string[]) => Promise<string[]>) | undefined> {
   if (!(await isCommit(repo, input.revision))) return undefined;
   const start = await startingTree(
     repo,
@@ -123,7 +123,8 @@ export async function changedSinceStart(
     pinsInMergeOrder(input.pins).map(([, pinned]) => pinned),
   );
   if (start === undefined) return undefined;
-  return changedPaths(repo, start, await git(repo, ['rev-parse', `${input.revision}^{tree}`]), pathspecs);
+  const tree = await git(repo, ['rev-parse', `${input.revision}^{tree}`]);
+  return (pathspecs) => changedPaths(repo, start, tree, pathspecs);
 }
 
 async function isCommit(repo: string, revision: string): Promise<boolean> {

@@ -22,11 +22,14 @@ interface RunCommit {
  */
 export async function reservedPathRefusal(db: Queryable, repo: string, run: RunCommit): Promise<string | undefined> {
   const reservations = await objectReservationsFor(db, run.taskId, run.claimVersion);
+  if (reservations.length === 0) return undefined;
+  // The run's starting tree is merged once, whatever the number of objects.
+  const changedAmong = await changedSinceStart(repo, run);
+  if (!changedAmong) return undefined;
   const reasons: string[] = [];
   for (const { key, paths } of reservations) {
-    const changed = await changedSinceStart(repo, run, paths);
-    if (!changed?.length) continue;
-    reasons.push(await objectPathsRefused(db, key, run, changed));
+    const changed = await changedAmong(paths);
+    if (changed.length) reasons.push(await objectPathsRefused(db, key, run, changed));
   }
   return reasons.length ? reasons.join('; ') : undefined;
 }

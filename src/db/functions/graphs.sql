@@ -269,8 +269,8 @@ GRANT EXECUTE ON FUNCTION baton.proposal_list TO baton_client, baton_reader;
 
 -- U11: an operator p_actor accepts (adds its subtasks to the graph, as p_actor) or declines (with a
 -- reason) the waiting proposal p_id; never the agent that proposed it. One 'proposal_decided' event on
--- the proposing task. Returns the proposal's view with the added tasks and the graph's policy, for the
--- caller to start their workflows.
+-- the proposing task. Returns the proposal's view with the added tasks and, when accepted, the graph's
+-- policy, for the caller to start their workflows.
 CREATE FUNCTION baton.proposal_decide(p_id bigint, p_actor text, p_accept boolean, p_reason text) RETURNS jsonb LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -301,8 +301,9 @@ BEGIN
     SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
       FROM baton.graph_add_tasks(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id)) x;
   END IF;
-  RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added,
-    'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id));
+  RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added)
+    || CASE WHEN p_accept THEN jsonb_build_object('policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id))
+            ELSE '{}'::jsonb END;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.proposal_decide TO baton_client;
 

@@ -59,11 +59,11 @@ export function proposalList(db: Queryable, filter: { graphId?: string; all?: bo
 /**
  * U11: `actor` accepts (its subtasks are added to the graph as `actor`'s) or declines (with a reason)
  * the waiting proposal `id`; never the agent that proposed it. Returns the proposal as decided, the
- * tasks added and the graph's policy, which their workflows run under.
+ * tasks added and, when accepted, the graph's policy, which their workflows run under.
  */
 export function proposalDecide(
   db: Queryable,
   d: { id: number; actor: string; accept: boolean; reason?: string },
-): Promise<Proposal & { added: { taskId: string; status: TaskStatus }[]; policy: GraphPolicy }> {
+): Promise<Proposal & { added: { taskId: string; status: TaskStatus }[]; policy?: GraphPolicy }> {
   return callStoreValue(db, 'proposal_decide', [d.id, d.actor, d.accept, d.reason ?? null]);
 }
