@@ -1,4 +1,5 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { RETRY_AT_ONCE_MS } from '../src/temporal/retryAtOnce.js';
 import { BatonError } from '../src/errors.js';
 
 /**
@@ -34,9 +35,6 @@ export function withActivityFailures<T extends ActivityFunctions>(activities: T)
   return wrapped as T;
 }
 
-/** How soon Temporal runs again what a shutting-down worker handed back: at once, on another worker. */
-const HANDED_BACK_RETRY_DELAY_MS = 10;
-
 /**
  * Whether `signal` (an activity's cancellation signal) was aborted because this worker is shutting
  * down and its grace ran out, rather than because the workflow cancelled the activity or Temporal
@@ -51,5 +49,5 @@ export function shuttingDown(signal: AbortSignal): boolean {
  * retryable, and retried at once (not after the retry interval, nor a heartbeat timeout).
  */
 export function handedBack(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ message, type: 'HandedBack', nextRetryDelay: HANDED_BACK_RETRY_DELAY_MS });
+  return ApplicationFailure.create({ message, type: 'HandedBack', nextRetryDelay: RETRY_AT_ONCE_MS });
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { POOL_SIZE_DEFAULT } from '../src/db/pool.js';
 import { run } from '../src/dev/run.js';
+import { DEV_DYNAMIC_CONFIG } from '../src/dev/temporalDevServer.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
 import type { BenchStack } from './stack.js';
 
@@ -57,6 +58,8 @@ export async function recordEnvironment(stack: BenchStack) {
       cli: stack.stack.temporalCli?.version ?? '(external server)',
       server: stack.stack.temporalServerVersion ?? (await serverVersion(stack)),
       devServerState: stack.stack.temporalCli ? 'in memory (ephemeral)' : 'external',
+      /** The dev server's dynamic config (none known for an external server). */
+      dynamicConfig: stack.stack.temporalCli ? [...DEV_DYNAMIC_CONFIG] : [],
     },
     packages: Object.fromEntries(
       await Promise.all(temporalPackages.map(async (p) => [`@temporalio/${p}`, await packageVersion(`@temporalio/${p}`)] as const)),

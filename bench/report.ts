@@ -375,7 +375,10 @@ export function renderMarkdown(results: BenchResults): string {
       .map(([k, v]) => `\`${k}=${v}\``)
       .join(', ')}`,
   );
-  out.push(`- Temporal: CLI ${env.temporal.cli}; server ${env.temporal.server}; state ${env.temporal.devServerState}`);
+  out.push(
+    `- Temporal: CLI ${env.temporal.cli}; server ${env.temporal.server}; state ${env.temporal.devServerState}` +
+      (env.temporal.dynamicConfig?.length ? `; dynamic config ${env.temporal.dynamicConfig.map((s) => `\`${s}\``).join(', ')}` : ''),
+  );
   out.push(`- baton: pool size ${env.baton.poolSizeDefault}, sticky queue timeout ${env.baton.stickyQueueTimeoutMsDefault} ms`);
   if (lifecycle) {
     const summarise = (o: Record<string, unknown>) =>

@@ -20,6 +20,7 @@ interface Service {
   deploy?: { replicas?: number };
   stop_grace_period?: string;
   user?: string;
+  configs?: Array<string | { source?: string; target?: string }>;
   cap_add?: string[];
   security_opt?: string[];
   devices?: string[];
@@ -29,6 +30,7 @@ interface Service {
 
 interface ComposeFile {
   services?: Record<string, Service | null>;
+  configs?: Record<string, { content?: string } | null>;
 }
 
 const composeUrl = new URL('../docker-compose.yml', import.meta.url);
@@ -119,6 +121,21 @@ describe('docker-compose.yml: the production topology', () => {
     expectOf('temporal', 'DB', temporal.DB).toBe('postgres12');
     expectOf('temporal', 'POSTGRES_SEEDS names the postgres service', temporal.POSTGRES_SEEDS).toBe('postgres');
     expectOf('temporal', 'publishes the frontend port 7233', (service('temporal').ports ?? []).map(String).join(' ')).toMatch(/\b7233\b/);
+  });
+
+  it('gives temporal the dynamic config baton relies on: timers within 100 ms of their time, fairness on', () => {
+    const mounted = (service('temporal').configs ?? []).find(
+      (c) => typeof c === 'object' && c.target === '/etc/temporal/config/dynamicconfig/docker.yaml',
+    );
+    expectOf('temporal', "mounts a config over the image's dynamic config file", mounted).toBeTruthy();
+    const source = typeof mounted === 'object' ? (mounted.source ?? '') : '';
+    const settings = YAML.parse(compose.configs?.[source]?.content ?? '') as Record<string, Array<{ value: unknown }>> | null;
+    expectOf(
+      'temporal',
+      `config '${source}': history.timerProcessorMaxTimeShift`,
+      settings?.['history.timerProcessorMaxTimeShift'],
+    ).toEqual([{ value: '100ms' }]);
+    expectOf('temporal', `config '${source}': matching.enableFairness`, settings?.['matching.enableFairness']).toEqual([{ value: true }]);
   });
 
   it('has temporal-admin-tools set up both Temporal schemas with the postgres12 plugin', () => {

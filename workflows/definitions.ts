@@ -6,8 +6,9 @@ import { unprefixedName } from '../src/temporal/batonNames.js';
 /**
  * After a run ends without a word (heartbeat timeout) or fails, how soon Temporal starts its next
  * attempt, which recovers the silent claim and claims again: recovery takes heartbeat timeout + this.
- * Short, because it adds to every recovery (1 s put a killed owner's recovery at 1.6-2x a 2 s
- * heartbeat timeout); a persistent failure still backs off to 10 s between attempts.
+ * Short, because it adds to every recovery; a persistent failure still backs off to 10 s between
+ * attempts. (A Temporal server fires a timer no sooner than its `history.timerProcessorMaxTimeShift`
+ * after it is set: 1 s by default, 100 ms on `baton dev`'s.)
  */
 export const RUN_RETRY_INTERVAL_MS = 200;
 

@@ -63,11 +63,18 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
 
 const EXITED_EARLY = 'temporal server start-dev exited early';
 
-/** Settings of the dev server's dynamic config: one partition per task queue (one machine needs no more), fairness on. */
-const DEV_DYNAMIC_CONFIG = [
+/**
+ * Settings of the dev server's dynamic config: one partition per task queue (one machine needs no
+ * more), fairness on, and timers that fire within 100 ms of their time. Temporal's default timer
+ * shift (1 s) fires no timer sooner than a second after it is set: a heartbeat timeout re-armed by
+ * the last heartbeat and the retry after it each waited up to a second more, so a killed owner of a
+ * task with a 2 s heartbeat timeout was claimed again after 1.7 timeouts and a frozen one after 2.5.
+ */
+export const DEV_DYNAMIC_CONFIG = [
   'matching.numTaskqueueReadPartitions=1',
   'matching.numTaskqueueWritePartitions=1',
   'matching.enableFairness=true',
+  'history.timerProcessorMaxTimeShift="100ms"',
 ];
 
 async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDevServer> {

@@ -4,15 +4,17 @@
 // holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore watches the
 // tasks whose claim lease ran out on the database clock and fails, through Temporal, a run attempt
 // of such a task that has not heartbeated since it started: at once when it went to the silent owner
-// itself, after a grace otherwise. Temporal retries it, and the attempt that lands on a live worker
+// itself, after a grace otherwise. Temporal retries it at once (not after the run's retry interval:
+// the failure names its own delay), and the attempt that lands on a live worker
 // recovers the silent claim as before (docs/tasks.md, Recovery). Nothing here writes to Postgres:
 // the fence stays the only guard, so a live attempt failed by mistake costs a retry, never a write.
-import { tsToMs } from '@temporalio/common/lib/time.js';
+import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
 import type { Queryable } from '../db/queryable.js';
 import { everyInterval, type Repeating } from '../everyInterval.js';
 import type { Log } from '../log.js';
+import { RETRY_AT_ONCE_MS } from './retryAtOnce.js';
 import { taskWorkflowId } from '../tasks/taskId.js';
 
 /** How often a worker looks for silent claims. */
@@ -131,7 +133,11 @@ async function failAttempt(
       workflowId: taskWorkflowId(claim.taskId),
       activityId: attempt.activityId,
       identity: options.identity,
-      failure: { message, source: 'baton', applicationFailureInfo: { type: SILENT_ATTEMPT_FAILURE, nonRetryable: false } },
+      failure: {
+        message,
+        source: 'baton',
+        applicationFailureInfo: { type: SILENT_ATTEMPT_FAILURE, nonRetryable: false, nextRetryDelay: msToTs(RETRY_AT_ONCE_MS) },
+      },
       // The claim version the next attempt must recover travels in these (docs/tasks.md, Recovery).
       lastHeartbeatDetails: attempt.heartbeatDetails,
     }),

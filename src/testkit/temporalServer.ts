@@ -91,8 +91,14 @@ export interface TemporalServer {
  * Starts the built server with its persistence and visibility in two new databases on the Postgres
  * `adminUrl` names (a login that may create databases), schema applied by Temporal's SQL tool as
  * an operator would, and registers the `default` namespace with the Temporal CLI `temporalCli`.
+ * `dynamicConfig` is the server's dynamic config file (YAML), if it has one.
  */
-export async function startTemporalServer(options: { adminUrl: string; temporalCli: string; log: Log }): Promise<TemporalServer> {
+export async function startTemporalServer(options: {
+  adminUrl: string;
+  temporalCli: string;
+  log: Log;
+  dynamicConfig?: string;
+}): Promise<TemporalServer> {
   const build = await temporalServerBuild(options.log);
   const url = new URL(options.adminUrl);
   const suffix = randomBytes(4).toString('hex');
@@ -174,7 +180,11 @@ export async function startTemporalServer(options: { adminUrl: string; temporalC
       clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: address } },
     },
     dcRedirectionPolicy: { policy: 'noop' },
+    ...(options.dynamicConfig !== undefined && {
+      dynamicConfigClient: { filepath: path.join(home, 'dynamic-config.yaml'), pollInterval: '10s' },
+    }),
   };
+  if (options.dynamicConfig !== undefined) await writeFile(path.join(home, 'dynamic-config.yaml'), options.dynamicConfig);
   // YAML is a superset of JSON: the config file is the object as JSON.
   const configFile = path.join(home, 'temporal-server.yaml');
   await writeFile(configFile, JSON.stringify(config, null, 2));

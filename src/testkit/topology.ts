@@ -7,15 +7,16 @@
 // login; and `baton serve` on the agent login, for remote pool agents. `scripts/topology.ts` runs it
 // for a person; test/topology runs a graph on it.
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import YAML from 'yaml';
 import { freePort } from '../dev/freePort.js';
 import { run } from '../dev/run.js';
 import { waitFor } from '../dev/waitFor.js';
 import { asLogin } from '../db/logins.js';
 import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../db/pool.js';
 import type { Log } from '../log.js';
-import { BATON_BIN } from '../packageRoot.js';
+import { BATON_BIN, PACKAGE_ROOT } from '../packageRoot.js';
 import { git } from '../runners/git.js';
 import { startGitDaemon, type GitDaemon } from './gitDaemon.js';
 import { startTemporalServer, type TemporalServer } from './temporalServer.js';
@@ -42,6 +43,16 @@ export interface Topology {
   token(identity: string, scopes: string[]): Promise<string>;
   /** Stops everything, drops baton's database and logins and the Temporal server's databases. */
   stop(): Promise<void>;
+}
+
+/** The dynamic config docker-compose.yml gives its Temporal server: this topology's server runs with the same. */
+async function composeTemporalDynamicConfig(): Promise<string> {
+  const compose = YAML.parse(await readFile(path.join(PACKAGE_ROOT, 'docker-compose.yml'), 'utf8')) as {
+    configs?: Record<string, { content?: string }>;
+  };
+  const content = compose.configs?.['temporal-dynamic-config']?.content;
+  if (!content) throw new Error("docker-compose.yml has no config 'temporal-dynamic-config' for its Temporal server");
+  return content;
 }
 
 /** `baton <args>` to its end, as an operator runs it; its stdout. */
@@ -71,7 +82,12 @@ export async function startTopology(options: {
   };
   try {
     log('1/5 Temporal server on PostgreSQL (Temporal SQL tool for the schema)');
-    const temporal = await startTemporalServer({ adminUrl: options.adminUrl, temporalCli: options.temporalCli, log });
+    const temporal = await startTemporalServer({
+      adminUrl: options.adminUrl,
+      temporalCli: options.temporalCli,
+      log,
+      dynamicConfig: await composeTemporalDynamicConfig(),
+    });
     stops.push(() => temporal.stop());
 
     log("2/5 baton's database: `baton migrate`, then `baton login` for the workers and the agent API");

@@ -4,6 +4,7 @@
 // go to a worker that answers. Here the frozen owner is the only worker, so its open polls are
 // certain to be handed the first retry; what tells the watch's work from Temporal's own timeout is
 // the failure the next attempt records, a state, not a time.
+import { tsToMs } from '@temporalio/common/lib/time.js';
 import { NativeConnection } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import { claimsSilent, taskClaim } from '../../src/db/sql/claims.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
+import { RETRY_AT_ONCE_MS } from '../../src/temporal/retryAtOnce.js';
 import { SILENT_ATTEMPT_FAILURE, watchSilentAttempts } from '../../src/temporal/silentAttempts.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
@@ -137,6 +139,9 @@ describe('the watch on attempts handed to a silent worker', () => {
       );
       // The claim version the next attempt must recover came through the failure.
       expect(next.heartbeatDetails?.payloads?.length).toBe(1);
+      // Retried at once, not after the run's retry interval: Temporal schedules the next attempt
+      // the failure's delay after it recorded the failure.
+      expect(tsToMs(next.scheduledTime) - tsToMs(next.lastAttemptCompleteTime)).toBe(RETRY_AT_ONCE_MS);
       expect(lines).toContainEqual(expect.stringContaining(`task ${taskId}: run attempt ${attempt} went to ${claimed.owner}`));
 
       // A worker that answers takes the run over: it recovers the frozen claim and finishes the task.
