@@ -4,10 +4,10 @@
 // holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore watches the
 // tasks whose claim lease ran out on the database clock and fails, through Temporal, a run attempt
 // of such a task that has not heartbeated since it started: at once when it went to the silent owner
-// itself, after a grace otherwise. Temporal retries it at once (not after the run's retry interval:
-// the failure names its own delay), and the attempt that lands on a live worker
-// recovers the silent claim as before (docs/tasks.md, Recovery). Nothing here writes to Postgres:
-// the fence stays the only guard, so a live attempt failed by mistake costs a retry, never a write.
+// itself, after a grace otherwise. Temporal retries it at once (the failure names its own delay, not
+// the run's retry interval), and the attempt that lands on a live worker recovers the silent claim
+// as before (docs/tasks.md, Recovery). Nothing here writes to Postgres: the fence stays the only
+// guard, so a live attempt failed by mistake costs a retry, never a write.
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
