@@ -1,11 +1,11 @@
 // baton's production topology on one machine, set up step by step as an operator sets it up on
 // many (README, "Production topology"), with nothing shared between the workers but Postgres,
 // Temporal and the git remote: the Temporal server built from its Go module with its persistence in
-// Postgres and docker-compose.yml's dynamic config; baton's database, migrated by `baton migrate`, with a worker login and an agent-API login
-// made by `baton login`; the graph's repository, a bare repository served by `git daemon` on loopback;
-// `baton worker` processes, each with a work folder (and so a mirror) of its own, on the worker
-// login; and `baton serve` on the agent login, for remote pool agents. `scripts/topology.ts` runs it
-// for a person; test/topology runs a graph on it.
+// Postgres and docker-compose.yml's dynamic config; baton's database, migrated by `baton migrate`,
+// with a worker login and an agent-API login made by `baton login`; the graph's repository, a bare
+// repository served by `git daemon` on loopback; `baton worker` processes, each with a work folder
+// (and so a mirror) of its own, on the worker login; and `baton serve` on the agent login, for
+// remote pool agents. `scripts/topology.ts` runs it for a person; test/topology runs a graph on it.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
