@@ -1075,8 +1075,7 @@ BEGIN
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     -- The tasks come validated with the graph's own by the API (src/api/dispatch.ts), as {key, spec, dependsOn}.
-    WHEN 'graph.add' THEN jsonb_build_object('added', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status)
-                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x),
+    WHEN 'graph.add' THEN jsonb_build_object('added', baton.graph_add_tasks_json(a->>'graphId', k.identity, a->'tasks'),
                             'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = a->>'graphId'))
     WHEN 'approvals.list' THEN baton.approval_list()
     WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)
@@ -1661,6 +1660,15 @@ BEGIN
     format('%s task(s) added: %s', cardinality(v_keys), array_to_string(v_keys, ', ')), jsonb_build_object('keys', to_jsonb(v_keys)) || p_details);
   RETURN QUERY SELECT t.id, t.status FROM baton.tasks t WHERE t.id IN (SELECT baton.task_id_of(p_graph_id, k) FROM unnest(v_keys) k) ORDER BY t.id;
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_add_tasks_json(p_graph_id text, p_actor text, p_tasks jsonb, p_details jsonb DEFAULT '{}'::jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$
+  SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb)
+    FROM baton.graph_add_tasks(p_graph_id, p_actor, p_tasks, p_details) x
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.graph_addition_problem(p_graph_id text, p_tasks jsonb)
@@ -2829,8 +2837,7 @@ BEGIN
     jsonb_build_object('proposal', p.id, 'decision', p.status, 'proposedBy', p.proposed_by,
       'keys', (SELECT jsonb_agg(x->'key') FROM jsonb_array_elements(p.tasks) x)));
   IF p_accept THEN
-    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
-      FROM baton.graph_add_tasks(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id)) x;
+    v_added := baton.graph_add_tasks_json(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id));
   END IF;
   RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added)
     || CASE WHEN p_accept THEN jsonb_build_object('policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id))
@@ -3283,8 +3290,7 @@ BEGIN
       CASE v_mode WHEN 'accept' THEN 'added at once (policy.subtasks: accept)' ELSE 'waiting for an operator (policy.subtasks: review)' END),
     jsonb_build_object('proposal', v_id, 'keys', to_jsonb(v_keys), 'policy', v_mode));
   IF v_mode = 'accept' THEN
-    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
-      FROM baton.graph_add_tasks(t.graph_id, p_actor, v_tasks, jsonb_build_object('proposal', v_id, 'proposer', t.id)) x;
+    v_added := baton.graph_add_tasks_json(t.graph_id, p_actor, v_tasks, jsonb_build_object('proposal', v_id, 'proposer', t.id));
   END IF;
   RETURN jsonb_build_object('proposalId', v_id, 'status', CASE v_mode WHEN 'accept' THEN 'accepted' ELSE 'pending' END,
     'added', v_added, 'policy', v_policy);
@@ -4020,6 +4026,8 @@ function baton.event_read(text,text,bigint,boolean): {baton_owner=X/baton_owner,
 function baton.event_refuse_change(): {baton_owner=X/baton_owner}
 
 function baton.graph_add_tasks(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
+
+function baton.graph_add_tasks_json(text,text,jsonb,jsonb): {baton_owner=X/baton_owner}
 
 function baton.graph_addition_problem(text,jsonb): {baton_owner=X/baton_owner}
 

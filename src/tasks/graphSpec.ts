@@ -563,15 +563,18 @@ interface ProposedSubtask {
   dependsOn: string[];
 }
 
-/** The parts of a task's spec a subtask takes from its proposer, never from the proposal. */
-const INHERITED_KEYS = ['run', 'verify', 'tools', 'concurrency'] as const;
+/** What an agent names of a subtask it proposes. */
+const PROPOSED_KEYS = keysOf<ProposedSubtask>({ key: true, description: true, payload: true, dependsOn: true });
+/** The parts of a task a subtask takes from its proposer, never from the proposal: every other (run, verify, tools, concurrency). */
+const INHERITED_KEYS = TASK_KEYS.filter((name) => !PROPOSED_KEYS.includes(name));
 
 /**
  * U11: the subtasks an agent proposes (`task.propose`), validated as tasks added to a graph are:
  * keys, descriptions, payloads, dependencies among them (no cycle) and on other tasks, named by
  * key; whether those exist is the store's to say. A subtask runs and is verified as its proposer
- * is, so a proposal naming `run`, `verify`, `tools` or `concurrency` is refused: an agent cannot
- * give work it spawns another check, another agent or more tools than its own.
+ * is, so a proposal naming any other part of a task (`run`, `verify`, `tools`, `concurrency`, and
+ * whatever a task may name later) is refused: an agent cannot give work it spawns another check,
+ * another agent or more tools than its own.
  */
 export function parseSubtasks(input: unknown): ProposedSubtask[] {
   if (!Array.isArray(input) || input.length === 0 || input.length > MAX_SUBTASKS_PER_TASK)

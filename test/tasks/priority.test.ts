@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
-import { taskWorkflowId } from '../../src/tasks/taskId.js';
+import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 /** Lets the held run go; until then the worker's one activity slot is taken. */
@@ -50,7 +50,7 @@ async function claimOrder(first: { priority: number; n: number }, second: { prio
   held = new Promise((resolve) => (letGo = resolve));
   const a = `first-${randomUUID().slice(0, 6)}`;
   const b = `second-${randomUUID().slice(0, 6)}`;
-  const ids = (graphId: string, prefix: string, n: number) => tasks(prefix, n).map((t) => `${graphId}/${t.key}`);
+  const ids = (graphId: string, prefix: string, n: number) => tasks(prefix, n).map((t) => taskIdOf(graphId, t.key));
   const waiting = async (what: string, taskIds: string[], started: number) =>
     waitFor(
       what,

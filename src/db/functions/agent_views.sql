@@ -282,8 +282,7 @@ BEGIN
     WHEN 'graph.cancel' THEN baton.agent_cancel(k.identity, a->>'graphId', NULL, v_reason)
     WHEN 'task.rerun' THEN baton.agent_rerun(k.identity, a->>'taskId', v_reason)
     -- The tasks come validated with the graph's own by the API (src/api/dispatch.ts), as {key, spec, dependsOn}.
-    WHEN 'graph.add' THEN jsonb_build_object('added', (SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status)
-                            ORDER BY x.task_id), '[]'::jsonb) FROM baton.graph_add_tasks(a->>'graphId', k.identity, a->'tasks') x),
+    WHEN 'graph.add' THEN jsonb_build_object('added', baton.graph_add_tasks_json(a->>'graphId', k.identity, a->'tasks'),
                             'policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = a->>'graphId'))
     WHEN 'approvals.list' THEN baton.approval_list()
     WHEN 'inbox.wait' THEN baton.agent_inbox(k, a)

@@ -173,6 +173,13 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_add_tasks TO baton_client;
 
+-- U11: graph_add_tasks, its answer as the agent API gives it: [{taskId, status}] by task id.
+CREATE FUNCTION baton.graph_add_tasks_json(p_graph_id text, p_actor text, p_tasks jsonb, p_details jsonb DEFAULT '{}'::jsonb)
+RETURNS jsonb LANGUAGE sql AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb)
+    FROM baton.graph_add_tasks(p_graph_id, p_actor, p_tasks, p_details) x
+$$;
+
 -- U11: why the tasks p_tasks ({key, dependsOn, ...}) cannot be added to graph p_graph_id now, or NULL:
 -- none given, a key the graph has already, a dependency on a task neither the graph nor p_tasks has.
 CREATE FUNCTION baton.graph_addition_problem(p_graph_id text, p_tasks jsonb) RETURNS text LANGUAGE plpgsql STABLE AS $$
@@ -240,8 +247,7 @@ BEGIN
       CASE v_mode WHEN 'accept' THEN 'added at once (policy.subtasks: accept)' ELSE 'waiting for an operator (policy.subtasks: review)' END),
     jsonb_build_object('proposal', v_id, 'keys', to_jsonb(v_keys), 'policy', v_mode));
   IF v_mode = 'accept' THEN
-    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
-      FROM baton.graph_add_tasks(t.graph_id, p_actor, v_tasks, jsonb_build_object('proposal', v_id, 'proposer', t.id)) x;
+    v_added := baton.graph_add_tasks_json(t.graph_id, p_actor, v_tasks, jsonb_build_object('proposal', v_id, 'proposer', t.id));
   END IF;
   RETURN jsonb_build_object('proposalId', v_id, 'status', CASE v_mode WHEN 'accept' THEN 'accepted' ELSE 'pending' END,
     'added', v_added, 'policy', v_policy);
@@ -298,8 +304,7 @@ BEGIN
     jsonb_build_object('proposal', p.id, 'decision', p.status, 'proposedBy', p.proposed_by,
       'keys', (SELECT jsonb_agg(x->'key') FROM jsonb_array_elements(p.tasks) x)));
   IF p_accept THEN
-    SELECT coalesce(jsonb_agg(jsonb_build_object('taskId', x.task_id, 'status', x.status) ORDER BY x.task_id), '[]'::jsonb) INTO v_added
-      FROM baton.graph_add_tasks(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id)) x;
+    v_added := baton.graph_add_tasks_json(p.graph_id, p_actor, p.tasks, jsonb_build_object('proposal', p.id, 'proposer', p.task_id));
   END IF;
   RETURN baton.proposal_view(p) || jsonb_build_object('added', v_added)
     || CASE WHEN p_accept THEN jsonb_build_object('policy', (SELECT g.spec->'policy' FROM baton.graphs g WHERE g.id = p.graph_id))
