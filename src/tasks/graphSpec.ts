@@ -150,6 +150,14 @@ export const MAX_CALLS_RANGE = [0, 100_000] as const;
 export const MAX_COST_RANGE = [0, 1e12] as const;
 const TOOLS_KEYS = keysOf<TaskTools>({ allow: true, maxCalls: true, maxCost: true });
 
+/**
+ * A list's items as the parser reads them: a hole (JavaScript's `[,]`; never from YAML or JSON) is
+ * an undefined item. Array methods skip holes, so a list of holes would otherwise pass as empty.
+ */
+function itemsOf(list: readonly unknown[]): unknown[] {
+  return Array.from(list);
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -370,8 +378,8 @@ function parseProtect(input: unknown, where: string, path: Path, problems: Probl
   }
   if (input.length > MAX_PROTECTED_PATHS) problems.push({ path, message: `${where} names more than ${MAX_PROTECTED_PATHS} paths` });
   const paths: string[] = [];
-  input.slice(0, MAX_PROTECTED_PATHS).forEach((entry, i) => {
-    const value = text(entry, `${where}[${i}]`, [...path, i], problems, { max: MAX_TEXT_LENGTH.protectedPath });
+  itemsOf(input.slice(0, MAX_PROTECTED_PATHS)).forEach((entry, i) => {
+    const value = text(entry, `${where}[${i}]`, [...path, i], problems, { max: MAX_TEXT_LENGTH.protectedPath, required: true });
     if (value === undefined) return;
     const segments = value.replace(/\/$/, '').split('/');
     if (value.startsWith('/') || value.startsWith(':') || segments.some((s) => s === '..' || s === '')) {
@@ -397,7 +405,7 @@ function parseTools(input: unknown, at: string, path: Path, problems: Problems):
   const tools: TaskTools = {};
   if (input.allow !== undefined && input.allow !== null) {
     const allow = input.allow;
-    if (!Array.isArray(allow) || allow.some((t) => typeof t !== 'string' || !TOOL_NAME_PATTERN.test(t))) {
+    if (!Array.isArray(allow) || itemsOf(allow).some((t) => typeof t !== 'string' || !TOOL_NAME_PATTERN.test(t))) {
       problems.push({ path: [...path, 'allow'], message: `${at}: tools.allow must be a list of tool names matching ${TOOL_NAME_PATTERN}` });
     } else if (allow.length > MAX_ALLOWED_TOOLS) {
       problems.push({ path: [...path, 'allow'], message: `${at}: tools.allow names more than ${MAX_ALLOWED_TOOLS} tools` });
@@ -463,7 +471,7 @@ function parseTask(raw: unknown, index: number, problems: Problems): GraphTaskSp
   checkKeys(raw, TASK_KEYS, path, problems, at);
   if (key !== undefined && !KEY_PATTERN.test(key)) problem(`key must match ${KEY_PATTERN}`, 'key');
   let dependsOn = raw.dependsOn ?? [];
-  if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
+  if (!Array.isArray(dependsOn) || itemsOf(dependsOn).some((d) => typeof d !== 'string')) {
     problem('dependsOn must be a list of task keys', 'dependsOn');
     dependsOn = [];
   }
@@ -512,7 +520,7 @@ function parseTasks(input: unknown, problems: Problems): GraphTaskSpec[] {
   const tasks: GraphTaskSpec[] = [];
   const indexes: number[] = []; // each task's place in the list, for the path of a problem found across tasks
   const seen = new Set<string>();
-  input.forEach((raw: unknown, index: number) => {
+  itemsOf(input).forEach((raw, index) => {
     const task = parseTask(raw, index, problems);
     if (!task) return;
     if (seen.has(task.key)) problems.push({ path: ['tasks', index, 'key'], message: `task ${quoted(task.key)}: duplicate key` });

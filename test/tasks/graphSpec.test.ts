@@ -172,6 +172,14 @@ describe('graph validation (T8)', () => {
     expect(problems({ tasks: [{ key: 'a', run: 'make' }] })).toMatch(/verify must name exactly one.*\n.*repo is required/);
   });
 
+  it('reads a hole in a list (JavaScript `[,]`) as a missing item, not as no item (found by fuzzing)', () => {
+    const hole = new Array<unknown>(1); // [,]: length 1, no item
+    expect(problems({ tasks: hole })).toMatch('tasks[0] must be a mapping');
+    expect(problems({ tasks: [{ ...task('a'), dependsOn: hole }] })).toMatch("task 'a': dependsOn must be a list of task keys");
+    expect(problems({ tasks: [{ ...task('a'), tools: { allow: hole } }] })).toMatch("task 'a': tools.allow must be a list of tool names");
+    expect(problems({ tasks: [{ ...task('a'), verify: { function: 'v', protect: hole } }] })).toMatch('verify.protect[0]');
+  });
+
   it('gives every problem the path of the value it concerns, for a file reader to show its line', () => {
     const error = refusal({
       polcy: {},
