@@ -23,6 +23,7 @@ import { runAgentIdentity } from '../src/tasks/taskId.js';
 import { isolateOwner } from '../src/runners/isolation/isolateOwner.js';
 import { reservedPathRefusal } from '../src/runners/reservedPaths.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../src/tasks/states.js';
+import { workflowControl } from '../src/workflowControl.js';
 import type { TaskRow, TaskSpec } from '../src/tasks/types.js';
 import { handedBack, shuttingDown, withActivityFailures } from './failures.js';
 
@@ -47,6 +48,9 @@ export interface TaskActivityDeps {
    */
   workflowControl?: (client: Client, taskQueue: string) => WorkflowControl;
 }
+
+/** How many workflows batonWakeTasks wakes between heartbeats. */
+const WAKES_PER_HEARTBEAT = 256;
 
 /** How often a verification tells Temporal it is alive, whatever the verifier does. */
 const VERIFY_KEEPALIVE_MS = 5_000;
@@ -491,6 +495,26 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** Gives up on a task whose attempts are used up (ready -> failed), recording why. */
     async batonFailExhaustedTask(input: { taskId: string; reason: string }): Promise<void> {
       await taskSetStatus(db, { taskId: input.taskId, actor: identity, to: 'failed', kind: 'failed', reason: input.reason });
+    },
+
+    /**
+     * T8: after a verification, makes the workflows of the dependents it released (their tasks just
+     * made ready) and of those it left stale look at their tasks now, each started when none runs.
+     * Through this worker's Temporal client rather than as children of the verifying workflow, so one
+     * verification may release any number (Temporal allows a workflow 2,000 pending children).
+     */
+    async batonWakeTasks(input: { released: string[]; staled: string[]; policy: GraphPolicy }): Promise<void> {
+      const ctx = Context.current();
+      const workflows = workflowControl(ctx.client, ctx.info.taskQueue);
+      for (const [taskIds, ready] of [
+        [input.released, true],
+        [input.staled, false],
+      ] as const) {
+        for (let i = 0; i < taskIds.length; i += WAKES_PER_HEARTBEAT) {
+          await workflows.wakeTasks(taskIds.slice(i, i + WAKES_PER_HEARTBEAT), input.policy, { ready });
+          ctx.heartbeat();
+        }
+      }
     },
 
     /** The task's status and attempts, for the workflow's decisions. */

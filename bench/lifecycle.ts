@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createBatonClient, type BatonClient } from '../src/client.js';
-import { graphWorkflowId, taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
+import { taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
 import { summariseHistory, type HistorySummary } from './history.js';
@@ -81,9 +81,8 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
     const probe = `${ctx.runId}-probe`;
     await client.submitGraph(noopGraph(probe), 'bench');
     await client.waitForGraph(probe);
-    const probeGraph = await summariseHistory(stack.temporal, graphWorkflowId(probe));
     const probeTask = await summariseHistory(stack.temporal, taskWorkflowId(`${probe}/t0`));
-    const activities = probeGraph.activities + probeTask.activities;
+    const activities = probeTask.activities;
     log(
       `  lifecycle: one baton lifecycle runs ${activities} activities (${probeTask.activityTypes.join(', ')}); the bare workflow runs as many`,
     );
@@ -119,8 +118,8 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
 
     // Where a lifecycle's time goes: the histories of the last pair's workflows.
     const last = pairs.at(-1)!;
-    const batonBreakdown = await breakdown(ctx, last.candidate.ids, (id) => [graphWorkflowId(id), taskWorkflowId(taskIdOf(id, 't0'))]);
-    const bareBreakdown = await breakdown(ctx, last.baseline.ids, (id) => [id]);
+    const batonBreakdown = await breakdown(ctx, last.candidate.ids, (id) => taskWorkflowId(taskIdOf(id, 't0')));
+    const bareBreakdown = await breakdown(ctx, last.baseline.ids, (id) => id);
     const workerStats = await workers.baton.memory();
     const side = (r: LifecycleRound) => ({
       perSecond: round(r.perSecond, 2),
@@ -132,7 +131,7 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
       lifecyclesPerRound: options.count,
       concurrency: options.concurrency,
       activitiesPerLifecycle: activities,
-      batonActivityTypes: [...probeGraph.activityTypes, ...probeTask.activityTypes],
+      batonActivityTypes: probeTask.activityTypes,
       throughputRatio: spread(pairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
       // The ratio's baseline follows baton's activity count, so one activity less speeds both sides up.
       batonPerSecond: spread(pairs.map((p) => p.candidate.perSecond)),
@@ -160,21 +159,12 @@ const BREAKDOWN_FIELDS = [
   'workflowTaskRunMs',
   'activityWaitMs',
   'activityRunMs',
-  'childStartMs',
 ] as const;
 
-/** Median per lifecycle, summed over the workflows that make up one lifecycle. */
-async function breakdown(ctx: BenchContext, ids: string[], workflowsOf: (id: string) => string[]) {
-  const perLifecycle: Array<Record<string, number>> = [];
-  for (const id of ids.slice(0, BREAKDOWN_SAMPLE)) {
-    const summaries: HistorySummary[] = [];
-    for (const wf of workflowsOf(id)) summaries.push(await summariseHistory(ctx.stack.temporal, wf));
-    const total: Record<string, number> = {};
-    for (const f of BREAKDOWN_FIELDS) total[f] = summaries.reduce((sum, s) => sum + s[f], 0);
-    // The graph workflow's span contains the task's; the lifecycle's span is the outermost one.
-    total.spanMs = Math.max(...summaries.map((s) => s.spanMs));
-    perLifecycle.push(total);
-  }
+/** Median per lifecycle of its workflow's history (one workflow per lifecycle on either side). */
+async function breakdown(ctx: BenchContext, ids: string[], workflowOf: (id: string) => string) {
+  const perLifecycle: HistorySummary[] = [];
+  for (const id of ids.slice(0, BREAKDOWN_SAMPLE)) perLifecycle.push(await summariseHistory(ctx.stack.temporal, workflowOf(id)));
   return Object.fromEntries(
     BREAKDOWN_FIELDS.map((f) => [
       f,

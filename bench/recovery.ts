@@ -200,7 +200,7 @@ async function runTrial(
   else await victim.kill();
 
   const sampling = sampleAttempts(temporal, taskId, killedAt);
-  // Postgres says when the task is done; the graph's workflow may finish later (a frozen worker's
+  // Postgres says when the task is done; its workflow may finish later (a frozen worker's
   // open polls hold what they were handed until it times out).
   const verified = await waitFor(
     'the task to be verified',

@@ -183,7 +183,7 @@ export function renderMarkdown(results: BenchResults): string {
         `| scale | ${s.tasks} tasks: baton worker peak RSS (MiB) | ${targetText(TARGETS.scalePeakMiB)} | ${f(peak, 0)} | one run | — | 1 | ${peak === undefined ? 'n/a' : verdict(peak, TARGETS.scalePeakMiB)} |`,
       );
       out.push(
-        `| scale | ${s.tasks} tasks: graph workflow | completes | ${s.baton.graphWorkflow.outcome.replaceAll('|', '/')} | — | — | 1 | ${s.baton.graphWorkflow.outcome === 'completed' ? 'met' : '**missed**'} |`,
+        `| scale | ${s.tasks} tasks: the graph (waitForGraph) | completes | ${s.baton.graph.outcome.replaceAll('|', '/')} | — | — | 1 | ${s.baton.graph.outcome === 'completed' ? 'met' : '**missed**'} |`,
       );
     }
   }
@@ -259,21 +259,16 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(`## lifecycle (${lifecycle.lifecyclesPerRound} per round, ${lifecycle.concurrency} in flight)`, '');
     out.push(
       `One baton lifecycle runs ${lifecycle.activitiesPerLifecycle} activities (${lifecycle.batonActivityTypes.join(', ')}); each bare workflow runs ${lifecycle.activitiesPerLifecycle} no-op activities. ` +
-        `Workflow tasks are what the ratio follows: the bare workflow has one per activity plus its start; baton adds the graph workflow's three ` +
-        '(its start, the child started, the child completed).',
+        "Each side is one workflow per lifecycle, with one workflow task per activity plus its start; baton adds its client's " +
+        "Postgres work (the graph written, two reads while awaiting it) and its activities' (claim, submit, verification).",
       '',
     );
-    out.push(
-      "Median per lifecycle over the last pair, from the workflows' histories (server clock; for baton the graph and task workflows summed):",
-      '',
-    );
-    out.push(
-      '| | events | workflow tasks | activities | span ms | WFT wait ms | WFT run ms | activity wait ms | activity run ms | child start ms |',
-    );
-    out.push('|---|---|---|---|---|---|---|---|---|---|');
+    out.push("Median per lifecycle over the last pair, from the workflows' histories (server clock; for baton the task's workflow):", '');
+    out.push('| | events | workflow tasks | activities | span ms | WFT wait ms | WFT run ms | activity wait ms | activity run ms |');
+    out.push('|---|---|---|---|---|---|---|---|---|');
     for (const [name, b] of Object.entries(lifecycle.breakdown)) {
       out.push(
-        `| ${name} | ${b.events} | ${b.workflowTasks} | ${b.activities} | ${b.spanMs} | ${b.workflowTaskWaitMs} | ${b.workflowTaskRunMs} | ${b.activityWaitMs} | ${b.activityRunMs} | ${b.childStartMs} |`,
+        `| ${name} | ${b.events} | ${b.workflowTasks} | ${b.activities} | ${b.spanMs} | ${b.workflowTaskWaitMs} | ${b.workflowTaskRunMs} | ${b.activityWaitMs} | ${b.activityRunMs} |`,
       );
     }
     out.push(
@@ -327,17 +322,17 @@ export function renderMarkdown(results: BenchResults): string {
   if (scale) {
     out.push('## scale (independent no-op tasks; bare: as many client-started bare workflows)', '');
     out.push(
-      '| tasks | baton submit ms | baton verified (ms) | baton /s | graph workflow | history events (per task) | history MiB | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
+      '| tasks | baton submit ms | baton verified (ms) | baton /s | waitForGraph | history events of one task | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
     );
-    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const s of scale.sizes) {
       const b = s.baton;
       const cpu = (c: { seconds: Record<string, number> } | undefined) =>
         c ? `${c.seconds.worker ?? '?'} / ${c.seconds.temporalServer ?? '?'} / ${c.seconds.postgres ?? '?'}` : '';
-      const failure = b.graphWorkflow.lastFailure ? ` (last workflow task failure: ${b.graphWorkflow.lastFailure})` : '';
+      const answered = b.graph.completedMs === undefined ? '' : ` (${b.graph.completedMs})`;
       out.push(
-        `| ${s.tasks} | ${b.submitMs} | ${b.verified} (${b.allVerifiedMs ?? `deadline ${b.elapsedMs}`}) | ${b.perSecond} | ${b.graphWorkflow.outcome.replaceAll('|', '/')}${failure} | ` +
-          `${b.graphWorkflow.historyLength} (${b.graphWorkflow.eventsPerTask ?? 'n/a'}) | ${f((b.graphWorkflow.historySizeBytes ?? NaN) / 2 ** 20, 1)} | ${b.workerPeakRssMiB ?? 'n/a'} | ` +
+        `| ${s.tasks} | ${b.submitMs} | ${b.verified} (${b.allVerifiedMs ?? `deadline ${b.elapsedMs}`}) | ${b.perSecond} | ${b.graph.outcome.replaceAll('|', '/')}${answered} | ` +
+          `${b.taskHistoryEvents ?? 'n/a'} | ${b.workerPeakRssMiB ?? 'n/a'} | ` +
           `${s.bare ? `${s.bare.done} (${s.bare.allDoneMs ?? `deadline ${s.bare.elapsedMs}`})` : 'not run'} | ${s.bare?.perSecond ?? ''} | ${s.bare?.workerPeakRssMiB ?? ''} | ${cpu(b.cpu)} | ${cpu(s.bare?.cpu)} |`,
       );
     }
@@ -347,12 +342,8 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(
         `- ${s.tasks} tasks: first claim ${b.phasesMsSinceSubmit.firstClaim ?? 'n/a'} ms after submit, last claim ${b.phasesMsSinceSubmit.lastClaim ?? 'n/a'} ms, last verified ${b.phasesMsSinceSubmit.lastVerified ?? 'n/a'} ms; ` +
           `median claim → verified ${b.phasesMsSinceSubmit.medianClaimToVerifiedMs ?? 'n/a'} ms; ` +
-          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms, repo and base read (twice per lifecycle) ${b.specRead.selectGraphSourceMedianMs} ms; graph history grew ${b.historyEventsPerSecond ?? 'n/a'} events/s` +
-          (b.projectedHistoryLimitS
-            ? `, reaching Temporal's 51,200-event limit after about ${b.projectedHistoryLimitS} s at that rate`
-            : '') +
-          `; workflow task failures ${b.graphWorkflow.workflowTaskFailures}, timeouts ${b.graphWorkflow.workflowTaskTimeouts}, longest workflow task ${b.graphWorkflow.longestWorkflowTaskMs} ms` +
-          (b.graphWorkflow.terminatedReason ? `; terminated: ${b.graphWorkflow.terminatedReason}` : '') +
+          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms, repo and base read (twice per lifecycle) ${b.specRead.selectGraphSourceMedianMs} ms` +
+          (b.graph.terminated !== undefined ? `; ${b.graph.terminated} task workflows still running at the deadline, terminated` : '') +
           `; worker heap ${b.workerHeapUsedMiB} MiB at the end; Postgres pool (max ${b.pool.max}) had up to ${b.pool.maxWaiting} callers waiting, some waiting in ${f(b.pool.waitingShare * 100, 1)}% of samples` +
           `; machine busy ${b.cpu.machineSeconds} CPU s over ${f(b.elapsedMs / 1000, 0)} s.`,
       );

@@ -8,23 +8,17 @@ import { noopGraph, startWorkerPair } from './lifecycle.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
 import { nowMs, round } from './stats.js';
 import type { BenchWorker } from './workerProcess.js';
-import { eventTimeMs } from './history.js';
-import { graphWorkflowId } from '../src/tasks/taskId.js';
+import { graphWorkflowsQuery, taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 
 const SAMPLE_INTERVAL_MS = 2_000;
-/** After every task is verified, how long the graph workflow gets to notice and complete. */
+/** After every task is verified, how long waitForGraph gets to answer. */
 const GRAPH_COMPLETION_GRACE_MS = 30_000;
-/** Temporal's default per-workflow history limits (dynamic config `limit.historyCount.error`, `limit.historySize.error`). */
-export const HISTORY_COUNT_LIMIT = 51_200;
-export const HISTORY_SIZE_LIMIT_BYTES = 50 * 1024 * 1024;
 const BARE_START_CONCURRENCY = 32;
 const BARE_RESULT_CONCURRENCY = 64;
 
 interface Sample {
   atS: number;
   verified: number;
-  historyLength?: number;
-  historySizeBytes?: number;
   workerRssMiB?: number;
 }
 
@@ -50,46 +44,18 @@ async function cpuAccounting(ctx: BenchContext, worker: BenchWorker): Promise<()
   };
 }
 
-/**
- * The graph workflow's own account (latest run): workflow-task failures and timeouts, whether its
- * latest workflow task failed (stuck) or not, and its longest workflow task (replays, big batches).
- */
-async function workflowTaskAccount(temporal: Client, workflowId: string) {
-  const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
-  const events = history.events ?? [];
-  const ms = (e: (typeof events)[number]) => eventTimeMs(e.eventTime);
-  const startedAt = new Map<number, number>();
-  let failures = 0;
-  let timeouts = 0;
-  let longestMs = 0;
-  let lastFailure: string | undefined;
-  let lastAttemptFailed = false;
-  let terminatedReason: string | undefined;
-  for (const e of events) {
-    if (e.workflowTaskStartedEventAttributes) startedAt.set(Number(e.eventId), ms(e));
-    const closed = e.workflowTaskCompletedEventAttributes ?? e.workflowTaskFailedEventAttributes ?? e.workflowTaskTimedOutEventAttributes;
-    if (closed) {
-      const from = startedAt.get(Number(closed.startedEventId));
-      if (from !== undefined) longestMs = Math.max(longestMs, ms(e) - from);
-      lastAttemptFailed = !e.workflowTaskCompletedEventAttributes;
-    }
-    if (e.workflowTaskFailedEventAttributes) {
-      failures++;
-      lastFailure = e.workflowTaskFailedEventAttributes.failure?.message ?? String(e.workflowTaskFailedEventAttributes.cause);
-    } else if (e.workflowTaskTimedOutEventAttributes) {
-      timeouts++;
-    } else if (e.workflowExecutionTerminatedEventAttributes) {
-      terminatedReason = e.workflowExecutionTerminatedEventAttributes.reason ?? 'terminated';
-    }
-  }
-  return {
-    workflowTaskFailures: failures,
-    workflowTaskTimeouts: timeouts,
-    longestWorkflowTaskMs: Math.round(longestMs),
-    lastAttemptFailed,
-    lastFailure,
-    terminatedReason,
-  };
+/** Terminates the task workflows of `graphId` still running (a graph cut off by the deadline). */
+async function terminateGraphWorkflows(temporal: Client, graphId: string): Promise<number> {
+  const running: string[] = [];
+  for await (const execution of temporal.workflow.list({ query: `${graphWorkflowsQuery(graphId)} AND ExecutionStatus = 'Running'` }))
+    running.push(execution.workflowId);
+  await runConcurrent(running.length, BARE_START_CONCURRENCY, (i) =>
+    temporal.workflow
+      .getHandle(running[i]!)
+      .terminate('bench: deadline')
+      .catch(() => undefined),
+  );
+  return running.length;
 }
 
 /** A baton graph of `tasks` independent no-op tasks, from submit to every task verified in Postgres. */
@@ -97,7 +63,6 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const { stack, log } = ctx;
   const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue });
   const graphId = `${ctx.runId}-scale-${tasks}`;
-  const workflowId = graphWorkflowId(graphId);
   const stopCpu = await cpuAccounting(ctx, worker);
   const start = nowMs();
   const deadline = start + deadlineMs;
@@ -109,12 +74,15 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   let allVerifiedMs: number | undefined;
   let graphDoneMs: number | undefined;
   let graphOutcome = 'running';
-  const done = client.waitForGraph(graphId).then(
-    () => {
+  // waitForGraph, as a user's code awaits a graph: it resolves when nothing more happens in it.
+  const giveUp = new AbortController();
+  const done = client.waitForGraph(graphId, { signal: giveUp.signal }).then(
+    (outcome) => {
       graphDoneMs = nowMs() - start;
-      graphOutcome = 'completed';
+      graphOutcome = outcome.verified.length === tasks ? 'completed' : `ended with ${outcome.verified.length} of ${tasks} verified`;
     },
     (error: Error) => {
+      if (giveUp.signal.aborted) return;
       graphDoneMs = nowMs() - start;
       graphOutcome = `failed: ${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}`;
     },
@@ -127,28 +95,15 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
       [graphId],
     );
     const verified = rows[0]!.verified;
-    const description = await stack.temporal.workflow
-      .getHandle(workflowId)
-      .describe()
-      .catch(() => undefined);
     const memory = await memoryOf(worker.pid);
-    const sample = {
-      atS: round((nowMs() - start) / 1000, 1),
-      verified,
-      historyLength: description?.historyLength,
-      historySizeBytes: description?.historySize,
-      workerRssMiB: memory ? round(memory.rssMiB, 0) : undefined,
-    };
+    const sample = { atS: round((nowMs() - start) / 1000, 1), verified, workerRssMiB: memory ? round(memory.rssMiB, 0) : undefined };
     samples.push(sample);
     if (nowMs() - lastLog > 30_000) {
       lastLog = nowMs();
-      log(
-        `    baton ${tasks}: ${sample.atS}s verified ${verified}, graph history ${sample.historyLength} events, worker RSS ${sample.workerRssMiB} MiB, ${description?.status.name ?? '?'}`,
-      );
+      log(`    baton ${tasks}: ${sample.atS}s verified ${verified}, worker RSS ${sample.workerRssMiB} MiB`);
     }
     if (allVerifiedMs === undefined && verified === tasks) allVerifiedMs = nowMs() - start;
-    const settled = graphDoneMs !== undefined || (description && description.status.name !== 'RUNNING');
-    if (settled && (allVerifiedMs !== undefined || graphOutcome !== 'completed')) return;
+    if (graphDoneMs !== undefined) return;
     if (allVerifiedMs !== undefined && nowMs() - start - allVerifiedMs > GRAPH_COMPLETION_GRACE_MS) return;
     throw notSettled;
   };
@@ -163,20 +118,13 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const cpu = await stopCpu();
   const memory = await memoryOf(worker.pid);
   const own = await worker.memory();
-  const description = await stack.temporal.workflow.getHandle(workflowId).describe();
-  const { lastAttemptFailed, ...problem } = await workflowTaskAccount(stack.temporal, workflowId);
-  if (graphDoneMs === undefined && description.status.name === 'RUNNING') {
-    // Stuck: its latest workflow task failed or timed out and it made no progress in the last samples.
-    const recent = samples.slice(-Math.ceil(GRAPH_COMPLETION_GRACE_MS / SAMPLE_INTERVAL_MS / 2));
-    const noProgress = recent.length > 1 && recent.every((x) => x.historyLength === recent[0]!.historyLength);
-    const outcome = lastAttemptFailed && noProgress ? 'stuck: its workflow tasks keep failing' : 'still running at the deadline';
-    // Children follow their parent (parent close policy TERMINATE); nothing else is left running.
-    await stack.temporal.workflow.getHandle(workflowId).terminate('bench: deadline or stuck');
-    await done.catch(() => {});
-    graphOutcome = outcome;
-    graphDoneMs = undefined;
+  let terminated: number | undefined;
+  if (graphDoneMs === undefined) {
+    giveUp.abort();
+    await done;
+    graphOutcome = allVerifiedMs === undefined ? 'still running at the deadline' : 'all verified, but waitForGraph had not answered';
+    terminated = await terminateGraphWorkflows(stack.temporal, graphId);
   }
-  await done.catch(() => {});
   const { rows: statuses } = await stack.pool.query<{ status: string; n: number }>(
     'SELECT status, count(*)::int AS n FROM baton.tasks WHERE graph_id = $1 GROUP BY status ORDER BY status',
     [graphId],
@@ -200,13 +148,12 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const p = phases[0]!;
   const since = (d: Date | null) => (d ? round(d.getTime() - p.submitted_at.getTime(), 0) : undefined);
   const verified = statuses.find((s) => s.status === 'verified')?.n ?? 0;
-  // How fast the graph workflow's history grew while tasks were still being started and verified.
-  const growing = samples.filter((x, i) => x.historyLength !== undefined && (i === 0 || samples[i - 1]!.verified < tasks));
-  const first = growing.find((x) => (x.historyLength ?? 0) > 0);
-  const last = growing.at(-1);
-  const historyPerSecond =
-    first && last && last.atS > first.atS ? (last.historyLength! - first.historyLength!) / (last.atS - first.atS) : undefined;
-  const eventsPerTask = description.historyLength && verified ? description.historyLength / Math.max(verified, 1) : undefined;
+  // One task's lifecycle workflow, as every task has one: its history is all a task costs Temporal.
+  const taskHistory = await stack.temporal.workflow
+    .getHandle(taskWorkflowId(taskIdOf(graphId, 't0')))
+    .describe()
+    .then((d) => d.historyLength)
+    .catch(() => undefined);
   return {
     tasks,
     submitMs: round(submitMs, 0),
@@ -215,14 +162,14 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     statuses: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
     elapsedMs: round(elapsedMs, 0),
     deadlineMs,
-    graphWorkflow: {
+    graph: {
+      /** What waitForGraph said: `completed` when it answered with every task verified. */
       outcome: graphOutcome,
       completedMs: graphDoneMs === undefined ? undefined : round(graphDoneMs, 0),
-      historyLength: description.historyLength,
-      historySizeBytes: description.historySize,
-      eventsPerTask: eventsPerTask === undefined ? undefined : round(eventsPerTask, 2),
-      ...problem,
+      /** Task workflows still running at the deadline, terminated then. */
+      terminated,
     },
+    taskHistoryEvents: taskHistory,
     phasesMsSinceSubmit: {
       firstClaim: since(p.first_claim),
       lastClaim: since(p.last_claim),
@@ -231,12 +178,6 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     },
     /** Tasks verified per second, to all verified or to the deadline. */
     perSecond: round((verified / (allVerifiedMs ?? elapsedMs)) * 1000, 2),
-    historyEventsPerSecond: historyPerSecond === undefined ? undefined : round(historyPerSecond, 1),
-    /** Cut off by the deadline: when the graph workflow's history would reach Temporal's event limit at the observed rate. */
-    projectedHistoryLimitS:
-      historyPerSecond && description.historyLength < HISTORY_COUNT_LIMIT && graphOutcome === 'still running at the deadline'
-        ? round((HISTORY_COUNT_LIMIT - description.historyLength) / historyPerSecond + elapsedMs / 1000, 0)
-        : undefined,
     specRead,
     workerPeakRssMiB: memory ? round(memory.peakRssMiB, 0) : undefined,
     workerHeapUsedMiB: round(own.heapUsedMiB, 0),
@@ -351,7 +292,7 @@ function thin<T>(items: T[], max: number): T[] {
 /**
  * scale: for each size, a fresh baton worker runs a graph of that many independent no-op tasks
  * and a fresh bare worker runs as many bare workflows; both from submit to all done, with the
- * worker's peak memory, CPU by process and the graph workflow's history.
+ * worker's peak memory and CPU by process.
  */
 export async function runScaleBench(
   ctx: BenchContext,
@@ -381,7 +322,7 @@ export async function runScaleBench(
       const ratio = bare ? baton.perSecond / bare.perSecond : undefined;
       ctx.log(
         `  scale ${tasks}: baton ${baton.allVerifiedMs !== undefined ? `all verified in ${baton.allVerifiedMs} ms` : `${baton.verified} verified in ${baton.elapsedMs} ms (deadline)`}, ` +
-          `graph workflow ${baton.graphWorkflow.outcome} (${baton.graphWorkflow.historyLength} events)` +
+          `waitForGraph: ${baton.graph.outcome}` +
           (bare
             ? `; bare ${bare.allDoneMs !== undefined ? `all done in ${bare.allDoneMs} ms` : `${bare.done} done in ${bare.elapsedMs} ms (deadline)`}; throughput ratio ${ratio?.toFixed(3)}`
             : ''),

@@ -1,9 +1,11 @@
-// Records the histories of one graph run (the graph workflow and its task workflows) for the
-// replay tests: `npx tsx scripts/recordGraphHistories.ts <label>` writes
-// test/fixtures/graphWorkflow.<label>.histories.json. It runs a diamond (a -> b, a -> c, b + c -> d)
-// of command tasks on the embedded stack (or DATABASE_URL / TEMPORAL_ADDRESS) with an in-process
-// worker. Record again after a change to how the graph workflow starts its tasks, and keep the old
-// file while executions recorded with it may still be running.
+// Records the histories of one graph run (the workflows of its tasks, which start one another) for
+// the replay tests: `npx tsx scripts/recordGraphHistories.ts <label>` writes
+// test/fixtures/graphRun.<label>.histories.json. (The graphWorkflow.*.histories.json files are runs
+// of the graph workflow an earlier baton started for each graph, recorded by this script then.)
+// It runs a diamond (a -> b, a -> c, b + c -> d) of command tasks on the embedded stack (or
+// DATABASE_URL / TEMPORAL_ADDRESS) with an in-process worker. Record again after a change to how a
+// graph's workflows start one another, and keep the old file while executions recorded with it may
+// still be running.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,12 +19,12 @@ import { stderrLog } from '../src/log.js';
 import { connectClient, connectWorker } from '../src/temporal/connection.js';
 import { commitAll, createScriptedRepo } from '../src/testkit/scriptedRepo.js';
 import { createBatonWorker } from '../src/worker.js';
-import { graphWorkflowId, taskWorkflowId } from '../src/tasks/taskId.js';
+import { taskWorkflowId } from '../src/tasks/taskId.js';
 
 const label = process.argv[2];
 if (!label || !/^[a-z0-9-]+$/.test(label))
   throw new Error('usage: tsx scripts/recordGraphHistories.ts <label: lowercase letters, digits, dashes>');
-const target = new URL(`../test/fixtures/graphWorkflow.${label}.histories.json`, import.meta.url);
+const target = new URL(`../test/fixtures/graphRun.${label}.histories.json`, import.meta.url);
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const open = await openStack(stderrLog, {}, 'admin');
@@ -56,15 +58,14 @@ try {
         { id: graphId, repo, tasks: [task('a'), task('b', ['a']), task('c', ['a']), task('d', ['b', 'c'])] },
         'recorder',
       );
-      const result = await temporal.workflow.getHandle(graphWorkflowId(graphId)).result();
+      const result = await client.waitForGraph(graphId);
       if (result.verified.length !== 4) throw new Error(`the graph did not verify every task: ${JSON.stringify(result)}`);
     })(),
   );
   const histories = [];
-  for (const [workflowId, what] of [
-    [graphWorkflowId(graphId), 'a graph workflow of a diamond, a -> b, a -> c, b + c -> d'],
-    ...['a', 'b', 'c', 'd'].map((key) => [taskWorkflowId(`${graphId}/${key}`), `the task workflow of ${key}`]),
-  ] as const) {
+  for (const key of ['a', 'b', 'c', 'd']) {
+    const workflowId = taskWorkflowId(`${graphId}/${key}`);
+    const what = `the task workflow of ${key} in a diamond, a -> b, a -> c, b + c -> d`;
     const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
     histories.push({ workflowId, what, history: JSON.parse(historyToJSON(history)) });
   }

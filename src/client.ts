@@ -4,19 +4,16 @@ import { TASK_QUEUE_DEFAULT } from './config.js';
 import type { Queryable } from './db/queryable.js';
 import { graphAddTasks, proposalDecide, proposalList, taskSetStatus, graphSubmit } from './db/sql/graphs.js';
 import { poolLimitSet } from './db/sql/poolRuns.js';
-import { eventRead, graphList, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
+import { eventRead, graphList, graphProgress, graphRead, graphReadTasks, taskRead, type GraphListFilter } from './db/sql/reads.js';
 import { approvalDecide, approvalList, type VerificationOutcome } from './db/sql/verification.js';
 import { IllegalTransitionError, InvalidInputError } from './errors.js';
 import { parseGraphAddition, parseGraphSpec, type GraphSpec } from './tasks/graphSpec.js';
-import { TERMINAL_STATUSES, type TaskStatus } from './tasks/states.js';
+import { TASK_STATUSES, TERMINAL_STATUSES, type GraphState, type TaskStatus } from './tasks/states.js';
 import type { Approval, GraphSummary, Proposal, TaskEvent, TaskRow } from './tasks/types.js';
-import { graphWorkflowId, isTaskId, taskIdOf } from './tasks/taskId.js';
-import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
-import { graphPriority } from './temporal/priority.js';
-import { GRAPH_ID_ATTRIBUTE } from './temporal/searchAttributes.js';
+import { isTaskId, taskIdOf, taskWorkflowId } from './tasks/taskId.js';
 import { workflowControl } from './workflowControl.js';
-import { type GraphWorkflowInput, type GraphWorkflowResult } from '../workflows/definitions.js';
-import type { batonGraphWorkflow } from '../workflows/graphWorkflow.js';
+import { pause } from './pause.js';
+import type { TaskWorkflowResult } from '../workflows/definitions.js';
 
 /** What a cancellation did: the tasks it cancelled, and those it left as they were (finished). */
 interface CancelOutcome {
@@ -33,7 +30,7 @@ export interface BatonClientOptions {
 
 /**
  * What a team's code uses to submit graphs and read their state: Postgres for the truth
- * (status, owners, versions, events), Temporal to start and await the graph's workflow.
+ * (status, owners, versions, events), Temporal to start and await its task workflows.
  */
 export function createBatonClient(options: BatonClientOptions) {
   const { db, temporal } = options;
@@ -68,7 +65,8 @@ export function createBatonClient(options: BatonClientOptions) {
     /**
      * Validates a graph (unknown key, wrong type, unknown dependency, cycle, duplicate key, size
      * limits: one InvalidGraphError listing every problem, nothing written), writes it atomically
-     * and starts its workflow.
+     * and starts the lifecycle workflows of its roots. Submitting the same graph again (say Temporal
+     * did not answer the first time) starts any root workflow that is missing, and changes nothing else.
      */
     async submitGraph(input: unknown, submittedBy: string, parseOptions?: Parameters<typeof parseGraphSpec>[1]): Promise<GraphSpec> {
       const graph = parseGraphSpec(input, parseOptions);
@@ -79,23 +77,10 @@ export function createBatonClient(options: BatonClientOptions) {
         const existing = error instanceof InvalidInputError ? await graphRead(db, graph.id).catch(() => undefined) : undefined;
         if (!existing || !sameGraph(existing, graph)) throw error;
       }
-      const byKey = (key: string) => taskIdOf(graph.id, key);
-      await startWithSearchAttributes(temporal, (searchAttributes) => {
-        const workflowInput: GraphWorkflowInput = {
-          graphId: graph.id,
-          policy: graph.policy,
-          tasks: graph.tasks.map((t) => ({ taskId: byKey(t.key), dependsOn: t.dependsOn.map(byKey) })),
-          ...(searchAttributes && { searchAttributes }),
-        };
-        return temporal.workflow.start<typeof batonGraphWorkflow>('batonGraphWorkflow', {
-          taskQueue,
-          workflowId: graphWorkflowId(graph.id),
-          args: [workflowInput],
-          ...(searchAttributes && { typedSearchAttributes: [{ key: GRAPH_ID_ATTRIBUTE, value: graph.id }] }),
-          priority: graphPriority(graph.id, graph.policy),
-          workflowIdConflictPolicy: 'USE_EXISTING',
-        });
-      });
+      // Postgres made the roots ready as it wrote them; each root's workflow starts those of the
+      // dependents its verification releases, and so on down the graph.
+      const roots = graph.tasks.filter((t) => t.dependsOn.length === 0).map((t) => taskIdOf(graph.id, t.key));
+      await workflows.startReadyTasks(roots, graph.policy);
       return graph;
     },
 
@@ -136,9 +121,10 @@ export function createBatonClient(options: BatonClientOptions) {
 
     /**
      * Cancels every unfinished task of a graph: records each as cancelled with `actor` and
-     * `reason` (an owner's late writes are then refused), then cancels the graph's workflow and
-     * theirs, so Temporal cancels their runs and each run kills its agent's process group (and,
-     * under a per-run uid, every process of that uid). A task being verified is left to finish.
+     * `reason` (an owner's late writes are then refused), then cancels their workflows (and the
+     * graph's own, for a graph an earlier baton submitted), so Temporal cancels their runs and each
+     * run kills its agent's process group (and, under a per-run uid, every process of that uid). A
+     * task being verified is left to finish.
      */
     async cancelGraph(graphId: string, actor: string, reason: string): Promise<CancelOutcome> {
       const outcome = await cancelTasks(await graphReadTasks(db, graphId), actor, reason);
@@ -198,9 +184,36 @@ export function createBatonClient(options: BatonClientOptions) {
       return decided;
     },
 
-    /** Resolves when the graph's workflow ends: which tasks were verified, failed or left blocked. */
-    waitForGraph(graphId: string): Promise<GraphWorkflowResult> {
-      return temporal.workflow.getHandle<typeof batonGraphWorkflow>(graphWorkflowId(graphId)).result();
+    /**
+     * Resolves when nothing more happens in the graph without someone: its state (as `graphs` gives
+     * it) is verified, failed, cancelled, stale or blocked. Says which tasks were verified, failed
+     * (or were cancelled), are stale, and are left blocked. It follows the graph's task workflows
+     * through Temporal (each awaited until it ends, then the dependents it released), so it answers
+     * as soon as the last one ends, and looks at Postgres again when none is left to await. `signal`
+     * gives up the wait (rejecting with its reason); the graph goes on.
+     */
+    async waitForGraph(graphId: string, options: { signal?: AbortSignal } = {}): Promise<GraphOutcome> {
+      const { signal } = options;
+      let last: string | undefined;
+      let lastReadAt = 0;
+      let pauseMs = 0;
+      for (;;) {
+        await pause(lastReadAt + pauseMs - Date.now(), signal);
+        signal?.throwIfAborted();
+        lastReadAt = Date.now();
+        const { state, taskIds } = await graphProgress(db, graphId);
+        if (GRAPH_ENDED.has(state)) return graphOutcome(graphId, taskIds);
+        // Looked at again at once after a change; while nothing changes (say a released task's
+        // workflow is not started yet), less and less often.
+        const now = JSON.stringify(taskIds);
+        pauseMs = now === last ? Math.min(Math.max(pauseMs * 2, WAIT_PAUSE_MIN_MS), WAIT_PAUSE_MAX_MS) : WAIT_PAUSE_MIN_MS;
+        last = now;
+        await followTaskWorkflows(
+          temporal,
+          [...ACTIVE_STATUSES].flatMap((status) => taskIds[status] ?? []),
+          signal,
+        );
+      }
     },
 
     /**
@@ -221,6 +234,79 @@ export function createBatonClient(options: BatonClientOptions) {
 }
 
 export type BatonClient = ReturnType<typeof createBatonClient>;
+
+/** What `waitForGraph` resolves to: the graph's tasks by where they ended. */
+export interface GraphOutcome {
+  graphId: string;
+  verified: string[];
+  /** Failed or cancelled. */
+  failed: string[];
+  /** Left stale (T8): by the policy `mark`, or until their upstream tasks are verified again. */
+  stale: string[];
+  /** Never released, because an upstream task failed, was cancelled or is stale (they stay blocked, SPEC D4). */
+  blocked: string[];
+}
+
+/** Graph states in which nothing more happens without someone (GRAPH_STATES). */
+const GRAPH_ENDED: ReadonlySet<GraphState> = new Set(['verified', 'failed', 'cancelled', 'stale', 'blocked']);
+/** Statuses of a task whose workflow is at work (or awaits a person): what `waitForGraph` awaits. */
+const ACTIVE_STATUSES: ReadonlySet<TaskStatus> = new Set(['ready', 'running', 'submitted', 'verifying', 'rejected', 'awaiting_approval']);
+/** How many task workflows `waitForGraph` awaits at once. */
+const AWAITED_AT_ONCE = 32;
+/** The pauses of `waitForGraph` between its looks at Postgres: the shortest, and the longest while nothing changes. */
+const WAIT_PAUSE_MIN_MS = 100;
+const WAIT_PAUSE_MAX_MS = 2_000;
+
+function graphOutcome(graphId: string, taskIds: Partial<Record<TaskStatus, string[]>>): GraphOutcome {
+  const ids = (...statuses: TaskStatus[]) => statuses.flatMap((status) => taskIds[status] ?? []).sort();
+  const ended: TaskStatus[] = ['verified', 'failed', 'cancelled', 'stale'];
+  return {
+    graphId,
+    verified: ids('verified'),
+    failed: ids('failed', 'cancelled'),
+    stale: ids('stale'),
+    blocked: ids(...TASK_STATUSES.filter((status) => !ended.includes(status))),
+  };
+}
+
+/**
+ * Awaits the lifecycle workflow of each of `taskIds` until it ends, and then those of the dependents
+ * it released (whose workflows it started before it ended), AWAITED_AT_ONCE at a time. A workflow not
+ * started yet, or one that failed, is passed over: the caller looks at Postgres. An abort of `signal`
+ * ends every wait.
+ */
+async function followTaskWorkflows(temporal: Client, taskIds: string[], signal: AbortSignal | undefined): Promise<void> {
+  const queue = [...taskIds];
+  const seen = new Set(queue);
+  const released = async (taskId: string): Promise<string[]> => {
+    const handle = temporal.workflow.getHandle(taskWorkflowId(taskId));
+    const result: Promise<TaskWorkflowResult> = signal ? temporal.withAbortSignal(signal, () => handle.result()) : handle.result();
+    return result.then(
+      (result) => result.released ?? [],
+      () => [],
+    );
+  };
+  let awaiting = 0;
+  await new Promise<void>((resolve) => {
+    const next = () => {
+      while (awaiting < AWAITED_AT_ONCE && queue.length > 0) {
+        const taskId = queue.shift()!;
+        awaiting++;
+        void released(taskId).then((ids) => {
+          for (const id of ids) {
+            if (seen.has(id)) continue;
+            seen.add(id);
+            queue.push(id);
+          }
+          awaiting--;
+          next();
+        });
+      }
+      if (awaiting === 0) resolve();
+    };
+    next();
+  });
+}
 
 function sameGraph(stored: GraphSpec, submitted: GraphSpec): boolean {
   const { id, repo, base, policy, tasks } = stored;

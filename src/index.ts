@@ -1,6 +1,6 @@
 // baton's public API for teams that run their own Temporal workers and clients.
 export { createActivities, withUnprefixedAliases, type ActivityDeps, type BatonActivities } from '../activities/index.js';
-export { createBatonClient, type BatonClient, type BatonClientOptions } from './client.js';
+export { createBatonClient, type BatonClient, type BatonClientOptions, type GraphOutcome } from './client.js';
 export {
   createBatonWorker,
   defaultWorkerIdentity,

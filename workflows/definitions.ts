@@ -1,7 +1,9 @@
-// Signals, queries and workflow inputs, importable by clients without pulling in activity code.
+// Signals, queries and workflow results, importable by clients without pulling in activity code
+// (a task workflow's input and its signal's name: src/temporal/taskWorkflowContract.ts).
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import { unprefixedName } from '../src/temporal/batonNames.js';
+import { RECHECK_TASK_SIGNAL } from '../src/temporal/taskWorkflowContract.js';
 
 /**
  * After a run ends without a word (heartbeat timeout) or fails, how soon Temporal starts its next
@@ -12,39 +14,14 @@ import { unprefixedName } from '../src/temporal/batonNames.js';
  */
 export const RUN_RETRY_INTERVAL_MS = 200;
 
-/**
- * Tells a task's workflow to look at its task again now rather than at its next poll, or rather than
- * end on what it last saw: an upstream task was verified, releasing this one or leaving it stale (T8).
- */
-export const recheckTaskSignal = defineSignal('batonRecheckTask');
+/** Tells a task's workflow to look at its task again now (RECHECK_TASK_SIGNAL says when). */
+export const recheckTaskSignal = defineSignal(RECHECK_TASK_SIGNAL);
 
 /**
  * recheckTaskSignal under baton 0.1's name (`recheckTask`), which executions started by 0.1 still
  * send; handled as long as those may run (workflows/index.ts says when that ends).
  */
 export const recheckTaskSignalUnprefixed = defineSignal(unprefixedName(recheckTaskSignal.name));
-
-export interface TaskWorkflowInput {
-  taskId: string;
-  policy: GraphPolicy;
-  /**
-   * This lifecycle runs outside its graph's workflow (a rerun): once verified, it starts (or wakes)
-   * the workflows of the dependents it released, which the graph's workflow will not. (Default: false)
-   */
-  wakeDependents?: boolean;
-  /**
-   * Postgres made the task ready just before this workflow was started (the graph's workflow starts
-   * exactly those): the claim is the first look, with no read before it. A claim refused (the task
-   * moved on, or has no attempts left) sends the workflow back to reading. (Default: false)
-   */
-  ready?: boolean;
-  /** Carried over continue-as-new: the dependents this lifecycle's verifications released so far. */
-  released?: string[];
-  /** Carried over continue-as-new: the task awaited a person's approval (U11), whose decision released its dependents. (Default: false) */
-  awaitedApproval?: boolean;
-  /** The namespace has baton's search attributes (src/temporal/searchAttributes.ts): set them. (Default: false) */
-  searchAttributes?: boolean;
-}
 
 export interface TaskWorkflowResult {
   taskId: string;
@@ -53,8 +30,9 @@ export interface TaskWorkflowResult {
   revision?: string;
   attempts: number;
   /**
-   * When verified: the dependents its verifications released, as verification_record named them;
-   * the graph's workflow starts exactly these. (Absent from results recorded before it did)
+   * When verified: the dependents its verifications released, as verification_record named them,
+   * whose workflows it (or its graph's, for a graph of an earlier baton) started; a client awaiting
+   * the graph awaits these next. (Absent from results recorded before it did)
    */
   released?: string[];
 }

@@ -13,15 +13,10 @@ import {
 } from '@temporalio/workflow';
 import { TASK_STATUS_ATTRIBUTE } from '../src/temporal/searchAttributes.js';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
-import {
-  recheckTaskSignal,
-  recheckTaskSignalUnprefixed,
-  RUN_RETRY_INTERVAL_MS,
-  type TaskWorkflowInput,
-  type TaskWorkflowResult,
-} from './definitions.js';
+import { recheckTaskSignal, recheckTaskSignalUnprefixed, RUN_RETRY_INTERVAL_MS, type TaskWorkflowResult } from './definitions.js';
+import type { TaskWorkflowInput } from '../src/temporal/taskWorkflowContract.js';
 import { batonName, proxyBatonActivities } from './prefixedNames.js';
-import { wakeTask } from './wakeTask.js';
+import { wakeAfterVerification } from './wakeTask.js';
 
 /** How long the workflow first waits before looking again at a task it cannot act on. */
 const POLL_DELAY_MIN_MS = 1_000;
@@ -42,8 +37,6 @@ const APPROVAL_POLL_MAX_MS = 5 * 60_000;
 const CLAIM_RETRY_MAX_MS = 10_000;
 /** Marks histories whose refused claims back off (U11); older histories replay with their fixed pause. */
 const CLAIM_BACKOFF_PATCH = 'claim-backoff';
-/** Marks histories that wake dependents after a verification (T8); older histories replay without. */
-const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
 
 /** Set by recheckTaskSignal: the task changed since the workflow last read it. */
 interface Recheck {
@@ -71,7 +64,7 @@ function failureType(error: unknown): string | undefined {
  * timeout, submit (inside the run, fenced), verify as someone else, and so release dependents. A
  * silent owner is recovered by the run's retry and the task claimed again with a bumped claim version.
  * A stale task is run again by the graph's policy (T8), and a verification wakes the workflows of the
- * dependents it left stale (and, outside the graph's workflow, of those it released).
+ * dependents it left stale and (outside a graph's workflow) of those it released.
  */
 export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId } = input;
@@ -104,7 +97,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   };
   // What the last activity told us about the task; read again when it told us nothing.
   let known: TaskView | null = null;
-  // The dependents this lifecycle's verifications released (verification_record's word), for the graph's workflow.
+  // The dependents this lifecycle's verifications released (verification_record's word), for whoever awaits its result.
   const released = [...(input.released ?? [])];
   // SPEC U6: the task's status, searchable in Temporal when the namespace has baton's attributes
   // (its graph and key came with its start). Not the moments between a run and its verification
@@ -227,20 +220,6 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     // Told to look again since the last read (say, made stale just after it was verified): look before ending.
     if (result && !recheck.pending) return result;
   }
-}
-
-/**
- * T8: after a verification, the workflows of the dependents it concerns look at them again: the
- * stale ones whose dependencies are now all verified (unless the policy is `mark`) and, when this
- * lifecycle runs outside the graph's workflow, the ones it released.
- */
-async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOutcome): Promise<void> {
-  const taskIds = [
-    ...(input.policy.onUpstreamChange === 'mark' ? [] : (outcome.staled ?? [])),
-    ...(input.wakeDependents ? outcome.released : []),
-  ];
-  if (taskIds.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;
-  await Promise.all(taskIds.map((id) => wakeTask(id, input.policy, input.searchAttributes)));
 }
 
 /**

@@ -1,13 +1,45 @@
-// Waking a task's lifecycle workflow from another workflow (T8): after a verification, the
-// dependents it released or left stale must be looked at again, whether their workflow still runs
-// (it is signalled) or ended long ago (a new one is started).
+// Waking task lifecycle workflows from another workflow (T8): after a verification, the dependents
+// it released or left stale must be looked at again, whether their workflow still runs (it is
+// signalled) or ended long ago (a new one is started).
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, ParentClosePolicy, patched, startChild, workflowInfo } from '@temporalio/workflow';
 import { taskSearchAttributes } from '../src/temporal/searchAttributes.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
-import { recheckTaskSignal, type TaskWorkflowInput } from './definitions.js';
-import { batonName } from './prefixedNames.js';
+import type { TaskActivities, VerifyOutcome } from '../activities/tasks.js';
+import type { TaskWorkflowInput } from '../src/temporal/taskWorkflowContract.js';
+import { recheckTaskSignal } from './definitions.js';
+import { batonName, proxyBatonActivities } from './prefixedNames.js';
 import { taskWorkflowId } from '../src/tasks/taskId.js';
+
+/** Marks histories that wake dependents after a verification (T8); older histories replay without. */
+const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
+/** Marks histories that wake dependents through an activity; older histories started them as children (wakeTask). */
+const WAKE_BY_ACTIVITY_PATCH = 'wake-dependents-by-activity';
+
+// Wakes of many workflows: a verification may release thousands; a frozen worker's is retried elsewhere.
+const waker = proxyBatonActivities<TaskActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
+});
+
+/**
+ * T8: after a verification, the workflows of the dependents it concerns look at them again: the
+ * stale ones whose dependencies are now all verified (unless the policy is `mark`) and, when this
+ * lifecycle runs outside a graph's workflow (every lifecycle but those of graphs submitted by an
+ * earlier baton), the ones it released. One activity wakes them all, through the worker's client
+ * (batonWakeTasks); histories from before WAKE_BY_ACTIVITY_PATCH started them as children here.
+ */
+export async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOutcome): Promise<void> {
+  const staled = input.policy.onUpstreamChange === 'mark' ? [] : (outcome.staled ?? []);
+  const released = input.wakeDependents ? outcome.released : [];
+  if (staled.length + released.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;
+  if (patched(WAKE_BY_ACTIVITY_PATCH)) {
+    await waker.batonWakeTasks({ released, staled, policy: input.policy });
+    return;
+  }
+  await Promise.all([...staled, ...released].map((id) => wakeTask(id, input.policy, input.searchAttributes)));
+}
 
 /** Rounds of start-then-signal for a workflow that keeps ending between the two before giving up. */
 const WAKE_ROUNDS = 5;
@@ -16,6 +48,8 @@ const WAKE_ROUNDS = 5;
  * Makes the workflow of `taskId` look at its task now: starts one (outliving this workflow, and
  * itself waking what it releases) when none runs, else signals the one that does. The woken
  * workflow decides from the task's row in Postgres, so a wake that was not needed costs one read.
+ * (What a graph workflow of an earlier baton does for a task added to its graph, and a task
+ * workflow whose history began before WAKE_BY_ACTIVITY_PATCH.)
  */
 export async function wakeTask(taskId: string, policy: GraphPolicy, searchAttributes?: boolean): Promise<void> {
   const workflowId = taskWorkflowId(taskId);

@@ -5,13 +5,14 @@
 import type { Queryable } from '../db/queryable.js';
 import { InvalidInputError, TemporalUnavailableError } from '../errors.js';
 import { parseGraphAddition, parseSubtasks, type GraphPolicy } from '../tasks/graphSpec.js';
-import { graphWorkflowId, taskWorkflowId } from '../tasks/taskId.js';
+import { graphWorkflowsQuery, taskWorkflowId } from '../tasks/taskId.js';
 import type { ToolCallInput, ToolCallResult } from '../tools/types.js';
 import { agentCall, agentOperations } from './agentDoor.js';
 import { ForbiddenError } from './errors.js';
 import type { OperationName } from './operationNames.js';
 import type { AgentApiResult } from './operationResults.js';
 import { newTokenSecret, secretSha256 } from './tokenSecret.js';
+import { pause } from '../pause.js';
 
 type CancelOutcome = AgentApiResult<'task.cancel'>;
 
@@ -35,7 +36,7 @@ type Dispatch = (secret: string, operation: OperationName, args: Record<string, 
 export interface WorkflowControl {
   /** Cancels a task's lifecycle workflow; one that never started or has ended needs nothing. */
   cancelTask(taskId: string): Promise<void>;
-  /** Cancels a graph's workflow, as `cancelTask` does a task's. */
+  /** Cancels the workflow an earlier baton started for a graph, as `cancelTask` does a task's (later graphs have none). */
   cancelGraph(graphId: string): Promise<void>;
   /** Starts a task's lifecycle workflow for a rerun, or finds the one running. */
   rerunTask(taskId: string, policy: GraphPolicy): Promise<void>;
@@ -52,19 +53,6 @@ export interface DispatchOptions {
    * anything is recorded (a server told of no Temporal). A run's endpoint has its worker's.
    */
   workflows?: () => Promise<WorkflowControl>;
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }
 
 /** Calls `attempt` until it answers something `found` accepts, `waitSeconds` pass or the caller goes; the last answer. */
@@ -249,7 +237,7 @@ export function createDispatch(db: Queryable, options: DispatchOptions = {}): Di
       }
       case 'graph.show': {
         const graph = (await agentCall(db, secret, operation, args)) as { id: string };
-        return { ...graph, workflowId: graphWorkflowId(graph.id) };
+        return { ...graph, workflowsQuery: graphWorkflowsQuery(graph.id) };
       }
       case 'task.show': {
         const task = (await agentCall(db, secret, operation, args)) as { id: string };

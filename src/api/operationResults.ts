@@ -329,7 +329,8 @@ export interface AgentApiResults {
   'object.suggest': { suggestionId: number; state: ObjectState };
   'object.approve': ObjectState;
   'graphs.list': StoreResult<'graphs.list'>;
-  'graph.show': StoreResult<'graph.show'> & { workflowId: string };
+  /** `workflowsQuery`: the Temporal list filter that finds its tasks' workflows. */
+  'graph.show': StoreResult<'graph.show'> & { workflowsQuery: string };
   'task.show': StoreResult<'task.show'> & { workflowId: string };
   'events.list': StoreResult<'events.list'>;
   'objects.list': StoreResult<'objects.list'>;

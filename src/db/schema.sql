@@ -1756,20 +1756,29 @@ BEGIN
       LEFT JOIN counted c ON c.graph_id = l.id AND c.status = s.status
      GROUP BY l.id, l.submitted_by, l.submitted_at
   ), stated AS (
-    SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts,
-           CASE WHEN m.present <@ ARRAY['verified'] THEN 'verified'
-                WHEN m.present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
-                WHEN 'awaiting_approval' = ANY (m.present) THEN 'awaiting_approval'
-                WHEN 'failed' = ANY (m.present) THEN 'failed'
-                WHEN 'cancelled' = ANY (m.present) THEN 'cancelled'
-                WHEN 'stale' = ANY (m.present) THEN 'stale'
-                ELSE 'blocked' END AS state
+    SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts, baton.graph_state_of(m.present) AS state
       FROM summed m
   )
   SELECT x.id, x.submitted_by, x.submitted_at, x.tasks, x.counts, x.state FROM stated x
    WHERE p_state IS NULL OR x.state = p_state
    ORDER BY x.submitted_at DESC, x.id DESC
    LIMIT p_limit;
+END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_progress(p_graph_id text)
+ RETURNS TABLE(state text, task_ids jsonb)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN QUERY
+  SELECT baton.graph_state_of(coalesce(array_agg(s.status), '{}')), coalesce(jsonb_object_agg(s.status, s.ids), '{}')
+    FROM (SELECT t.status, jsonb_agg(t.id ORDER BY t.key) AS ids FROM baton.tasks t WHERE t.graph_id = p_graph_id GROUP BY t.status) s;
 END $function$
 ;
 
@@ -1813,6 +1822,21 @@ BEGIN
   END IF;
   RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
 END $function$
+;
+
+CREATE OR REPLACE FUNCTION baton.graph_state_of(p_present text[])
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  SELECT CASE WHEN p_present <@ ARRAY['verified'] THEN 'verified'
+              WHEN p_present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
+              WHEN 'awaiting_approval' = ANY (p_present) THEN 'awaiting_approval'
+              WHEN 'failed' = ANY (p_present) THEN 'failed'
+              WHEN 'cancelled' = ANY (p_present) THEN 'cancelled'
+              WHEN 'stale' = ANY (p_present) THEN 'stale'
+              ELSE 'blocked' END
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.graph_submit(p_graph_id text, p_actor text, p_spec jsonb, p_tasks jsonb)
@@ -4035,11 +4059,15 @@ function baton.graph_insert_tasks(text,text,jsonb,jsonb,jsonb): {baton_owner=X/b
 
 function baton.graph_list(text,interval,integer,text): {baton_owner=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
+function baton.graph_progress(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
 function baton.graph_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read_source(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read_tasks(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
+
+function baton.graph_state_of(text[]): {baton_owner=X/baton_owner}
 
 function baton.graph_submit(text,text,jsonb,jsonb): {baton_owner=X/baton_owner,baton_client=X/baton_owner}
 

@@ -179,7 +179,7 @@ async function runTrial(trial: Trial, tally: Tally): Promise<void> {
     if (silence === 'frozen mid-run') victim.child.kill('SIGSTOP');
     else await fleet.killAndReplace(victim);
 
-    // Postgres says when the task is done; the graph's workflow may finish later (a frozen
+    // Postgres says when the task is done; its workflow may finish later (a frozen
     // worker's pending polls hold the tasks they were handed until those time out).
     const task = await waitFor(
       'the task to be recovered and verified',

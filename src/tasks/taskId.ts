@@ -28,9 +28,14 @@ export function taskWorkflowId(taskId: string): string {
   return `baton-task:${taskId}`;
 }
 
-/** Workflow id of a graph's workflow. */
+/** Workflow id of a graph's workflow (a graph submitted by an earlier baton had one; later ones have none). */
 export function graphWorkflowId(graphId: string): string {
   return `baton-graph:${graphId}`;
+}
+
+/** A Temporal list filter that finds the lifecycle workflows of graph `graphId`'s tasks. */
+export function graphWorkflowsQuery(graphId: string): string {
+  return `WorkflowId STARTS_WITH "${taskWorkflowId(taskIdOf(graphId, ''))}"`;
 }
 
 /**

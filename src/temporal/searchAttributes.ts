@@ -13,7 +13,7 @@ export const TASK_STATUS_ATTRIBUTE = defineSearchAttributeKey('BatonTaskStatus',
 export const BATON_SEARCH_ATTRIBUTES = [GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, TASK_STATUS_ATTRIBUTE];
 
 /**
- * What a task's workflow is started with (by the graph's workflow, a wake or a rerun), when its
+ * What a task's workflow is started with (at submit, by a wake or a rerun), when its
  * namespace has baton's search attributes: its graph and key, part of the start, costing no
  * command of their own. Its status the workflow sets itself as it changes.
  */

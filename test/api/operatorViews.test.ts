@@ -58,9 +58,10 @@ async function answer<Op extends keyof typeof STORE_RESULTS>(
   server: AgentServer = withTemporal,
 ): Promise<z.infer<(typeof STORE_RESULTS)[Op]>> {
   const answered = (await callAgentApi({ url: server.url, token }, operation, input as never, 30_000)) as Record<string, unknown>;
-  // The server adds the workflow's id to what the store answers for a graph or a task.
-  const { workflowId, ...result } = answered;
-  if (operation === 'graph.show' || operation === 'task.show') expect(workflowId).toMatch(/^baton-(graph|task):/);
+  // The server adds where Temporal holds their workflows to what the store answers for a task (its workflow's id) or a graph (a list filter).
+  const { workflowId, workflowsQuery, ...result } = answered;
+  if (operation === 'task.show') expect(workflowId).toMatch(/^baton-task:/);
+  if (operation === 'graph.show') expect(workflowsQuery).toMatch(/^WorkflowId STARTS_WITH "baton-task:[^"]+\/"$/);
   const parsed = STORE_RESULTS[operation].safeParse(operation === 'graph.show' || operation === 'task.show' ? result : answered);
   expect(parsed.error?.issues ?? [], `${operation} answered ${JSON.stringify(result)}`).toEqual([]);
   return parsed.data as z.infer<(typeof STORE_RESULTS)[Op]>;

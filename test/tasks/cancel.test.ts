@@ -10,7 +10,7 @@ import { NotFoundError } from '../../src/errors.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { useCommandWorkspace } from '../helpers/commandWorkspace.js';
 import { useTaskStack } from '../helpers/taskStack.js';
-import { graphWorkflowId } from '../../src/tasks/taskId.js';
+import { taskWorkflowId } from '../../src/tasks/taskId.js';
 
 const MARK_ENV = 'BATON_TEST_CANCEL_MARK';
 
@@ -60,9 +60,18 @@ describe('cancelling a graph', () => {
       { timeoutMs: 60_000, intervalMs: 200 },
     );
     expect(await stack.client.task(`${id}/work`)).toMatchObject({ status: 'running' });
+    // A wait given up is given up at once; the graph goes on.
+    const giveUp = new AbortController();
+    const gaveUp = stack.client.waitForGraph(id, { signal: giveUp.signal }).catch((error: unknown) => error);
+    giveUp.abort(new Error('enough waiting'));
+    expect(await gaveUp).toMatchObject({ message: 'enough waiting' });
+    expect(await stack.client.task(`${id}/work`)).toMatchObject({ status: 'running' });
+    const waited = stack.client.waitForGraph(id);
 
     const outcome = await stack.client.cancelGraph(id, 'operator-ann', 'the plan changed');
     expect(outcome).toEqual({ cancelled: [`${id}/after`, `${id}/work`].sort(), left: [] });
+    // The wait ends with the graph: nothing more happens in it.
+    expect(await waited).toEqual({ graphId: id, verified: [], failed: [`${id}/after`, `${id}/work`], stale: [], blocked: [] });
 
     await waitFor(
       'every agent process to be gone',
@@ -85,8 +94,10 @@ describe('cancelling a graph', () => {
     expect(rows[0]!.lease_expires_at).toBeNull();
     const cancelled = (await stack.client.events(`${id}/work`)).filter((e) => e.kind === 'cancelled');
     expect(cancelled).toEqual([expect.objectContaining({ actor: 'operator-ann', reason: 'the plan changed' })]);
-    const description = await stack.temporal.client.workflow.getHandle(graphWorkflowId(id)).describe();
-    expect(description.status.name).toBe('CANCELLED');
+    // Its workflow was cancelled, not left to run to its end.
+    const workflow = stack.temporal.client.workflow.getHandle(taskWorkflowId(`${id}/work`));
+    await workflow.result().catch(() => {});
+    expect((await workflow.describe()).status.name).toBe('CANCELLED');
     // What the cancelled run tried afterwards (a heartbeat in flight) was refused, nothing more.
     const events = await stack.client.events(`${id}/work`);
     const after = events.slice(events.findIndex((e) => e.kind === 'cancelled') + 1);

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { git } from '../../src/runners/git.js';
-import { graphWorkflowId, taskWorkflowId } from '../../src/tasks/taskId.js';
+import { taskWorkflowId } from '../../src/tasks/taskId.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { workflowControl } from '../../src/workflowControl.js';
@@ -106,10 +106,13 @@ describe('subtasks proposed by agents (U11)', () => {
       added: true,
       proposer: `${id}/plan`,
     });
-    // The graph's workflow, whose task released sub-a, woke sub-a's workflow (started when it was added) at once.
-    const history = await stack.temporal.client.workflow.getHandle(graphWorkflowId(id)).fetchHistory();
-    const woken = history.events!.map((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.workflowExecution?.workflowId);
-    expect(woken).toContain(taskWorkflowId(`${id}/sub-a`));
+    // plan's workflow, whose verification released sub-a, woke sub-a's workflow (started when it was added) at once.
+    const history = async (key: string) =>
+      (await stack.temporal.client.workflow.getHandle(taskWorkflowId(`${id}/${key}`)).fetchHistory()).events!;
+    const activities = (await history('plan')).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    expect(activities).toContain('batonWakeTasks');
+    const signals = (await history('sub-a')).map((e) => e.workflowExecutionSignaledEventAttributes?.signalName);
+    expect(signals).toContain('batonRecheckTask');
     // The subtask's run was its own agent's, verified by the worker, never by the proposer.
     expect(events.find((e) => e.subjectId === `${id}/sub-b` && e.kind === 'verified')?.actor).not.toBe('planner');
   });

@@ -173,11 +173,15 @@ describe("the operator's page", () => {
       expect(await page.locator('.dag-canvas').evaluate((el) => el.getBoundingClientRect().height)).toBeLessThan(300);
       await screenshot(page, 'operator-page-graph');
 
-      // Its workflow links to the Temporal UI.
-      const workflowLink = page.getByRole('link', { name: /in Temporal$/ });
-      expect(await workflowLink.getAttribute('href')).toBe(
-        `${TEMPORAL_UI}/namespaces/${stack.temporal.namespace}/workflows/${encodeURIComponent(`baton-graph:${graphId}`)}`,
+      // Its tasks' workflows: a link to the Temporal UI's list, whose filter Temporal answers with exactly them.
+      const workflowsLink = page.getByRole('link', { name: /in Temporal$/ });
+      const query = `WorkflowId STARTS_WITH "baton-task:${graphId}/"`;
+      expect(await workflowsLink.getAttribute('href')).toBe(
+        `${TEMPORAL_UI}/namespaces/${stack.temporal.namespace}/workflows?query=${encodeURIComponent(query)}`,
       );
+      const listed: string[] = [];
+      for await (const execution of stack.temporal.client.workflow.list({ query })) listed.push(execution.workflowId);
+      expect(listed.sort()).toEqual(['request', 'response', 'tests'].map((key) => `baton-task:${graphId}/${key}`));
 
       // The request task: recovered from the frozen worker; the thawed worker's late writes refused and marked.
       await page.getByRole('link', { name: 'request', exact: true }).click();

@@ -109,6 +109,20 @@ describe('workflow replay (no server needed)', () => {
     }
   });
 
+  it('replays a graph run with no graph workflow: each verification wakes the workflows of the tasks it released', async () => {
+    // Recorded by scripts/recordGraphHistories.ts: the diamond again, as the client starts it now.
+    const recorded = await recordedHistories('graphRun.wakes-by-activity.histories.json');
+    expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(Array(4).fill('baton-task'));
+    // a released b and c, and one of those released d.
+    expect(recorded.filter(({ history }) => temporalNames(history).includes('batonWakeTasks'))).toHaveLength(2);
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).resolves.toBeUndefined();
+    }
+  });
+
   it.each([
     ['before-prefix', "recorded before baton's names got their prefix: 0.1's names", false],
     ['prefixed', 'recorded after: the prefixed names', true],
@@ -131,39 +145,48 @@ describe('workflow replay (no server needed)', () => {
     }
   });
 
-  it('replays a recorded history of every path a task takes: success, rejection and rerun, stale rerun, cancellation, a pooled run recovered after silence, a drain hand-back', async () => {
-    // Recorded by scripts/recordTaskHistories.ts (`paths`). A recovery and a hand-back are retries of
-    // the run activity, inside Temporal: the history shows them as the run's later attempt, with the
-    // failure that ended the one before (a heartbeat timeout, a HandedBack failure).
-    const recorded = await recordedHistories('taskWorkflows.paths.histories.json');
-    const scenarios = new Set(recorded.map(({ what }) => what.slice(0, what.indexOf(':'))));
-    expect([...scenarios].sort()).toEqual([
-      'a graph cancelled while its task runs',
-      'a pooled run whose remote agent goes silent',
-      'a run handed back by a worker shutting down, then run by the next worker',
-      'a task whose runs fail until it has used its attempts',
-      'a verification rejected once, then the task run and verified again',
-      'an upstream rerun that releases a dependent whose workflow waits on it (signal)',
-      'an upstream task rerun while its dependent runs (stale, re-run)',
-    ]);
-    type Started = {
-      attempt?: number;
-      lastFailure?: { applicationFailureInfo?: { type?: string }; timeoutFailureInfo?: { timeoutType?: string } };
-    };
-    const retriedAfter = recorded.flatMap(({ history }) =>
-      (history as { events: Array<{ activityTaskStartedEventAttributes?: Started }> }).events
-        .map((e) => e.activityTaskStartedEventAttributes)
-        .filter((a): a is Started => (a?.attempt ?? 1) > 1)
-        .map((a) => a.lastFailure?.applicationFailureInfo?.type ?? a.lastFailure?.timeoutFailureInfo?.timeoutType),
-    );
-    expect(retriedAfter).toEqual(expect.arrayContaining(['TIMEOUT_TYPE_HEARTBEAT', 'HandedBack']));
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).resolves.toBeUndefined();
-    }
-  });
+  it.each([
+    ['paths', 'recorded when each graph had a workflow, and a verification started the workflows it woke as children'],
+    ['paths-wake-by-activity', 'recorded after: no graph workflow, and one activity wakes them'],
+  ])(
+    'replays a recorded history of every path a task takes (%s: %s): success, rejection and rerun, stale rerun, cancellation, a pooled run recovered after silence, a drain hand-back',
+    async (label) => {
+      // Recorded by scripts/recordTaskHistories.ts. A recovery and a hand-back are retries of the run
+      // activity, inside Temporal: the history shows them as the run's later attempt, with the failure
+      // that ended the one before (a heartbeat timeout, a HandedBack failure).
+      const recorded = await recordedHistories(`taskWorkflows.${label}.histories.json`);
+      const names = new Set(recorded.flatMap(({ history }) => temporalNames(history)));
+      expect(names.has('batonWakeTasks')).toBe(label === 'paths-wake-by-activity');
+      expect(names.has('batonGraphWorkflow')).toBe(label === 'paths');
+      const scenarios = new Set(recorded.map(({ what }) => what.slice(0, what.indexOf(':'))));
+      expect([...scenarios].sort()).toEqual([
+        'a graph cancelled while its task runs',
+        'a pooled run whose remote agent goes silent',
+        'a run handed back by a worker shutting down, then run by the next worker',
+        'a task whose runs fail until it has used its attempts',
+        'a verification rejected once, then the task run and verified again',
+        'an upstream rerun that releases a dependent whose workflow waits on it (signal)',
+        'an upstream task rerun while its dependent runs (stale, re-run)',
+      ]);
+      type Started = {
+        attempt?: number;
+        lastFailure?: { applicationFailureInfo?: { type?: string }; timeoutFailureInfo?: { timeoutType?: string } };
+      };
+      const retriedAfter = recorded.flatMap(({ history }) =>
+        (history as { events: Array<{ activityTaskStartedEventAttributes?: Started }> }).events
+          .map((e) => e.activityTaskStartedEventAttributes)
+          .filter((a): a is Started => (a?.attempt ?? 1) > 1)
+          .map((a) => a.lastFailure?.applicationFailureInfo?.type ?? a.lastFailure?.timeoutFailureInfo?.timeoutType),
+      );
+      expect(retriedAfter).toEqual(expect.arrayContaining(['TIMEOUT_TYPE_HEARTBEAT', 'HandedBack']));
+      for (const { workflowId, history } of recorded) {
+        await expect(
+          Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+          workflowId,
+        ).resolves.toBeUndefined();
+      }
+    },
+  );
 
   it('fails to replay the task lifecycles recorded before the prefix when the prefixed names do not wait for the patch', async () => {
     const unpatched = await bundleReplacing('./prefixedNames.js', new URL('../fixtures/unpatchedNames.ts', import.meta.url));
@@ -172,6 +195,25 @@ describe('workflow replay (no server needed)', () => {
         Worker.runReplayHistory({ workflowBundle: unpatched }, historyFromJSON(history), workflowId),
         workflowId,
       ).rejects.toBeInstanceOf(DeterminismViolationError);
+    }
+  });
+
+  it('fails to replay the verifications that started the tasks they woke as children when the wake by activity does not wait for its patch', async () => {
+    const unpatched = await bundleReplacing('./wakeTask.js', new URL('../fixtures/unpatchedWakes.ts', import.meta.url));
+    const waking = (await recordedHistories('taskWorkflows.paths.histories.json')).filter(
+      ({ workflowId, history }) =>
+        workflowId.startsWith('baton-task:') && JSON.stringify(history).includes('startChildWorkflowExecutionInitiatedEventAttributes'),
+    );
+    expect(waking.length).toBeGreaterThan(0);
+    for (const { workflowId, history } of waking) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: unpatched }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).rejects.toBeInstanceOf(DeterminismViolationError);
+      // The same history replays on the real code: the failure is the patch's absence, not the history.
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+      ).resolves.toBeUndefined();
     }
   });
 

@@ -10,7 +10,9 @@ import type { HostActivities } from '../fixtures/hostWorkflows.js';
 import { insertTask } from '../helpers/tasks.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 import { uniqueWorkflowId } from '../helpers/temporal.js';
-import { graphWorkflowId } from '../../src/tasks/taskId.js';
+import { graphSubmit } from '../../src/db/sql/graphs.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import { graphWorkflowId, taskWorkflowId } from '../../src/tasks/taskId.js';
 
 // T9: a team registers baton in its own worker, beside its own workflows and activities, which may
 // carry the plain names baton 0.1 took (`graphWorkflow`, `runTask`).
@@ -83,7 +85,7 @@ describe("baton in a host's worker", () => {
     const hostCalls: string[] = [];
     const worker = await hostWorker(stack.temporal.taskQueue, hostCalls);
     const id = `shared-${randomUUID().slice(0, 8)}`;
-    const { hostResult, graph, progress } = await worker.runUntil(async () => {
+    const { hostResult, graph, types } = await worker.runUntil(async () => {
       const hostResult = await stack.temporal.client.workflow.execute('graphWorkflow', {
         taskQueue: stack.temporal.taskQueue,
         workflowId: uniqueWorkflowId('host-graph'),
@@ -100,20 +102,58 @@ describe("baton in a host's worker", () => {
         'test',
       );
       const graph = await stack.client.waitForGraph(id);
-      // A closed workflow still answers queries: by baton's name, and by 0.1's for clients of 0.1.
-      const handle = stack.temporal.client.workflow.getHandle(graphWorkflowId(id));
-      const progress = [await handle.query(graphProgressQuery), await handle.query(graphProgressQueryUnprefixed)];
-      return { hostResult, graph, progress };
+      const types = await Promise.all(
+        ['a', 'b'].map(async (key) => {
+          const { events } = await stack.temporal.client.workflow.getHandle(taskWorkflowId(`${id}/${key}`)).fetchHistory();
+          return events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+        }),
+      );
+      return { hostResult, graph, types };
     });
     expect(hostResult).toBe('read invoice-42, ran invoice-42');
     expect(hostCalls).toEqual(['readTask invoice-42', 'runTask invoice-42']);
     expect(graph.verified.sort()).toEqual([`${id}/a`, `${id}/b`]);
+    expect(types).toEqual(['batonTaskWorkflow', 'batonTaskWorkflow']);
+  });
+
+  it('runs a graph an earlier baton submitted through its graph workflow, which answers its progress query by either name', async () => {
+    const hostCalls: string[] = [];
+    const worker = await hostWorker(stack.temporal.taskQueue, hostCalls);
+    const id = `earlier-${randomUUID().slice(0, 8)}`;
+    // What an earlier baton's submitGraph did: the graph into Postgres, then one workflow for the graph.
+    const spec = parseGraphSpec({
+      id,
+      tasks: [
+        { key: 'a', run: { function: 'commit' }, verify: { function: 'pass' } },
+        { key: 'b', run: { function: 'commit' }, verify: { function: 'pass' }, dependsOn: ['a'] },
+      ],
+    });
+    await graphSubmit(stack.db.pool, spec, 'test');
+    const { result, progress } = await worker.runUntil(async () => {
+      const handle = await stack.temporal.client.workflow.start('batonGraphWorkflow', {
+        taskQueue: stack.temporal.taskQueue,
+        workflowId: graphWorkflowId(id),
+        args: [
+          {
+            graphId: id,
+            policy: spec.policy,
+            tasks: [
+              { taskId: `${id}/a`, dependsOn: [] },
+              { taskId: `${id}/b`, dependsOn: [`${id}/a`] },
+            ],
+          },
+        ],
+      });
+      const result: unknown = await handle.result();
+      // A closed workflow still answers queries: by baton's name, and by 0.1's for clients of 0.1.
+      return { result, progress: [await handle.query(graphProgressQuery), await handle.query(graphProgressQueryUnprefixed)] };
+    });
+    expect(result).toEqual({ graphId: id, verified: [`${id}/a`, `${id}/b`], failed: [], stale: [], blocked: [] });
     expect(progress).toEqual([
       { [`${id}/a`]: 'verified', [`${id}/b`]: 'verified' },
       { [`${id}/a`]: 'verified', [`${id}/b`]: 'verified' },
     ]);
-    const { events } = await stack.temporal.client.workflow.getHandle(graphWorkflowId(id)).fetchHistory();
-    expect(events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name).toBe('batonGraphWorkflow');
+    expect(await stack.client.waitForGraph(id)).toEqual(result);
   });
 
   it("answers to 0.1's activity names in baton's own worker only", async () => {

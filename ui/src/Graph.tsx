@@ -33,7 +33,7 @@ export function Graph({
   const shown = g.tasks.filter(
     (t) => (!status || t.status === status) && (!search || t.key.includes(search) || (t.owner ?? '').includes(search)),
   );
-  const link = temporalLink(config, g.workflowId);
+  const link = temporalLink(config, { query: g.workflowsQuery });
   return (
     <main>
       <h1>Graph {g.id}</h1>
@@ -51,14 +51,14 @@ export function Graph({
         <dd>
           {g.repo ?? <span class="muted">none</span>} at <code>{g.base}</code>
         </dd>
-        <dt>workflow</dt>
+        <dt>workflows</dt>
         <dd>
           {link ? (
             <a href={link} target="_blank" rel="noreferrer noopener">
-              {g.workflowId} in Temporal
+              its tasks' workflows in Temporal
             </a>
           ) : (
-            <code>{g.workflowId}</code>
+            <code>{g.workflowsQuery}</code>
           )}
         </dd>
       </dl>

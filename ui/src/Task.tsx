@@ -31,7 +31,7 @@ export function Task({
   const spec = t.spec as { run?: Record<string, string>; verify?: { command?: string; function?: string; protect?: string[] } };
   const progress = t.progress as { tail?: string[]; lastLine?: string; host?: string; pid?: number; lines?: number } | null;
   const artifact = t.artifact as { revision?: string; testCommand?: string; baseRevision?: string; baseCommit?: string } | null;
-  const link = temporalLink(config, t.workflowId);
+  const link = temporalLink(config, { workflowId: t.workflowId });
   return (
     <main>
       <p class="crumbs">

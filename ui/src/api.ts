@@ -96,10 +96,13 @@ export async function pageConfig(): Promise<PageConfig> {
   return response.ok ? ((await response.json()) as PageConfig) : {};
 }
 
-/** The Temporal UI's page of a workflow, when the server knows where the UI is. */
-export function temporalLink(config: PageConfig, workflowId: string): string | undefined {
+/**
+ * The Temporal UI's page of a workflow (`{ workflowId }`) or of the workflows a list filter finds
+ * (`{ query }`), when the server knows where the UI is.
+ */
+export function temporalLink(config: PageConfig, to: { workflowId: string } | { query: string }): string | undefined {
   const ui = config.temporalUi;
-  return ui
-    ? `${ui.url.replace(/\/$/, '')}/namespaces/${encodeURIComponent(ui.namespace)}/workflows/${encodeURIComponent(workflowId)}`
-    : undefined;
+  if (!ui) return undefined;
+  const workflows = `${ui.url.replace(/\/$/, '')}/namespaces/${encodeURIComponent(ui.namespace)}/workflows`;
+  return 'workflowId' in to ? `${workflows}/${encodeURIComponent(to.workflowId)}` : `${workflows}?query=${encodeURIComponent(to.query)}`;
 }

@@ -55,6 +55,32 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_read_source TO baton_worker, baton_client, baton_reader;
 
+-- A graph's state (GRAPH_STATES in src/tasks/states.ts) from the statuses its tasks are in: the
+-- first that holds.
+CREATE FUNCTION baton.graph_state_of(p_present text[]) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_present <@ ARRAY['verified'] THEN 'verified'
+              WHEN p_present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
+              WHEN 'awaiting_approval' = ANY (p_present) THEN 'awaiting_approval'
+              WHEN 'failed' = ANY (p_present) THEN 'failed'
+              WHEN 'cancelled' = ANY (p_present) THEN 'cancelled'
+              WHEN 'stale' = ANY (p_present) THEN 'stale'
+              ELSE 'blocked' END
+$$;
+
+-- One graph's state, as graph_list gives it, and its tasks' ids by status (each list by key): what
+-- a client waiting for the graph to end reads.
+CREATE FUNCTION baton.graph_progress(p_graph_id text) RETURNS TABLE (state text, task_ids jsonb) LANGUAGE plpgsql STABLE
+SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
+    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
+  END IF;
+  RETURN QUERY
+  SELECT baton.graph_state_of(coalesce(array_agg(s.status), '{}')), coalesce(jsonb_object_agg(s.status, s.ids), '{}')
+    FROM (SELECT t.status, jsonb_agg(t.id ORDER BY t.key) AS ids FROM baton.tasks t WHERE t.graph_id = p_graph_id GROUP BY t.status) s;
+END $$;
+GRANT EXECUTE ON FUNCTION baton.graph_progress TO baton_worker, baton_client, baton_reader;
+
 -- Graphs, newest first, each with its task count, how many of its tasks are in each status, and its
 -- state (GRAPH_STATES in src/tasks/states.ts, the first that holds). A NULL p_state,
 -- p_submitted_within (submitted that long ago or later, by the database clock) or p_search (in the
@@ -91,14 +117,7 @@ BEGIN
       LEFT JOIN counted c ON c.graph_id = l.id AND c.status = s.status
      GROUP BY l.id, l.submitted_by, l.submitted_at
   ), stated AS (
-    SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts,
-           CASE WHEN m.present <@ ARRAY['verified'] THEN 'verified'
-                WHEN m.present && ARRAY['ready', 'running', 'submitted', 'verifying', 'rejected'] THEN 'running'
-                WHEN 'awaiting_approval' = ANY (m.present) THEN 'awaiting_approval'
-                WHEN 'failed' = ANY (m.present) THEN 'failed'
-                WHEN 'cancelled' = ANY (m.present) THEN 'cancelled'
-                WHEN 'stale' = ANY (m.present) THEN 'stale'
-                ELSE 'blocked' END AS state
+    SELECT m.id, m.submitted_by, m.submitted_at, m.tasks, m.counts, baton.graph_state_of(m.present) AS state
       FROM summed m
   )
   SELECT x.id, x.submitted_by, x.submitted_at, x.tasks, x.counts, x.state FROM stated x

@@ -50,6 +50,15 @@ export async function graphReadSource(db: Queryable, graphId: string): Promise<{
   return { ...(row!.repo === null ? {} : { repo: row!.repo }), base: row!.base };
 }
 
+/** One graph's state (GRAPH_STATES), as `graphList` gives it, and its tasks' ids by status; NotFoundError when the graph does not exist. */
+export async function graphProgress(
+  db: Queryable,
+  graphId: string,
+): Promise<{ state: GraphState; taskIds: Partial<Record<TaskStatus, string[]>> }> {
+  const [row] = await callStore<{ state: GraphState; task_ids: Partial<Record<TaskStatus, string[]>> }>(db, 'graph_progress', [graphId]);
+  return { state: row!.state, taskIds: row!.task_ids };
+}
+
 /** Which graphs `graphList` returns. */
 export interface GraphListFilter {
   /** Only graphs in this state. (Default: any) */
