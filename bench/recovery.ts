@@ -8,7 +8,6 @@ import { DRILL_HEARTBEAT_TIMEOUT_MS_DEFAULT } from '../src/drills/types.js';
 import type { TaskRow } from '../src/tasks/types.js';
 import { taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 import { functionGraph } from '../src/testkit/graphs.js';
-import { withDeadline } from '../src/testkit/withDeadline.js';
 import { STICKY_QUEUE_TIMEOUT_MS_DEFAULT } from '../src/worker.js';
 import { RUN_RETRY_INTERVAL_MS } from '../workflows/definitions.js';
 import type { BenchContext } from './context.js';
@@ -220,11 +219,7 @@ async function runTrial(
     .slice(-8);
   const lateWrites = kill === 'frozen' ? await resumeFrozen(pool, victim, taskId) : undefined;
   const outcome =
-    verified &&
-    (await withDeadline(
-      client.waitForGraph(graphId).catch(() => undefined),
-      Date.now() + TRIAL_DEADLINE_MS,
-    ));
+    verified && (await client.waitForGraph(graphId, { signal: AbortSignal.timeout(TRIAL_DEADLINE_MS) }).catch(() => undefined));
   const task = await taskRead(pool, taskId);
   if (!outcome || task.status !== 'verified')
     return { kill, recovered: false, lateWrites, attempts, watch, problem: `status ${task.status} after ${TRIAL_DEADLINE_MS} ms` };

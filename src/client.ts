@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { isDeepStrictEqual } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { TASK_QUEUE_DEFAULT } from './config.js';
@@ -278,9 +279,14 @@ function graphOutcome(graphId: string, taskIds: Partial<Record<TaskStatus, strin
 async function followTaskWorkflows(temporal: Client, taskIds: string[], signal: AbortSignal | undefined): Promise<void> {
   const queue = [...taskIds];
   const seen = new Set(queue);
+  // One listener on the caller's signal however many waits are open; each wait listens to this one.
+  const stop = new AbortController();
+  setMaxListeners(AWAITED_AT_ONCE + 1, stop.signal);
+  const onAbort = () => stop.abort(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
   const released = async (taskId: string): Promise<string[]> => {
     const handle = temporal.workflow.getHandle(taskWorkflowId(taskId));
-    const result: Promise<TaskWorkflowResult> = signal ? temporal.withAbortSignal(signal, () => handle.result()) : handle.result();
+    const result: Promise<TaskWorkflowResult> = temporal.withAbortSignal(stop.signal, () => handle.result());
     return result.then(
       (result) => result.released ?? [],
       () => [],
@@ -305,7 +311,7 @@ async function followTaskWorkflows(temporal: Client, taskIds: string[], signal: 
       if (awaiting === 0) resolve();
     };
     next();
-  });
+  }).finally(() => signal?.removeEventListener('abort', onAbort));
 }
 
 function sameGraph(stored: GraphSpec, submitted: GraphSpec): boolean {
