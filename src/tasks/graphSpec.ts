@@ -7,8 +7,8 @@ import { nearestKey } from './nearestKey.js';
 import { isRemoteRepo, remoteRepoProblem } from './repoLocation.js';
 import type { TaskApproval, TaskConcurrency, TaskSpec, TaskTools } from './types.js';
 
-/** Most tasks one graph may hold. */
-export const MAX_TASKS_PER_GRAPH = 10_000;
+/** Most tasks one graph may hold (the store's task_propose holds it too). */
+export const MAX_TASKS_PER_GRAPH = 50_000;
 /** Most dependencies one task may name. */
 export const MAX_DEPENDENCIES_PER_TASK = 100;
 /** Largest task spec, serialised, in bytes; large inputs belong in files or the repository. */

@@ -116,7 +116,7 @@ export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('addDependency' as const), from: fc.nat(), to: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('nest' as const), depth: fc.integer({ min: 1, max: 20_000 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('hugeString' as const), bytes: fc.integer({ min: 1_000, max: 2_000_000 }) }) },
-  // Rarer: a 10,000-task graph takes a while to build and check.
+  // Rarer: a graph of the most tasks takes a while to build and check.
   {
     weight: 1,
     arbitrary: fc.record({

@@ -75,7 +75,7 @@ describe('graph validation (T8)', () => {
 
   it('refuses oversized graphs and specs', () => {
     const many = Array.from({ length: MAX_TASKS_PER_GRAPH + 1 }, (_, i) => task(`t${i}`));
-    expect(problems({ tasks: many })).toMatch(/at most 10000 tasks/);
+    expect(problems({ tasks: many })).toContain(`at most ${MAX_TASKS_PER_GRAPH} tasks`);
     expect(problems({ tasks: [{ ...task('long'), description: 'x'.repeat(2_001) }] })).toMatch(/longer than 2000 characters/);
     expect(problems({ tasks: [{ ...task('big'), payload: 'x'.repeat(70_000) }] })).toMatch(/task 'big': spec is larger than 65536 bytes/);
   });

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { git } from '../../src/runners/git.js';
 import { taskWorkflowId } from '../../src/tasks/taskId.js';
+import { MAX_TASKS_PER_GRAPH } from '../../src/tasks/graphSpec.js';
 import { insertGraph } from '../../src/testkit/graphs.js';
 import { commitAll } from '../../src/testkit/scriptedRepo.js';
 import { workflowControl } from '../../src/workflowControl.js';
@@ -203,8 +204,8 @@ describe('subtasks proposed by agents (U11)', () => {
     expect(await stack.client.proposals({ graphId: id, all: true })).toEqual([]);
   });
 
-  it('keeps a graph within its 10,000 tasks however its subtasks nest', async () => {
-    const keys = Object.fromEntries(Array.from({ length: 9_990 }, (_, i) => [`t${i}`, []]));
+  it('keeps a graph within its 50,000 tasks however its subtasks nest', async () => {
+    const keys = Object.fromEntries(Array.from({ length: MAX_TASKS_PER_GRAPH - 10 }, (_, i) => [`t${i}`, []]));
     const id = await insertGraph(stack.db.pool, keys, { prefix: 'nesting', policy: { subtasks: 'accept' } });
     const propose = async (n: number) => {
       const tasks = Array.from({ length: n }, (_, i) => ({ key: `more-${n}-${i}`, dependsOn: [] }));
@@ -216,7 +217,7 @@ describe('subtasks proposed by agents (U11)', () => {
     };
     expect(await propose(11)).toEqual({
       refusal: 'limit',
-      reason: `graph ${id} would pass 10000 tasks (MAX_TASKS_PER_GRAPH) with 11 more`,
+      reason: `graph ${id} would pass ${MAX_TASKS_PER_GRAPH} tasks (MAX_TASKS_PER_GRAPH) with 11 more`,
     });
     expect(await propose(10)).toMatchObject({ status: 'accepted' });
     expect(await propose(1)).toMatchObject({ refusal: 'limit' });

@@ -227,9 +227,9 @@ BEGIN
       'reason', format('task %s has proposed %s subtask(s); %s more would pass the limit of 50 per task (MAX_SUBTASKS_PER_TASK)', t.id, v_before, jsonb_array_length(p_tasks)));
   END IF;
   -- Subtasks run the proposer's agent, which may propose again: the graph's size bounds the nesting.
-  IF (SELECT count(*) FROM baton.tasks x WHERE x.graph_id = t.graph_id) + jsonb_array_length(p_tasks) > 10000 THEN
+  IF (SELECT count(*) FROM baton.tasks x WHERE x.graph_id = t.graph_id) + jsonb_array_length(p_tasks) > 50000 THEN
     RETURN jsonb_build_object('refusal', 'limit',
-      'reason', format('graph %s would pass 10000 tasks (MAX_TASKS_PER_GRAPH) with %s more', t.graph_id, jsonb_array_length(p_tasks)));
+      'reason', format('graph %s would pass 50000 tasks (MAX_TASKS_PER_GRAPH) with %s more', t.graph_id, jsonb_array_length(p_tasks)));
   END IF;
   v_tasks := (SELECT jsonb_agg(jsonb_build_object('key', x->>'key', 'dependsOn', coalesce(x->'dependsOn', '[]'::jsonb),
                 'spec', (t.spec - 'description' - 'payload') || jsonb_build_object('description', coalesce(x->>'description', x->>'key'))
