@@ -179,9 +179,13 @@ describe("the operator's page", () => {
       expect(await workflowsLink.getAttribute('href')).toBe(
         `${TEMPORAL_UI}/namespaces/${stack.temporal.namespace}/workflows?query=${encodeURIComponent(query)}`,
       );
-      const listed: string[] = [];
-      for await (const execution of stack.temporal.client.workflow.list({ query })) listed.push(execution.workflowId);
-      expect(listed.sort()).toEqual(['request', 'response', 'tests'].map((key) => `baton-task:${graphId}/${key}`));
+      // Temporal's visibility follows its workflows a moment behind.
+      const listed = async () => {
+        const ids: string[] = [];
+        for await (const execution of stack.temporal.client.workflow.list({ query })) ids.push(execution.workflowId);
+        return ids.sort();
+      };
+      await eventually(listed).toEqual(['request', 'response', 'tests'].map((key) => `baton-task:${graphId}/${key}`));
 
       // The request task: recovered from the frozen worker; the thawed worker's late writes refused and marked.
       await page.getByRole('link', { name: 'request', exact: true }).click();
