@@ -7,8 +7,6 @@ export interface HistorySummary {
   events: number;
   workflowTasks: number;
   activities: number;
-  childrenStarted: number;
-  signalsSent: number;
   /** First event to last event. */
   spanMs: number;
   /** Sum over workflow tasks: scheduled -> started (waiting for a worker, incl. sticky queue waits). */
@@ -19,8 +17,6 @@ export interface HistorySummary {
   activityWaitMs: number;
   /** Sum over activities: started -> closed (the activity itself, incl. its database calls). */
   activityRunMs: number;
-  /** Sum over children: initiated -> started. */
-  childStartMs: number;
   /** Activities by type, in order of scheduling. */
   activityTypes: string[];
 }
@@ -44,14 +40,11 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
     events: events.length,
     workflowTasks: 0,
     activities: 0,
-    childrenStarted: 0,
-    signalsSent: 0,
     spanMs: 0,
     workflowTaskWaitMs: 0,
     workflowTaskRunMs: 0,
     activityWaitMs: 0,
     activityRunMs: 0,
-    childStartMs: 0,
     activityTypes: [],
     startMs: eventTimeMs(events[0]?.eventTime),
     endMs: eventTimeMs(events.at(-1)?.eventTime),
@@ -76,11 +69,6 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
     } else if (e.activityTaskTimedOutEventAttributes) {
       const startedAt = at.get(Number(e.activityTaskTimedOutEventAttributes.startedEventId));
       if (startedAt !== undefined) summary.activityRunMs += t - startedAt;
-    } else if (e.childWorkflowExecutionStartedEventAttributes) {
-      summary.childrenStarted++;
-      summary.childStartMs += t - (at.get(Number(e.childWorkflowExecutionStartedEventAttributes.initiatedEventId)) ?? t);
-    } else if (e.signalExternalWorkflowExecutionInitiatedEventAttributes) {
-      summary.signalsSent++;
     }
   }
   return summary;
