@@ -189,7 +189,16 @@ export function createTaskActivities(deps: TaskActivityDeps) {
      */
     async batonRunTask(input: { taskId: string; heartbeatTimeoutMs: number; maxAttempts: number }): Promise<TaskView | null> {
       const ctx = Context.current();
-      if (ctx.info.attempt > 1 && (await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
+      if (ctx.info.attempt > 1) {
+        // Temporal hears from a retry before it recovers the earlier attempt's claim: stopping that
+        // agent can take longer than the heartbeat timeout on a busy host, and an attempt silent that
+        // long is timed out, or failed by the workers' watch, while it works. It carries the earlier
+        // attempt's details, so a retry that dies here leaves the next the same claim to recover.
+        // (Not on a first attempt: its first heartbeat is the claim version, sent the moment it
+        // claims, and an earlier one would hold that back by the SDK's throttle.)
+        ctx.heartbeat(ctx.info.heartbeatDetails);
+        if ((await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
+      }
       const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs, input.maxAttempts);
       if (!claim) return null;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
