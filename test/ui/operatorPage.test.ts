@@ -28,6 +28,8 @@ const TEMPORAL_UI = 'http://temporal-ui.example:8233';
 const HOSTILE_MARKUP = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
 /** How long the page may take to show what the store already holds, on a busy machine. */
 const SHOWN_MS = 120_000;
+/** How long a test may take: longer than the demo's start and its own 600 s deadline, so a stuck demo fails with its timeline. */
+const TEST_MS = 900_000;
 /** How a scripted agent commits its work. */
 const COMMIT = commitAll('the work');
 
@@ -103,7 +105,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOTS_DIR, `${name}.png`), fullPage: false });
 }
 
-describe("the operator's page", () => {
+describe("the operator's page", { timeout: TEST_MS }, () => {
   it('refuses a missing, a wrong and an expired token, plainly, and serves nothing else without one', async () => {
     const page = await openPage(undefined);
     await page.getByRole('heading', { name: 'baton' }).waitFor();
@@ -136,11 +138,19 @@ describe("the operator's page", () => {
     await page.evaluate('window.loadedOnce = true');
 
     const demo = startCli(['demo'], cleanEnv({ DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: inject('temporalAddress') }));
+    // The demo's failure with its output, once it has exited other than 0: the waits below end on it.
+    const demoFailure = () =>
+      demo.child.exitCode === 0 || (demo.child.exitCode === null && demo.child.signalCode === null)
+        ? undefined
+        : new Error(`the demo failed (${demo.child.exitCode ?? demo.child.signalCode}):\n${demo.output()}`);
     try {
       // The graph list follows the event log: the demo's graph appears without a reload.
       const row = page.locator('tr[data-graph^="sdk-"]');
       // As long as the demo may take to start its workers and submit (it gives up after 600 s).
-      await shown(page, row, () => demo.output(), 600_000);
+      await waitFor('the demo graph on the page', () => shown(page, row, () => demo.output(), 1_000), {
+        timeoutMs: 600_000,
+        abort: demoFailure,
+      });
       const graphId = (await row.getAttribute('data-graph'))!;
       await row.getByRole('link', { name: graphId }).click();
       await page.locator('.dag-node[data-task="request"]').waitFor();
@@ -154,12 +164,10 @@ describe("the operator's page", () => {
             .locator('.dag-node')
             .evaluateAll((els) => els.map((e) => [e.getAttribute('data-task'), e.getAttribute('data-status')]));
           for (const [key, status] of nodes) seen.set(key!, (seen.get(key!) ?? new Set()).add(status!));
-          const exited = demo.child.exitCode;
-          if (exited !== null && exited !== 0) throw new Error(`the demo failed (${exited}):\n${demo.output()}`);
           if (nodes.length !== 3 || nodes.some(([, status]) => status !== 'verified'))
             throw new Error(`statuses so far: ${JSON.stringify(nodes)}`);
         },
-        { timeoutMs: 600_000, intervalMs: 100 },
+        { timeoutMs: 600_000, intervalMs: 100, abort: demoFailure },
       );
       expect(await demo.exited, demo.output()).toBe(0);
       // The tests task waited on the others: the page showed it blocked (or ready) before verified, all without a reload.
