@@ -213,8 +213,8 @@ async function runTrial(
   const watch = workers
     .filter((w) => w !== victim)
     .flatMap((w) => w.output().split('\n'))
-    // This task's lines, and the watch's own errors (which name no task).
-    .filter((line) => line.includes('silent-attempt watch') && (line.includes(taskId) || !line.includes(': task ')))
+    // This task's lines, and the watch's errors whatever task they name (a round held up by another task holds up this one).
+    .filter((line) => line.includes('silent-attempt watch') && (line.includes(taskId) || !/: run attempt \d+ went to /.test(line)))
     .map((line) => line.slice(0, 300))
     .slice(-8);
   const lateWrites = kill === 'frozen' ? await resumeFrozen(pool, victim, taskId) : undefined;

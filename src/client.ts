@@ -74,7 +74,7 @@ export function createBatonClient(options: BatonClientOptions) {
       try {
         await graphSubmit(db, graph, submittedBy);
       } catch (error) {
-        // The same graph again (say its workflow failed to start last time): start it, once.
+        // The same graph again (say its submitter died before starting its roots): start what is missing.
         const existing = error instanceof InvalidInputError ? await graphRead(db, graph.id).catch(() => undefined) : undefined;
         if (!existing || !sameGraph(existing, graph)) throw error;
       }
@@ -90,8 +90,8 @@ export function createBatonClient(options: BatonClientOptions) {
      * list as a graph file has it, each depending on tasks of the graph or on others added with it.
      * They are validated with the graph's own (one InvalidGraphError naming every problem, nothing
      * written), written in one transaction, and their workflows started: those whose dependencies are
-     * all verified run at once, the others when those are. The graph's own workflow does not wait
-     * for them; `baton status` and `baton graphs` count them.
+     * all verified run at once, the others when those are. `waitForGraph`, `baton status` and
+     * `baton graphs` count them.
      */
     async addTasks(
       graphId: string,

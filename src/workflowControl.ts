@@ -42,8 +42,8 @@ export function workflowControl(temporal: Client, taskQueue: string): BatonWorkf
   };
   const cancel = (workflowId: string) => ifRunning(workflowId, (handle) => handle.cancel().then(() => {}));
   /**
-   * Starts the lifecycle workflow of `taskId` (outside any graph workflow: it starts the workflows of
-   * the dependents it releases); `onConflict` says what a running one means.
+   * Starts the lifecycle workflow of `taskId` (it wakes the dependents its verification releases);
+   * `onConflict` says what a running one means.
    */
   const start = (taskId: string, policy: GraphPolicy, ready: boolean, onConflict: 'USE_EXISTING' | 'FAIL') =>
     startWithSearchAttributes(temporal, (registered) => {

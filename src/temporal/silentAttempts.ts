@@ -4,7 +4,8 @@
 // holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore watches the
 // tasks whose claim lease ran out on the database clock and fails, through Temporal, a run attempt
 // of such a task that has not heartbeated since it started: at once when it went to the silent owner
-// itself, after a grace otherwise. Temporal retries it at once (the failure names its own delay, not
+// itself, after a grace otherwise, never when it went to the watching worker itself (which answers,
+// since it watches). Temporal retries it at once (the failure names its own delay, not
 // the run's retry interval), and the attempt that lands on a live worker recovers the silent claim
 // as before (docs/tasks.md, Recovery). Nothing here writes to Postgres: the fence stays the only
 // guard, so a live attempt failed by mistake costs a retry, never a write.
@@ -12,6 +13,7 @@ import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
 import type { Queryable } from '../db/queryable.js';
+import { taskRead } from '../db/sql/reads.js';
 import { everyInterval, type Repeating } from '../everyInterval.js';
 import type { Log } from '../log.js';
 import { RETRY_AT_ONCE_MS } from './retryAtOnce.js';
@@ -36,6 +38,8 @@ const SILENT_CLAIM_WINDOW_MS = 180_000;
 const RUN_ACTIVITY_TYPES = new Set(['batonRunTask', 'runTask']);
 /** Temporal's PendingActivityState.STARTED. */
 const STARTED = 2;
+/** gRPC's NOT_FOUND: Temporal knows no workflow of that id. */
+const GRPC_NOT_FOUND = 5;
 /** The failure type Temporal records for an attempt failed here (retryable). */
 export const SILENT_ATTEMPT_FAILURE = 'SilentWorkerAttempt';
 
@@ -84,7 +88,9 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
   for (const claim of claims) {
     try {
       const attempt = await pendingRun(options, claim.taskId);
-      if (!attempt) continue;
+      // An attempt on this worker is on a worker that answers: it is running this watch. (A claim
+      // left silent by its agent, say a pooled agent gone quiet, is retried on the same worker.)
+      if (!attempt || attempt.lastWorkerIdentity === options.identity) continue;
       const key = `${claim.taskId}#${attempt.attempt}`;
       live.add(key);
       const now = performance.now();
@@ -92,6 +98,8 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
       firstSeen.set(key, seen);
       const toSilentOwner = attempt.lastWorkerIdentity === claim.owner;
       if (!toSilentOwner && now - seen < graceMs(claim)) continue;
+      // The claim as it is now: a retry that recovered it since the round began is at work.
+      if (!(await stillSilent(options.db, claim))) continue;
       await failAttempt(options, claim, attempt, toSilentOwner);
       firstSeen.delete(key);
     } catch (error) {
@@ -102,11 +110,22 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
   for (const key of firstSeen.keys()) if (!live.has(key)) firstSeen.delete(key);
 }
 
+/** Whether `claim` is still held as the round read it, past its lease. */
+async function stillSilent(db: Queryable, claim: SilentClaim): Promise<boolean> {
+  const task = await taskRead(db, claim.taskId);
+  return task.status === 'running' && task.owner === claim.owner && task.claimVersion === claim.claimVersion && task.leaseExpired;
+}
+
 /** The task's run attempt if it started and has not heartbeated since; undefined otherwise. */
 async function pendingRun(options: SilentAttemptWatchOptions, taskId: string): Promise<PendingActivity | undefined> {
   const description = await callTemporal(options, (service) =>
     service.describeWorkflowExecution({ namespace: options.namespace, execution: { workflowId: taskWorkflowId(taskId) } }),
-  ).catch(() => undefined); // a task run outside baton's workflow, or one that ended: nothing to do
+  ).catch((error: unknown) => {
+    // A task run outside baton's workflow: nothing to do. Anything else (a missed deadline, a
+    // server that does not answer) is the round's to log: a watch that cannot see must say so.
+    if ((error as { code?: unknown } | undefined)?.code === GRPC_NOT_FOUND) return undefined;
+    throw error;
+  });
   const run = description?.pendingActivities?.find((a) => RUN_ACTIVITY_TYPES.has(a.activityType?.name ?? ''));
   if (!run || run.state !== STARTED || !run.lastStartedTime) return undefined;
   const started = tsToMs(run.lastStartedTime);

@@ -174,6 +174,32 @@ describe('the watch on attempts handed to a silent worker', () => {
     }
   }, 600_000);
 
+  // A claim left silent by its agent (a pooled agent gone quiet) is retried on the same worker,
+  // which answers: the watch of that worker, running, is proof of it, and must not fail the retry
+  // before it heartbeats (CI saw it do so, and the retry's work was thrown away).
+  it('never fails an attempt that went to the worker watching: it answers', async () => {
+    const { taskId, claimed, attempt } = await frozenOwnerHoldingARetry();
+    const connection = await NativeConnection.connect({ address: stack.temporal.address });
+    const login = await stack.db.login('baton_worker');
+    const lines: string[] = [];
+    const watch = watchSilentAttempts({
+      db: login.pool,
+      connection,
+      namespace: stack.temporal.namespace,
+      identity: claimed.owner!,
+      log: (line) => lines.push(line),
+    });
+    try {
+      const next = await nextAttempt(taskId, attempt);
+      expect(next.lastFailure?.applicationFailureInfo?.type).not.toBe(SILENT_ATTEMPT_FAILURE);
+      expect(next.lastFailure?.timeoutFailureInfo).toBeTruthy();
+      expect(lines).toEqual([]);
+    } finally {
+      await watch.stop();
+      await connection.close();
+    }
+  }, 600_000);
+
   it('is what made the difference: without it the retry waits out the heartbeat timeout on the frozen owner', async () => {
     const { taskId, attempt } = await frozenOwnerHoldingARetry();
     const next = await nextAttempt(taskId, attempt);
