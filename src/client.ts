@@ -281,16 +281,26 @@ async function followTaskWorkflows(temporal: Client, taskIds: string[], signal: 
   const seen = new Set(queue);
   // One listener on the caller's signal however many waits are open; each wait listens to this one.
   const stop = new AbortController();
-  setMaxListeners(AWAITED_AT_ONCE + 1, stop.signal);
+  setMaxListeners(AWAITED_AT_ONCE, stop.signal);
   const onAbort = () => stop.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   const released = async (taskId: string): Promise<string[]> => {
+    if (stop.signal.aborted) return [];
+    // Temporal's client adds a listener to the signal of each call it makes and never takes it off
+    // (one per long poll of the history): each wait has a signal of its own, dropped with it, so a
+    // graph's thousands of waits do not pile listeners onto one.
+    const wait = new AbortController();
+    setMaxListeners(0, wait.signal); // one per long poll while the task runs, however long
+    const onStop = () => wait.abort(stop.signal.reason);
+    stop.signal.addEventListener('abort', onStop, { once: true });
     const handle = temporal.workflow.getHandle(taskWorkflowId(taskId));
-    const result: Promise<TaskWorkflowResult> = temporal.withAbortSignal(stop.signal, () => handle.result());
-    return result.then(
-      (result) => result.released ?? [],
-      () => [],
-    );
+    const result: Promise<TaskWorkflowResult> = temporal.withAbortSignal(wait.signal, () => handle.result());
+    return result
+      .then(
+        (result) => result.released ?? [],
+        () => [],
+      )
+      .finally(() => stop.signal.removeEventListener('abort', onStop));
   };
   let awaiting = 0;
   await new Promise<void>((resolve) => {
