@@ -172,9 +172,9 @@ export function renderMarkdown(results: BenchResults): string {
   if (scale) {
     for (const s of scale.sizes) {
       const ratio = s.throughputRatio;
-      const how = s.bothCompleted ? 'both completed' : 'rates up to the deadline';
+      const how = !s.bare ? 'bare not run' : s.bothCompleted ? 'both completed' : 'rates up to the deadline';
       // The target is the headline size's (the largest), with both sides run to the end.
-      const target = s === scale.sizes.at(-1) ? TARGETS.scaleThroughput : undefined;
+      const target = s === scale.sizes.at(-1) && s.bare ? TARGETS.scaleThroughput : undefined;
       out.push(
         `| scale | ${s.tasks} tasks: completed/s, baton / bare (${how}) | ${target ? targetText(target) : '—'} | ${f(ratio)} | one pair | — | 1 | ${target ? (s.bothCompleted && ratio !== undefined ? verdict(ratio, target) : '**missed** (not completed)') : '—'} |`,
       );
