@@ -13,6 +13,8 @@ export interface CliProcess {
   waitForOutput(pattern: RegExp): Promise<RegExpExecArray>;
   /** Resolves with the exit code. */
   exited: Promise<number | null>;
+  /** An error with the output once the process has ended other than with exit 0; undefined while it runs or after it succeeded. */
+  failure(): Error | undefined;
 }
 
 /** Starts `baton <args>` as a real child process. */
@@ -25,6 +27,10 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv, command?: Baton
     child,
     output,
     exited,
+    failure: () =>
+      gone() && child.exitCode !== 0
+        ? new Error(`baton ${args.join(' ')} failed (${child.exitCode ?? child.signalCode}):\n${output()}`)
+        : undefined,
     waitForOutput: (pattern) =>
       waitFor(
         `baton ${args.join(' ')} to print ${pattern}`,

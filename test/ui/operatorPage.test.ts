@@ -138,18 +138,14 @@ describe("the operator's page", { timeout: TEST_MS }, () => {
     await page.evaluate('window.loadedOnce = true');
 
     const demo = startCli(['demo'], cleanEnv({ DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: inject('temporalAddress') }));
-    // The demo's failure with its output, once it has exited other than 0: the waits below end on it.
-    const demoFailure = () =>
-      demo.child.exitCode === 0 || (demo.child.exitCode === null && demo.child.signalCode === null)
-        ? undefined
-        : new Error(`the demo failed (${demo.child.exitCode ?? demo.child.signalCode}):\n${demo.output()}`);
     try {
       // The graph list follows the event log: the demo's graph appears without a reload.
       const row = page.locator('tr[data-graph^="sdk-"]');
       // As long as the demo may take to start its workers and submit (it gives up after 600 s).
       await waitFor('the demo graph on the page', () => shown(page, row, () => demo.output(), 1_000), {
         timeoutMs: 600_000,
-        abort: demoFailure,
+        // The waits end as soon as the demo fails, with its output.
+        abort: demo.failure,
       });
       const graphId = (await row.getAttribute('data-graph'))!;
       await row.getByRole('link', { name: graphId }).click();
@@ -167,7 +163,7 @@ describe("the operator's page", { timeout: TEST_MS }, () => {
           if (nodes.length !== 3 || nodes.some(([, status]) => status !== 'verified'))
             throw new Error(`statuses so far: ${JSON.stringify(nodes)}`);
         },
-        { timeoutMs: 600_000, intervalMs: 100, abort: demoFailure },
+        { timeoutMs: 600_000, intervalMs: 100, abort: demo.failure },
       );
       expect(await demo.exited, demo.output()).toBe(0);
       // The tests task waited on the others: the page showed it blocked (or ready) before verified, all without a reload.
