@@ -425,6 +425,8 @@ CREATE INDEX agent_tokens_claim_idx ON baton.agent_tokens USING btree (task_id, 
 
 CREATE UNIQUE INDEX approvals_open_idx ON baton.approvals USING btree (task_id) WHERE (decision IS NULL);
 
+CREATE INDEX approvals_task_idx ON baton.approvals USING btree (task_id, id);
+
 CREATE INDEX archived_events_graph_idx ON baton.archived_events USING btree (graph_id, id);
 
 CREATE INDEX archived_events_subject_idx ON baton.archived_events USING btree (subject_kind, subject_id, id);
@@ -447,6 +449,8 @@ CREATE INDEX proposals_task_idx ON baton.proposals USING btree (task_id);
 
 CREATE INDEX task_dependencies_upstream_idx ON baton.task_dependencies USING btree (depends_on);
 
+CREATE INDEX task_notes_task_idx ON baton.task_notes USING btree (task_id, id);
+
 CREATE INDEX tasks_ready_idx ON baton.tasks USING btree (created_at, id) WHERE (status = 'ready'::text);
 
 CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, created_at, id) WHERE (status = 'ready'::text);
@@ -454,6 +458,8 @@ CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, crea
 CREATE INDEX tasks_running_idx ON baton.tasks USING btree (id) WHERE (status = 'running'::text);
 
 CREATE INDEX tool_calls_tool_sent_idx ON baton.tool_calls USING btree (tool, sent_at);
+
+CREATE INDEX verifications_task_idx ON baton.verifications USING btree (task_id, claim_version);
 
 -- functions
 
