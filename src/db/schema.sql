@@ -1151,7 +1151,7 @@ BEGIN
   RETURN jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
     'repo', g.repo, 'base', g.base, 'policy', g.spec->'policy',
     'tasks', (SELECT coalesce(jsonb_agg(baton.agent_view_task_summary(v) ORDER BY v.key), '[]'::jsonb)
-                FROM baton.tasks t, LATERAL baton.task_view(t) v WHERE t.graph_id = p_graph_id));
+                FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = p_graph_id));
 END $function$
 ;
 
@@ -1231,7 +1231,7 @@ AS $function$
 DECLARE
   v baton.task_view;
 BEGIN
-  SELECT (baton.task_view(t)).* INTO v FROM baton.tasks t WHERE t.id = p_task_id;
+  SELECT x.* INTO v FROM baton.tasks t, baton.task_view(t) x WHERE t.id = p_task_id;
   IF NOT FOUND THEN RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002'; END IF;
   RETURN baton.agent_view_task_summary(v) || jsonb_build_object('graphId', v.graph_id, 'spec', v.spec,
     'claimedAt', baton.object_ts(v.claimed_at), 'leaseExpiresAt', baton.object_ts(v.lease_expires_at), 'progress', v.progress,
@@ -1826,7 +1826,7 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
   END IF;
-  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
+  RETURN QUERY SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = p_graph_id ORDER BY t.key;
 END $function$
 ;
 
@@ -3334,7 +3334,7 @@ CREATE OR REPLACE FUNCTION baton.task_read(p_task_id text)
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
 AS $function$
 BEGIN
-  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.id = p_task_id;
+  RETURN QUERY SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.id = p_task_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
@@ -3472,7 +3472,7 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.task_view(t baton.tasks)
- RETURNS baton.task_view
+ RETURNS SETOF baton.task_view
  LANGUAGE sql
  STABLE
 AS $function$

@@ -44,7 +44,7 @@ BEGIN
   RETURN jsonb_build_object('id', g.id, 'submittedBy', g.submitted_by, 'submittedAt', baton.object_ts(g.submitted_at),
     'repo', g.repo, 'base', g.base, 'policy', g.spec->'policy',
     'tasks', (SELECT coalesce(jsonb_agg(baton.agent_view_task_summary(v) ORDER BY v.key), '[]'::jsonb)
-                FROM baton.tasks t, LATERAL baton.task_view(t) v WHERE t.graph_id = p_graph_id));
+                FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = p_graph_id));
 END $$;
 
 -- task.show: the task, its verifications with their output tails, notes, ownership timeline,
@@ -53,7 +53,7 @@ CREATE FUNCTION baton.agent_view_task(p_task_id text) RETURNS jsonb LANGUAGE plp
 DECLARE
   v baton.task_view;
 BEGIN
-  SELECT (baton.task_view(t)).* INTO v FROM baton.tasks t WHERE t.id = p_task_id;
+  SELECT x.* INTO v FROM baton.tasks t, baton.task_view(t) x WHERE t.id = p_task_id;
   IF NOT FOUND THEN RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002'; END IF;
   RETURN baton.agent_view_task_summary(v) || jsonb_build_object('graphId', v.graph_id, 'spec', v.spec,
     'claimedAt', baton.object_ts(v.claimed_at), 'leaseExpiresAt', baton.object_ts(v.lease_expires_at), 'progress', v.progress,

@@ -2,8 +2,10 @@
 -- these functions, granted to the groups that need it. They take no lock and change nothing; an
 -- unknown task or graph is BT002.
 
--- A task as baton's code sees it.
-CREATE FUNCTION baton.task_view(t baton.tasks) RETURNS baton.task_view LANGUAGE sql STABLE AS $$
+-- A task as baton's code sees it: one row, read as `FROM baton.tasks t, baton.task_view(t) v`.
+-- Named there, a set-returning SQL function is inlined into the query like a view; called as
+-- `(baton.task_view(t)).*` it was planned again on every read, once for each of its 16 columns.
+CREATE FUNCTION baton.task_view(t baton.tasks) RETURNS SETOF baton.task_view LANGUAGE sql STABLE AS $$
   SELECT t.id, t.graph_id, t.key, t.spec, t.status, t.owner, t.claim_version, t.claimed_at, t.lease_expires_at,
          t.attempts, t.progress, t.artifact, t.verified_revision, t.upstream_revisions,
          coalesce(t.lease_expires_at < now(), false),
@@ -14,7 +16,7 @@ $$;
 CREATE FUNCTION baton.task_read(p_task_id text) RETURNS SETOF baton.task_view LANGUAGE plpgsql STABLE
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 BEGIN
-  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.id = p_task_id;
+  RETURN QUERY SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.id = p_task_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'task % does not exist', p_task_id USING ERRCODE = 'BT002';
   END IF;
@@ -28,7 +30,7 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM baton.graphs WHERE id = p_graph_id) THEN
     RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
   END IF;
-  RETURN QUERY SELECT (baton.task_view(t)).* FROM baton.tasks t WHERE t.graph_id = p_graph_id ORDER BY t.key;
+  RETURN QUERY SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = p_graph_id ORDER BY t.key;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_read_tasks TO baton_worker, baton_client, baton_reader;
 
