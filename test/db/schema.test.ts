@@ -66,6 +66,19 @@ describe('the schema', () => {
     expect(rows.map((r) => r.name).filter((name) => !definedIn.has(name))).toEqual([]);
   });
 
+  it('reads tasks through task_view inlined into the query, never called once per task', async () => {
+    // Called in the select list (`(baton.task_view(t)).*`), a SQL function is planned again on every
+    // read, once per column; named in FROM it is inlined, and the plan has no function left in it.
+    const calledAsValue = (await sqlFiles())
+      .filter(({ text }) => /\(baton\.task_view\(/.test(text.replace(/--.*$/gm, '')))
+      .map(({ file }) => file);
+    expect(calledAsValue).toEqual([]);
+    const { rows } = await db.pool.query('EXPLAIN (FORMAT JSON) SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = $1', [
+      'g',
+    ]);
+    expect(JSON.stringify(rows[0]['QUERY PLAN'])).not.toContain('Function Scan');
+  });
+
   it("reads a task's own rows through indexes: no table is read whole on its way from claim to verified, or for its page", async () => {
     // Another task's notes and verifications (failed checks, written straight in: test-only), so a
     // read of either table that is not narrowed to the task by an index passes over them.
