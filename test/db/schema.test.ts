@@ -73,9 +73,10 @@ describe('the schema', () => {
       .filter(({ text }) => /\(baton\.task_view\(/.test(text.replace(/--.*$/gm, '')))
       .map(({ file }) => file);
     expect(calledAsValue).toEqual([]);
-    const { rows } = await db.pool.query('EXPLAIN (FORMAT JSON) SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = $1', [
-      'g',
-    ]);
+    const { rows } = await db.pool.query(
+      'EXPLAIN (FORMAT JSON) SELECT v.* FROM baton.tasks t, baton.task_view(t) v WHERE t.graph_id = $1',
+      ['g'],
+    );
     expect(JSON.stringify(rows[0]['QUERY PLAN'])).not.toContain('Function Scan');
   });
 
