@@ -1,7 +1,8 @@
 // Dropping a test database waits out a session its administrator may not end. PostgreSQL 15 refuses
 // DROP DATABASE ... WITH (FORCE) outright while a session of a role the caller is not a member of is
 // in the database (an autovacuum worker is one; the suite's administrator is no superuser), and a
-// suite run once failed on exactly that when a file's database was dropped.
+// suite run once failed on exactly that when a file's database was dropped. On the embedded
+// Postgres the administrator is its superuser, so there the drop is made by the database's owner.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
@@ -10,31 +11,50 @@ import { createPool, dropDatabase } from '../../src/db/pool.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { createTestDatabase } from '../helpers/db.js';
 
-/** A test database, the administrator's pool, and a new login (`role`, `password`) that neither owns nor may end anything. */
+/**
+ * A test database, the administrator's pool, the URL of a login that owns the database and may end
+ * no one else's session (`ownerUrl`), and a new login (`role`, `password`) that neither owns nor may
+ * end anything.
+ */
 async function withStrangerLogin(prefix: string) {
   const adminUrl = inject('databaseUrl');
   const db = await createTestDatabase({ migrate: false });
   const admin = createPool(adminUrl, { max: 1 });
-  const role = `t_${prefix}_${randomBytes(6).toString('hex')}`;
-  const password = randomBytes(18).toString('base64url');
-  await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  const newLogin = async (kind: string, options = '') => {
+    const role = `t_${prefix}_${kind}_${randomBytes(6).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await admin.query(`CREATE ROLE ${role} LOGIN ${options} PASSWORD '${password}'`);
+    return { role, password };
+  };
+  const { role, password } = await newLogin('stranger');
+  const roles = [role];
+  let ownerUrl = adminUrl;
+  const { rows } = await admin.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
+  if (rows[0]!.rolsuper) {
+    // The embedded Postgres's administrator is its superuser, who may end any session: the
+    // database goes to a login with no more rights than the suite's administrator elsewhere.
+    const owner = await newLogin('owner', 'CREATEDB');
+    roles.push(owner.role);
+    await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(db.name)} OWNER TO ${owner.role}`);
+    ownerUrl = asLogin(adminUrl, owner.role, owner.password);
+  }
   const cleanUp = async () => {
     await dropDatabase(adminUrl, db.name);
-    await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    for (const r of roles) await admin.query(`DROP ROLE IF EXISTS ${r}`);
     await admin.end();
   };
-  return { adminUrl, db, admin, role, password, cleanUp };
+  return { adminUrl, ownerUrl, db, admin, role, password, cleanUp };
 }
 
 describe('dropDatabase', () => {
   it('waits for a session it may not end to leave, then drops the database', async () => {
-    const { adminUrl, db, admin, role: stranger, password, cleanUp } = await withStrangerLogin('stranger');
+    const { ownerUrl, db, admin, role: stranger, password, cleanUp } = await withStrangerLogin('stranger');
     const session = new pg.Client({ connectionString: asLogin(db.url, stranger, password) });
     try {
       await session.connect();
       await db.pool.end();
       let settled: string | undefined;
-      const dropping = dropDatabase(adminUrl, db.name).then(
+      const dropping = dropDatabase(ownerUrl, db.name).then(
         () => (settled = 'dropped'),
         (error: Error) => (settled = `refused: ${error.message}`),
       );
