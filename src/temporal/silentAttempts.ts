@@ -100,6 +100,10 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
       if (!toSilentOwner && now - seen < graceMs(claim)) continue;
       // The claim as it is now: a retry that recovered it since the round began is at work.
       if (!(await stillSilent(options.db, claim))) continue;
+      // Temporal fails whichever attempt is current when the call lands, not the one described: so
+      // the attempt is looked at again last, and left alone if another has started since (or it
+      // heartbeated). What remains is the call's own flight time.
+      if ((await pendingRun(options, claim.taskId))?.attempt !== attempt.attempt) continue;
       await failAttempt(options, claim, attempt, toSilentOwner);
       firstSeen.delete(key);
     } catch (error) {

@@ -4,11 +4,12 @@
 // go to a worker that answers. Here the frozen owner is the only worker, so its open polls are
 // certain to be handed the first retry; what tells the watch's work from Temporal's own timeout is
 // the failure the next attempt records, a state, not a time.
-import { tsToMs } from '@temporalio/common/lib/time.js';
 import { NativeConnection } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { createBatonClient } from '../../src/client.js';
+import type { Queryable } from '../../src/db/queryable.js';
 import { claimsSilent, taskClaim } from '../../src/db/sql/claims.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { waitFor } from '../../src/dev/waitFor.js';
@@ -77,13 +78,16 @@ async function pendingRun(taskId: string): Promise<PendingActivity | undefined> 
   return raw.pendingActivities?.find((a) => a.activityType?.name === 'batonRunTask');
 }
 
-/** The watch as the worker `identity` runs it, on its own connection and login; `lines` is what it logged. */
-async function startWatch(identity: string) {
+/**
+ * The watch as the worker `identity` runs it, on its own connection and login (seen through `wrap`
+ * when given); `lines` is what it logged.
+ */
+async function startWatch(identity: string, wrap: (db: Queryable) => Queryable = (db) => db) {
   const connection = await NativeConnection.connect({ address: stack.temporal.address });
   const login = await stack.db.login('baton_worker');
   const lines: string[] = [];
   const watch = watchSilentAttempts({
-    db: login.pool,
+    db: wrap(login.pool),
     connection,
     namespace: stack.temporal.namespace,
     identity,
@@ -196,6 +200,60 @@ describe('the watch on attempts handed to a silent worker', () => {
       expect(next.lastFailure?.applicationFailureInfo?.type).not.toBe(SILENT_ATTEMPT_FAILURE);
       expect(next.lastFailure?.timeoutFailureInfo).toBeTruthy();
       expect(lines.filter((line) => line.includes(' went to '))).toEqual([]);
+    } finally {
+      await stop();
+    }
+  }, 600_000);
+
+  // Temporal fails whichever attempt is current when the watch's call lands, not the one it
+  // described. CI saw a retry that started on a worker that answers, after the watch had read the
+  // claim and before its call, failed in its place (and its fresh claim given up).
+  it('never fails an attempt it did not describe: one that started after it looked is looked at anew', async () => {
+    const { taskId, attempt } = await frozenOwnerHoldingARetry();
+    let raced = false;
+    const { lines, stop } = await startWatch('test-watch', (db) => ({
+      async query<R extends Record<string, unknown>>(text: string, values?: readonly unknown[]) {
+        const result = await db.query<R>(text, values);
+        if (raced || !text.includes('baton.task_read(')) return result;
+        raced = true;
+        // Between the watch's read of the claim (still silent) and its call: the attempt it described
+        // ends, as by Temporal's own timeout, and the next one starts (on whichever worker polls first).
+        const held = (await pendingRun(taskId))!;
+        await stack.temporal.client.workflowService.respondActivityTaskFailedById({
+          namespace: stack.temporal.namespace,
+          workflowId: taskWorkflowId(taskId),
+          activityId: held.activityId,
+          identity: 'test',
+          failure: {
+            message: 'ended by the test',
+            applicationFailureInfo: { type: 'EndedByTest', nextRetryDelay: msToTs(RETRY_AT_ONCE_MS) },
+          },
+          lastHeartbeatDetails: held.heartbeatDetails,
+        });
+        fleet!.spawn();
+        await waitFor(
+          `run attempt ${attempt + 1} to start`,
+          async () => {
+            const run = await pendingRun(taskId);
+            if (!run || (run.attempt ?? 0) <= attempt || run.state !== 2) throw new Error(`attempt ${run?.attempt} in state ${run?.state}`);
+          },
+          { timeoutMs: 120_000, intervalMs: 50 },
+        );
+        return result;
+      },
+    }));
+    try {
+      await waitFor(
+        'the task to be verified',
+        async () => {
+          const current = await taskRead(stack.db.pool, taskId);
+          if (current.status !== 'verified') throw new Error(`task is ${current.status}`);
+        },
+        { timeoutMs: 180_000, intervalMs: 200 },
+      );
+      expect(raced).toBe(true);
+      // Attempt `attempt` was over before the watch acted: a watch that says it failed it failed another.
+      expect(lines.filter((line) => line.includes(`run attempt ${attempt} went to`))).toEqual([]);
     } finally {
       await stop();
     }
