@@ -210,12 +210,14 @@ describe('the watch on attempts handed to a silent worker', () => {
   // claim and before its call, failed in its place (and its fresh claim given up).
   it('never fails an attempt it did not describe: one that started after it looked is looked at anew', async () => {
     const { taskId, attempt } = await frozenOwnerHoldingARetry();
+    // Set once the next attempt has started between the watch's read and its call: the race this is about.
     let raced = false;
+    let racing = false;
     const { lines, stop } = await startWatch('test-watch', (db) => ({
       async query<R extends Record<string, unknown>>(text: string, values?: readonly unknown[]) {
         const result = await db.query<R>(text, values);
-        if (raced || !text.includes('baton.task_read(')) return result;
-        raced = true;
+        if (racing || !text.includes('baton.task_read(')) return result;
+        racing = true;
         // Between the watch's read of the claim (still silent) and its call: the attempt it described
         // ends, as by Temporal's own timeout, and the next one starts (on whichever worker polls first).
         const held = (await pendingRun(taskId))!;
@@ -239,6 +241,7 @@ describe('the watch on attempts handed to a silent worker', () => {
           },
           { timeoutMs: 120_000, intervalMs: 50 },
         );
+        raced = true;
         return result;
       },
     }));
