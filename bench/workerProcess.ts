@@ -27,7 +27,10 @@ export interface BenchWorker {
 
 /** Starts a benchmark worker as its own OS process and resolves once it polls. */
 export async function startBenchWorker(config: WorkerProcessConfig, env: Record<string, string>): Promise<BenchWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+  // BENCH_WORKER_NODE_ARGS: extra Node flags for the workers only, e.g. `--cpu-prof --cpu-prof-dir=DIR`
+  // (a profile is written when a worker stops cleanly, as the lifecycle benchmark stops its own).
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', WORKER_MAIN], {
     env: { ...process.env, ...env, BENCH_WORKER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -10,7 +10,7 @@ import { graphOf, graphWorkflowId, taskWorkflowId } from './tasks/taskId.js';
 import { graphPriority } from './temporal/priority.js';
 import { startWithSearchAttributes } from './temporal/registerSearchAttributes.js';
 import { taskSearchAttributes } from './temporal/searchAttributes.js';
-import { RECHECK_TASK_SIGNAL, type TaskWorkflowInput } from './temporal/taskWorkflowContract.js';
+import { RECHECK_TASK_SIGNAL, TASK_WORKFLOW_PATCH_LEVEL, type TaskWorkflowInput } from './temporal/taskWorkflowContract.js';
 
 /** How many workflows one call starts or wakes at once (a graph's roots, a verification's dependents). */
 const STARTS_AT_ONCE = 32;
@@ -47,19 +47,23 @@ export function workflowControl(temporal: Client, taskQueue: string): BatonWorkf
    */
   const start = (taskId: string, policy: GraphPolicy, ready: boolean, onConflict: 'USE_EXISTING' | 'FAIL') =>
     startWithSearchAttributes(temporal, (registered) => {
+      // A ready task's status is part of the start (no command of the workflow's own to show it).
+      const shownStatus = registered && ready ? 'ready' : undefined;
       const input: TaskWorkflowInput = {
         taskId,
         policy,
         wakeDependents: true,
+        patchLevel: TASK_WORKFLOW_PATCH_LEVEL,
         ...(ready && { ready }),
         ...(registered && { searchAttributes: true }),
+        ...(shownStatus && { shownStatus }),
       };
       // By name: the workflow's module imports the activities, which start workflows through this module.
       return temporal.workflow.start('batonTaskWorkflow', {
         taskQueue,
         workflowId: taskWorkflowId(taskId),
         args: [input],
-        ...taskSearchAttributes(taskId, registered),
+        ...taskSearchAttributes(taskId, registered, shownStatus),
         priority: graphPriority(graphOf(taskId), policy),
         workflowIdConflictPolicy: onConflict,
       });

@@ -114,7 +114,7 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
     startedThisRun++;
     progress[taskId] = 'started';
     // Postgres already made the task ready: its workflow claims it at once, without reading it first.
-    void startChild<typeof batonTaskWorkflow>(batonName('batonTaskWorkflow'), {
+    void startChild<typeof batonTaskWorkflow>(batonName('batonTaskWorkflow', undefined), {
       workflowId: taskWorkflowId(taskId),
       taskQueue: workflowInfo().taskQueue,
       workflowTaskTimeout: TASK_WORKFLOW_TASK_TIMEOUT,
@@ -137,7 +137,7 @@ export async function batonGraphWorkflow(input: GraphWorkflowInput & { carried?:
   if (releasable.length) {
     const carried: Carried = { verified: [...verified], failed: [...failed], stale: [...stale] };
     // Under the prefixed type, so an execution started under 0.1's type leaves it here.
-    await makeContinueAsNewFunc<typeof batonGraphWorkflow>({ workflowType: batonName('batonGraphWorkflow') })({
+    await makeContinueAsNewFunc<typeof batonGraphWorkflow>({ workflowType: batonName('batonGraphWorkflow', undefined) })({
       ...input,
       carried: startsReleased ? { ...carried, releasable } : carried,
     });

@@ -5,7 +5,6 @@ import {
   condition,
   isCancellation,
   makeContinueAsNewFunc,
-  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -14,7 +13,8 @@ import {
 import { TASK_STATUS_ATTRIBUTE } from '../src/temporal/searchAttributes.js';
 import type { TaskActivities, TaskView, VerifyOutcome } from '../activities/tasks.js';
 import { recheckTaskSignal, recheckTaskSignalUnprefixed, RUN_RETRY_INTERVAL_MS, type TaskWorkflowResult } from './definitions.js';
-import type { TaskWorkflowInput } from '../src/temporal/taskWorkflowContract.js';
+import { TASK_WORKFLOW_PATCH_LEVEL, type TaskWorkflowInput } from '../src/temporal/taskWorkflowContract.js';
+import { CLAIM_BACKOFF_PATCH, hasPatch } from './patches.js';
 import { batonName, proxyBatonActivities } from './prefixedNames.js';
 import { wakeAfterVerification } from './wakeTask.js';
 
@@ -35,25 +35,30 @@ const RUN_START_TO_CLOSE = '24 hours';
 const APPROVAL_POLL_MAX_MS = 5 * 60_000;
 /** The longest wait before trying again a claim that was refused (a concurrency limit was full, U11). */
 const CLAIM_RETRY_MAX_MS = 10_000;
-/** Marks histories whose refused claims back off (U11); older histories replay with their fixed pause. */
-const CLAIM_BACKOFF_PATCH = 'claim-backoff';
 
 /** Set by recheckTaskSignal: the task changed since the workflow last read it. */
 interface Recheck {
   pending: boolean;
 }
 
-// Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
-const store = proxyBatonActivities<TaskActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
-});
-
-const verifier = proxyBatonActivities<TaskActivities>({
-  startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+/** The lifecycle's activities, under the names its patch level (or its history) says. */
+function lifecycleActivities(patchLevel: number | undefined) {
+  return {
+    // Single database calls: a short timeout, so one stuck on a frozen worker is retried elsewhere soon.
+    store: proxyBatonActivities<TaskActivities>(
+      { startToCloseTimeout: '10 seconds', retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' } },
+      patchLevel,
+    ),
+    verifier: proxyBatonActivities<TaskActivities>(
+      {
+        startToCloseTimeout: '2 hours',
+        heartbeatTimeout: '30 seconds',
+        retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+      },
+      patchLevel,
+    ),
+  };
+}
 
 function failureType(error: unknown): string | undefined {
   return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? (error.cause.type ?? undefined) : undefined;
@@ -75,6 +80,7 @@ export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskW
   setHandler(recheckTaskSignal, onRecheck);
   // Sent under 0.1's name by executions started by 0.1, to a workflow that may now run on this code.
   setHandler(recheckTaskSignalUnprefixed, onRecheck);
+  const { store } = lifecycleActivities(input.patchLevel);
   try {
     return await lifecycle(input, recheck);
   } catch (error) {
@@ -89,6 +95,7 @@ export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskW
 
 async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<TaskWorkflowResult> {
   const { taskId, policy } = input;
+  const { store, verifier } = lifecycleActivities(input.patchLevel);
   let delayMs = POLL_DELAY_MIN_MS;
   const wait = async () => {
     // A recheck (an upstream task was verified) ends the wait early.
@@ -102,7 +109,7 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   // SPEC U6: the task's status, searchable in Temporal when the namespace has baton's attributes
   // (its graph and key came with its start). Not the moments between a run and its verification
   // (submitted, verifying): each change is a command and a visibility write.
-  let shownStatus: string | undefined;
+  let shownStatus = input.shownStatus;
   const showStatus = (status: string) => {
     if (!input.searchAttributes || status === shownStatus || status === 'submitted' || status === 'verifying') return;
     upsertSearchAttributes([{ key: TASK_STATUS_ATTRIBUTE, value: status }]);
@@ -125,12 +132,12 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
   // pause that grows, so tasks waiting behind a limit do not ask every second.
   let claimPauseMs = POLL_DELAY_MIN_MS;
   const pauseAfterRefusal = async () => {
-    if (!patched(CLAIM_BACKOFF_PATCH)) return sleep(POLL_DELAY_MIN_MS);
+    if (!hasPatch(CLAIM_BACKOFF_PATCH, input.patchLevel)) return sleep(POLL_DELAY_MIN_MS);
     await condition(() => recheck.pending, claimPauseMs);
     claimPauseMs = Math.min(claimPauseMs * 2, CLAIM_RETRY_MAX_MS);
   };
   const claim = async () => {
-    const view = await claimAndRun(taskId, policy, pauseAfterRefusal);
+    const view = await claimAndRun(input, pauseAfterRefusal);
     if (view) claimPauseMs = POLL_DELAY_MIN_MS;
     return view;
   };
@@ -142,8 +149,16 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
     if (workflowInfo().continueAsNewSuggested) {
       // Keep the history short on long waits; the task's state lives in Postgres anyway.
       // Under the prefixed type, so an execution started under 0.1's type leaves it here.
-      const next = { ...input, ready: false, released, ...(awaitedApproval && { awaitedApproval }) };
-      await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow') })(next);
+      // The next run has a history of its own: it takes every patch this code has, and shows its status afresh.
+      const next: TaskWorkflowInput = {
+        ...input,
+        ready: false,
+        released,
+        ...(awaitedApproval && { awaitedApproval }),
+        patchLevel: TASK_WORKFLOW_PATCH_LEVEL,
+        shownStatus: undefined,
+      };
+      await makeContinueAsNewFunc<typeof batonTaskWorkflow>({ workflowType: batonName('batonTaskWorkflow', input.patchLevel) })(next);
     }
     if (!known) recheck.pending = false; // this read sees every change signalled so far
     const task = known ?? (await store.batonReadTask({ taskId }));
@@ -227,18 +242,18 @@ async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<Ta
  * heartbeat timeout and Temporal retries the activity on another worker, which recovers the old
  * claim and claims again. Returns the task as the run left it, or null when the workflow must look.
  */
-async function claimAndRun(
-  taskId: string,
-  policy: TaskWorkflowInput['policy'],
-  pauseAfterRefusal: () => Promise<void>,
-): Promise<TaskView | null> {
-  const run = proxyBatonActivities<TaskActivities>({
-    heartbeatTimeout: policy.heartbeatTimeoutMs,
-    startToCloseTimeout: RUN_START_TO_CLOSE,
-    // Gentle growth: a frozen worker's open polls can each swallow an attempt (each then costs a
-    // heartbeat timeout), so intervals stay short; a persistent error still backs off to 10 s.
-    retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds' },
-  });
+async function claimAndRun(input: TaskWorkflowInput, pauseAfterRefusal: () => Promise<void>): Promise<TaskView | null> {
+  const { taskId, policy } = input;
+  const run = proxyBatonActivities<TaskActivities>(
+    {
+      heartbeatTimeout: policy.heartbeatTimeoutMs,
+      startToCloseTimeout: RUN_START_TO_CLOSE,
+      // Gentle growth: a frozen worker's open polls can each swallow an attempt (each then costs a
+      // heartbeat timeout), so intervals stay short; a persistent error still backs off to 10 s.
+      retry: { initialInterval: RUN_RETRY_INTERVAL_MS, backoffCoefficient: 1.2, maximumInterval: '10 seconds' },
+    },
+    input.patchLevel,
+  );
   try {
     const view = await run.batonRunTask({ taskId, heartbeatTimeoutMs: policy.heartbeatTimeoutMs, maxAttempts: policy.maxAttempts });
     if (!view) await pauseAfterRefusal(); // not claimable now: look again after a pause

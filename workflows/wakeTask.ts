@@ -2,26 +2,22 @@
 // it released or left stale must be looked at again, whether their workflow still runs (it is
 // signalled) or ended long ago (a new one is started).
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { getExternalWorkflowHandle, log, ParentClosePolicy, patched, startChild, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, ParentClosePolicy, startChild, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import { taskSearchAttributes } from '../src/temporal/searchAttributes.js';
 import type { GraphPolicy } from '../src/tasks/graphSpec.js';
 import type { TaskActivities, VerifyOutcome } from '../activities/tasks.js';
 import type { TaskWorkflowInput } from '../src/temporal/taskWorkflowContract.js';
 import { recheckTaskSignal } from './definitions.js';
+import { hasPatch, WAKE_BY_ACTIVITY_PATCH, WAKE_DEPENDENTS_PATCH } from './patches.js';
 import { batonName, proxyBatonActivities } from './prefixedNames.js';
 import { taskWorkflowId } from '../src/tasks/taskId.js';
 
-/** Marks histories that wake dependents after a verification (T8); older histories replay without. */
-const WAKE_DEPENDENTS_PATCH = 'wake-dependents-after-verification';
-/** Marks histories that wake dependents through an activity; older histories started them as children (wakeTask). */
-const WAKE_BY_ACTIVITY_PATCH = 'wake-dependents-by-activity';
-
-// Wakes of many workflows: a verification may release thousands; a frozen worker's is retried elsewhere.
-const waker = proxyBatonActivities<TaskActivities>({
+/** Wakes of many workflows: a verification may release thousands; a frozen worker's is retried elsewhere. */
+const WAKER_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '500 ms', maximumInterval: '10 seconds' },
-});
+};
 
 /**
  * T8: after a verification, the workflows of the dependents it concerns look at them again: the
@@ -33,8 +29,9 @@ const waker = proxyBatonActivities<TaskActivities>({
 export async function wakeAfterVerification(input: TaskWorkflowInput, outcome: VerifyOutcome): Promise<void> {
   const staled = input.policy.onUpstreamChange === 'mark' ? [] : (outcome.staled ?? []);
   const released = input.wakeDependents ? outcome.released : [];
-  if (staled.length + released.length === 0 || !patched(WAKE_DEPENDENTS_PATCH)) return;
-  if (patched(WAKE_BY_ACTIVITY_PATCH)) {
+  if (staled.length + released.length === 0 || !hasPatch(WAKE_DEPENDENTS_PATCH, input.patchLevel)) return;
+  if (hasPatch(WAKE_BY_ACTIVITY_PATCH, input.patchLevel)) {
+    const waker = proxyBatonActivities<TaskActivities>(WAKER_OPTIONS, input.patchLevel);
     await waker.batonWakeTasks({ released, staled, policy: input.policy });
     return;
   }
@@ -57,7 +54,8 @@ export async function wakeTask(taskId: string, policy: GraphPolicy, searchAttrib
     try {
       // By name, not by function: this module is imported by taskWorkflow.ts, and imports nothing back.
       const input: TaskWorkflowInput = { taskId, policy, wakeDependents: true, ...(searchAttributes && { searchAttributes }) };
-      await startChild(batonName('batonTaskWorkflow'), {
+      // (Both callers run executions without a patch level: a graph workflow, or a task workflow recorded before it.)
+      await startChild(batonName('batonTaskWorkflow', undefined), {
         workflowId,
         taskQueue: workflowInfo().taskQueue,
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -70,7 +68,7 @@ export async function wakeTask(taskId: string, policy: GraphPolicy, searchAttrib
     }
     try {
       // Either name reaches a workflow on this code; 0.1's is what a history from before the prefix recorded.
-      await getExternalWorkflowHandle(workflowId).signal(batonName(recheckTaskSignal.name));
+      await getExternalWorkflowHandle(workflowId).signal(batonName(recheckTaskSignal.name, undefined));
       return;
     } catch {
       // It ended between the start and the signal: start it again.

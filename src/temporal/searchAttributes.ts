@@ -14,15 +14,21 @@ export const BATON_SEARCH_ATTRIBUTES = [GRAPH_ID_ATTRIBUTE, TASK_KEY_ATTRIBUTE, 
 
 /**
  * What a task's workflow is started with (at submit, by a wake or a rerun), when its
- * namespace has baton's search attributes: its graph and key, part of the start, costing no
- * command of their own. Its status the workflow sets itself as it changes.
+ * namespace has baton's search attributes: its graph and key and, when given, its status (`ready`
+ * for a task Postgres has just made ready), part of the start, costing no command of their own.
+ * Later statuses the workflow sets itself as they change.
  */
-export function taskSearchAttributes(taskId: string, registered: boolean | undefined): { typedSearchAttributes?: SearchAttributePair[] } {
+export function taskSearchAttributes(
+  taskId: string,
+  registered: boolean | undefined,
+  status?: string,
+): { typedSearchAttributes?: SearchAttributePair[] } {
   if (!registered) return {};
   return {
     typedSearchAttributes: [
       { key: GRAPH_ID_ATTRIBUTE, value: graphOf(taskId) },
       { key: TASK_KEY_ATTRIBUTE, value: keyOf(taskId) ?? taskId },
+      ...(status === undefined ? [] : [{ key: TASK_STATUS_ATTRIBUTE, value: status }]),
     ],
   };
 }

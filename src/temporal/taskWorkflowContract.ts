@@ -10,6 +10,17 @@ import type { GraphPolicy } from '../tasks/graphSpec.js';
  */
 export const RECHECK_TASK_SIGNAL = 'batonRecheckTask';
 
+/**
+ * The patch level a starter outside a workflow gives a new execution (`patchLevel`): the task
+ * workflow's patches up to it are taken for granted rather than asked of `patched()`
+ * (workflows/patches.ts). A worker without a granted patch would run the execution without it and
+ * without its marker, and a newer worker replaying that history would not follow: so a new patch
+ * is asked of `patched()` (its level above this one) for a release, and this level is raised to it
+ * only in a later release, once no worker without the patch can be running. Level 1 holds the
+ * patches up to baton 0.1's successor, whose task workflow (`batonTaskWorkflow`) no 0.1 worker runs.
+ */
+export const TASK_WORKFLOW_PATCH_LEVEL = 1;
+
 export interface TaskWorkflowInput {
   taskId: string;
   policy: GraphPolicy;
@@ -31,4 +42,16 @@ export interface TaskWorkflowInput {
   awaitedApproval?: boolean;
   /** The namespace has baton's search attributes (src/temporal/searchAttributes.ts): set them. (Default: false) */
   searchAttributes?: boolean;
+  /**
+   * The task workflow's patches this execution has from its start (TASK_WORKFLOW_PATCH_LEVEL when
+   * it was set): it takes them without recording a patch marker, which costs a history event and
+   * an upsert of `TemporalChangeVersion` (a visibility write) per patch and execution. (Default:
+   * none: each patch is asked of `patched()`, as executions started before it were)
+   */
+  patchLevel?: number;
+  /**
+   * The status the start's search attributes show (`ready`, for a task Postgres has just made
+   * ready): the workflow does not set it again. (Default: none shown)
+   */
+  shownStatus?: string;
 }

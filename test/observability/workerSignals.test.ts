@@ -286,6 +286,22 @@ describe('a worker process, observed (SPEC U6)', () => {
       { timeoutMs: HANG_GUARD_MS, intervalMs: 500 },
     );
     expect(listed.map((w) => w.workflowId)).toEqual([`baton-task:${graphId}/write`]);
+    // The start shows `ready` (no command of the workflow's own), and the workflow records no patch
+    // marker (nor its TemporalChangeVersion upsert): its one upsert is the status it ended in.
+    const events = (await stack.temporal.client.workflow.getHandle(`baton-task:${graphId}/write`).fetchHistory()).events ?? [];
+    const shown = (fields: Record<string, { data?: Uint8Array | null }> | null | undefined) =>
+      Object.fromEntries(
+        Object.entries(fields ?? {}).map(([name, payload]) => [name, JSON.parse(Buffer.from(payload.data ?? []).toString())]),
+      );
+    expect(shown(events[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields)).toMatchObject({
+      BatonTaskStatus: 'ready',
+    });
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+    expect(
+      events
+        .filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)
+        .map((e) => shown(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)),
+    ).toEqual([{ BatonTaskStatus: 'verified' }]);
   });
 });
 

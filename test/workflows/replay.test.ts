@@ -30,6 +30,12 @@ function temporalNames(history: unknown): string[] {
     .filter((n): n is string => n !== undefined);
 }
 
+/** How many patch markers (workflows/patches.ts) a history (as JSON) records. */
+function patchMarkers(history: unknown): number {
+  return (history as { events: Array<{ markerRecordedEventAttributes?: unknown }> }).events.filter((e) => e.markerRecordedEventAttributes)
+    .length;
+}
+
 /** What webpack lets a plugin change: the module a request names, before it is resolved. */
 interface ModuleRequests {
   hooks: {
@@ -109,19 +115,26 @@ describe('workflow replay (no server needed)', () => {
     }
   });
 
-  it('replays a graph run with no graph workflow: each verification wakes the workflows of the tasks it released', async () => {
-    // Recorded by scripts/recordGraphHistories.ts: the diamond again, as the client starts it now.
-    const recorded = await recordedHistories('graphRun.wakes-by-activity.histories.json');
-    expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(Array(4).fill('baton-task'));
-    // a released b and c, and one of those released d.
-    expect(recorded.filter(({ history }) => temporalNames(history).includes('batonWakeTasks'))).toHaveLength(2);
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).resolves.toBeUndefined();
-    }
-  });
+  it.each([
+    ['wakes-by-activity', 'each execution records the patches it takes'],
+    ['patch-level', 'each started with the patch level: no patch markers'],
+  ])(
+    'replays a graph run with no graph workflow (%s: %s): each verification wakes the workflows of the tasks it released',
+    async (label) => {
+      // Recorded by scripts/recordGraphHistories.ts: the diamond again, as the client starts it now.
+      const recorded = await recordedHistories(`graphRun.${label}.histories.json`);
+      expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(Array(4).fill('baton-task'));
+      // a released b and c, and one of those released d.
+      expect(recorded.filter(({ history }) => temporalNames(history).includes('batonWakeTasks'))).toHaveLength(2);
+      expect(recorded.every(({ history }) => patchMarkers(history) === 0)).toBe(label === 'patch-level');
+      for (const { workflowId, history } of recorded) {
+        await expect(
+          Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
+          workflowId,
+        ).resolves.toBeUndefined();
+      }
+    },
+  );
 
   it.each([
     ['before-prefix', "recorded before baton's names got their prefix: 0.1's names", false],
@@ -148,6 +161,7 @@ describe('workflow replay (no server needed)', () => {
   it.each([
     ['paths', 'recorded when each graph had a workflow, and a verification started the workflows it woke as children'],
     ['paths-wake-by-activity', 'recorded after: no graph workflow, and one activity wakes them'],
+    ['paths-patch-level', 'recorded after that: each task workflow started with the patch level, and no patch markers'],
   ])(
     'replays a recorded history of every path a task takes (%s: %s): success, rejection and rerun, stale rerun, cancellation, a pooled run recovered after silence, a drain hand-back',
     async (label) => {
@@ -156,8 +170,9 @@ describe('workflow replay (no server needed)', () => {
       // that ended the one before (a heartbeat timeout, a HandedBack failure).
       const recorded = await recordedHistories(`taskWorkflows.${label}.histories.json`);
       const names = new Set(recorded.flatMap(({ history }) => temporalNames(history)));
-      expect(names.has('batonWakeTasks')).toBe(label === 'paths-wake-by-activity');
+      expect(names.has('batonWakeTasks')).toBe(label !== 'paths');
       expect(names.has('batonGraphWorkflow')).toBe(label === 'paths');
+      expect(recorded.some(({ history }) => patchMarkers(history) > 0)).toBe(label !== 'paths-patch-level');
       const scenarios = new Set(recorded.map(({ what }) => what.slice(0, what.indexOf(':'))));
       expect([...scenarios].sort()).toEqual([
         'a graph cancelled while its task runs',
@@ -214,6 +229,21 @@ describe('workflow replay (no server needed)', () => {
       await expect(
         Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
       ).resolves.toBeUndefined();
+    }
+  });
+
+  it('fails to replay the lifecycles started with a patch level when the workflows ask every patch of `patched()`', async () => {
+    const asking = await bundleReplacing('./patches.js', new URL('../fixtures/patchesAsked.ts', import.meta.url));
+    const recorded = [
+      ...(await recordedHistories('taskWorkflows.paths-patch-level.histories.json')),
+      ...(await recordedHistories('graphRun.patch-level.histories.json')),
+    ];
+    expect(recorded.length).toBeGreaterThan(10);
+    for (const { workflowId, history } of recorded) {
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: asking }, historyFromJSON(history), workflowId),
+        workflowId,
+      ).rejects.toBeInstanceOf(DeterminismViolationError);
     }
   });
 
