@@ -9,7 +9,7 @@ import type { Queryable } from '../src/db/queryable.js';
 import { claimRelease, taskClaim } from '../src/db/sql/claims.js';
 import { taskRerunStale, taskSetStatus } from '../src/db/sql/graphs.js';
 import { taskFailAttempt, taskHeartbeat, taskSubmit } from '../src/db/sql/ownerWrites.js';
-import { graphReadSource, graphReadTasks, taskRead } from '../src/db/sql/reads.js';
+import { graphReadTasks, taskRead } from '../src/db/sql/reads.js';
 import { runTokenIssue } from '../src/db/sql/tokens.js';
 import { approvalDecide, approvalDueInMs, approvalRequest, verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { batonHome } from '../src/config.js';
@@ -199,8 +199,9 @@ export function createTaskActivities(deps: TaskActivityDeps) {
         ctx.heartbeat(ctx.info.heartbeatDetails);
         if ((await recoverEarlierAttempt(input.taskId, input.heartbeatTimeoutMs)) >= input.maxAttempts) return null;
       }
-      const claim = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs, input.maxAttempts);
-      if (!claim) return null;
+      const claimed = await taskClaim(db, input.taskId, identity, input.heartbeatTimeoutMs, input.maxAttempts);
+      if (!claimed) return null;
+      const { source: graph, ...claim } = claimed;
       const fence = { taskId: input.taskId, owner: identity, claimVersion: claim.claimVersion };
       // SPEC U6: the fields every record of this run carries (docs/observability.md).
       const fields = {
@@ -243,7 +244,6 @@ export function createTaskActivities(deps: TaskActivityDeps) {
             Math.max(200, Math.floor(input.heartbeatTimeoutMs / 3)),
           );
       try {
-        const graph = await graphReadSource(db, claim.graphId);
         // A remote's base and the pinned upstream revisions are fetched into this worker's mirror first.
         const repository = graph.repo === undefined ? undefined : await repositories.open(graph.repo);
         const base = repository?.remote ? await repository.resolve(graph.base) : graph.base;
@@ -367,9 +367,8 @@ export function createTaskActivities(deps: TaskActivityDeps) {
           staled: dependents.filter((t) => t.status === 'stale').map((t) => t.id),
         };
       }
-      const { claimVersion, artifact, spec } = await verificationStart(db, input.taskId, verifier);
+      const { claimVersion, artifact, spec, source: graph } = await verificationStart(db, input.taskId, verifier);
       const approvalAlone = spec.verify.command === undefined && spec.verify.function === undefined;
-      const graph = await graphReadSource(db, current.graphId);
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);
       // T12: nothing of an artifact the agent gamed is run: it is rejected with the reason.

@@ -342,7 +342,7 @@ export function renderMarkdown(results: BenchResults): string {
       out.push(
         `- ${s.tasks} tasks: first claim ${b.phasesMsSinceSubmit.firstClaim ?? 'n/a'} ms after submit, last claim ${b.phasesMsSinceSubmit.lastClaim ?? 'n/a'} ms, last verified ${b.phasesMsSinceSubmit.lastVerified ?? 'n/a'} ms; ` +
           `median claim → verified ${b.phasesMsSinceSubmit.medianClaimToVerifiedMs ?? 'n/a'} ms; ` +
-          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms, repo and base read (twice per lifecycle) ${b.specRead.selectGraphSourceMedianMs} ms` +
+          `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms` +
           (b.graph.terminated !== undefined ? `; ${b.graph.terminated} task workflows still running at the deadline, terminated` : '') +
           `; worker heap ${b.workerHeapUsedMiB} MiB at the end; Postgres pool (max ${b.pool.max}) had up to ${b.pool.maxWaiting} callers waiting, some waiting in ${f(b.pool.waitingShare * 100, 1)}% of samples` +
           `; machine busy ${b.cpu.machineSeconds} CPU s over ${f(b.elapsedMs / 1000, 0)} s.`,

@@ -1802,20 +1802,6 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.graph_read_source(p_graph_id text)
- RETURNS TABLE(repo text, base text)
- LANGUAGE plpgsql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
-AS $function$
-BEGIN
-  RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
-  END IF;
-END $function$
-;
-
 CREATE OR REPLACE FUNCTION baton.graph_read_tasks(p_graph_id text)
  RETURNS SETOF baton.task_view
  LANGUAGE plpgsql
@@ -3096,7 +3082,7 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer, p_max_attempts integer DEFAULT NULL::integer)
- RETURNS SETOF baton.claim
+ RETURNS TABLE(task_id text, graph_id text, key text, spec jsonb, claim_version bigint, lease_expires_at timestamp with time zone, attempts integer, upstream_revisions jsonb, repo text, base text)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
@@ -3106,11 +3092,11 @@ DECLARE
   v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id, limits INTO v_id, v_limits FROM baton.tasks
-   WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
+  SELECT t.id, t.limits INTO v_id, v_limits FROM baton.tasks t
+   WHERE t.id = p_task_id AND t.status = 'ready' AND (p_max_attempts IS NULL OR t.attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms) c JOIN baton.graphs g ON g.id = c.graph_id;
   END IF;
 END $function$
 ;
@@ -3907,7 +3893,7 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.verification_start(p_task_id text, p_verifier text)
- RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb)
+ RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb, repo text, base text)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
@@ -3928,7 +3914,8 @@ BEGIN
   UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
     jsonb_build_object('revision', t.artifact->>'revision'));
-  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
+  -- With where the verifier works next: the graph's repository and base.
+  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec, g.repo, g.base FROM baton.graphs g WHERE g.id = t.graph_id;
 END $function$
 ;
 
@@ -4068,8 +4055,6 @@ function baton.graph_list(text,interval,integer,text): {baton_owner=X/baton_owne
 function baton.graph_progress(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
-
-function baton.graph_read_source(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 
 function baton.graph_read_tasks(text): {baton_owner=X/baton_owner,baton_worker=X/baton_owner,baton_client=X/baton_owner,baton_reader=X/baton_owner}
 

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { taskClaimNext, taskClaim, claimRelease } from '../../src/db/sql/claims.js';
-import { taskSetStatus } from '../../src/db/sql/graphs.js';
 import { taskNoteAdd, taskHeartbeat, taskSubmit } from '../../src/db/sql/ownerWrites.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import { AppendOnlyError, IllegalTransitionError, InvalidInputError, mapDatabaseErrors, StaleClaimError } from '../../src/errors.js';
 import { TASK_TRANSITIONS } from '../../src/tasks/states.js';
-import { insertGraph } from '../../src/testkit/graphs.js';
+import { graphSubmit, taskSetStatus } from '../../src/db/sql/graphs.js';
+import { parseGraphSpec } from '../../src/tasks/graphSpec.js';
+import { functionGraph, insertGraph, uniqueGraphId } from '../../src/testkit/graphs.js';
 import { useTestDatabase } from '../helpers/db.js';
 import { artifact, insertTask, LEASE_MS, makeSelectionOfTasks, snapshot } from '../helpers/tasks.js';
 
@@ -185,6 +186,20 @@ describe('fenced writes (T4)', () => {
 });
 
 describe('verification (T7) and release (T8)', () => {
+  it("hands the run its graph's repository and base with the claim, and the verifier with the start", async () => {
+    const source = { repo: 'https://git.example.invalid/team/app.git', base: 'trunk' };
+    const graphId = uniqueGraphId('source');
+    await graphSubmit(db.pool, parseGraphSpec({ ...functionGraph(graphId, { only: [] }), ...source }), 'test');
+    const taskId = `${graphId}/only`;
+    const claim = (await taskClaim(db.pool, taskId, 'agent', LEASE_MS))!;
+    expect(claim.source).toEqual(source);
+    await taskSubmit(db.pool, { taskId, owner: 'agent', claimVersion: claim.claimVersion }, artifact('r1'));
+    expect((await verificationStart(db.pool, taskId, 'verifier')).source).toEqual(source);
+    // A graph without a repository: its runs work in their agent's own directory.
+    const local = await insertGraph(db.pool, { only: [] });
+    expect((await taskClaim(db.pool, `${local}/only`, 'agent', LEASE_MS))!.source).toEqual({ base: 'HEAD' });
+  });
+
   it('refuses the agent as its own verifier', async () => {
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent' });
     await expect(verificationStart(db.pool, task.id, 'agent')).rejects.toThrow(/agent produced the artifact and may not verify it/);

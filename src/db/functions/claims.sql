@@ -27,9 +27,11 @@ BEGIN
 END $$;
 
 -- T3: claim one named task if it is ready and, when p_max_attempts is given, has attempts left. Returns no
--- row when it is not (or another claim holds its lock).
+-- row when it is not (or another claim holds its lock). With the claim, its graph's repository and
+-- base, which the run needs next (no read of its own).
 CREATE FUNCTION baton.task_claim(p_task_id text, p_owner text, p_lease_ms integer, p_max_attempts integer DEFAULT NULL)
-RETURNS SETOF baton.claim
+RETURNS TABLE (task_id text, graph_id text, key text, spec jsonb, claim_version bigint, lease_expires_at timestamptz,
+               attempts integer, upstream_revisions jsonb, repo text, base text)
 LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
@@ -37,11 +39,11 @@ DECLARE
   v_limits jsonb;
 BEGIN
   PERFORM baton.claim_check_lease(p_lease_ms);
-  SELECT id, limits INTO v_id, v_limits FROM baton.tasks
-   WHERE id = p_task_id AND status = 'ready' AND (p_max_attempts IS NULL OR attempts < p_max_attempts)
+  SELECT t.id, t.limits INTO v_id, v_limits FROM baton.tasks t
+   WHERE t.id = p_task_id AND t.status = 'ready' AND (p_max_attempts IS NULL OR t.attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms) c JOIN baton.graphs g ON g.id = c.graph_id;
   END IF;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.task_claim TO baton_worker;

@@ -46,17 +46,6 @@ BEGIN
 END $$;
 GRANT EXECUTE ON FUNCTION baton.graph_read TO baton_worker, baton_client, baton_reader;
 
--- Where a graph's runs work, without its spec (which can be large): one row or BT002.
-CREATE FUNCTION baton.graph_read_source(p_graph_id text) RETURNS TABLE (repo text, base text) LANGUAGE plpgsql STABLE
-SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
-BEGIN
-  RETURN QUERY SELECT g.repo, g.base FROM baton.graphs g WHERE g.id = p_graph_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'graph % does not exist', p_graph_id USING ERRCODE = 'BT002';
-  END IF;
-END $$;
-GRANT EXECUTE ON FUNCTION baton.graph_read_source TO baton_worker, baton_client, baton_reader;
-
 -- A graph's state (GRAPH_STATES in src/tasks/states.ts) from the statuses its tasks are in: the
 -- first that holds.
 CREATE FUNCTION baton.graph_state_of(p_present text[]) RETURNS text LANGUAGE sql IMMUTABLE AS $$

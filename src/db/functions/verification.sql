@@ -3,7 +3,7 @@
 
 -- T7: a verifier that is not the agent takes the submitted (or stale) artifact for checking.
 CREATE FUNCTION baton.verification_start(p_task_id text, p_verifier text)
-RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb) LANGUAGE plpgsql
+RETURNS TABLE (claim_version bigint, artifact jsonb, spec jsonb, repo text, base text) LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
 DECLARE
   t baton.tasks;
@@ -21,7 +21,8 @@ BEGIN
   UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
   PERFORM baton.event_append('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
     jsonb_build_object('revision', t.artifact->>'revision'));
-  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec;
+  -- With where the verifier works next: the graph's repository and base.
+  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec, g.repo, g.base FROM baton.graphs g WHERE g.id = t.graph_id;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.verification_start TO baton_worker;
 

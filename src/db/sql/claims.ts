@@ -29,9 +29,20 @@ export function toClaim(row: ClaimRecord): Claim {
   };
 }
 
+/** Where a graph's runs and verifications work: its repository (none: the agent's own directory) and base. */
+export interface GraphSource {
+  repo?: string;
+  base: string;
+}
+
+/** The graph source of a row with its graph's `repo` and `base` columns. */
+export function graphSourceOf(row: { repo: string | null; base: string }): GraphSource {
+  return { ...(row.repo === null ? {} : { repo: row.repo }), base: row.base };
+}
+
 /**
  * T3: claims the named task if it is ready and, given `maxAttempts`, has attempts left; undefined
- * when it is not (never waits on a lock).
+ * when it is not (never waits on a lock). With the claim, where its graph's runs work (`source`).
  */
 export async function taskClaim(
   db: Queryable,
@@ -39,9 +50,14 @@ export async function taskClaim(
   owner: string,
   leaseMs: number,
   maxAttempts?: number,
-): Promise<Claim | undefined> {
-  const [row] = await callStore<ClaimRecord>(db, 'task_claim', [taskId, owner, leaseMs, maxAttempts ?? null]);
-  return row ? toClaim(row) : undefined;
+): Promise<(Claim & { source: GraphSource }) | undefined> {
+  const [row] = await callStore<ClaimRecord & { repo: string | null; base: string }>(db, 'task_claim', [
+    taskId,
+    owner,
+    leaseMs,
+    maxAttempts ?? null,
+  ]);
+  return row ? { ...toClaim(row), source: graphSourceOf(row) } : undefined;
 }
 
 /** T3: claims the oldest ready task (optionally in one graph); undefined when none is ready. */

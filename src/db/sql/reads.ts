@@ -44,12 +44,6 @@ export async function graphRead(db: Queryable, graphId: string): Promise<GraphSp
   return { ...row!.spec, submittedBy: row!.submitted_by, submittedAt: row!.submitted_at.toISOString() };
 }
 
-/** Where a graph's runs work (repo, base), without loading its spec; NotFoundError when it does not exist. */
-export async function graphReadSource(db: Queryable, graphId: string): Promise<{ repo?: string; base: string }> {
-  const [row] = await callStore<{ repo: string | null; base: string }>(db, 'graph_read_source', [graphId]);
-  return { ...(row!.repo === null ? {} : { repo: row!.repo }), base: row!.base };
-}
-
 /** One graph's state (GRAPH_STATES), as `graphList` gives it, and its tasks' ids by status; NotFoundError when the graph does not exist. */
 export async function graphProgress(
   db: Queryable,

@@ -3,6 +3,7 @@
 import type { Approval, Artifact, TaskSpec } from '../../tasks/types.js';
 import type { Queryable } from '../queryable.js';
 import { callStore, callStoreValue } from '../storeCall.js';
+import { graphSourceOf, type GraphSource } from './claims.js';
 
 interface VerificationRecord {
   taskId: string;
@@ -31,13 +32,25 @@ export interface VerificationOutcome {
   staled: string[];
 }
 
-/** T7: a verifier (never the agent that produced it) takes a submitted or stale artifact to check. */
-export async function verificationStart(db: Queryable, taskId: string, verifier: string) {
-  const [row] = await callStore<{ claim_version: number; artifact: Artifact; spec: TaskSpec }>(db, 'verification_start', [
-    taskId,
-    verifier,
-  ]);
-  return { claimVersion: row!.claim_version, artifact: row!.artifact, spec: row!.spec };
+/** T7: a verifier (never the agent that produced it) takes a submitted or stale artifact to check, and where its graph works (`source`). */
+export async function verificationStart(
+  db: Queryable,
+  taskId: string,
+  verifier: string,
+): Promise<{ claimVersion: number; artifact: Artifact; spec: TaskSpec; source: GraphSource }> {
+  const [row] = await callStore<{
+    claim_version: number;
+    artifact: Artifact;
+    spec: TaskSpec;
+    repo: string | null;
+    base: string;
+  }>(db, 'verification_start', [taskId, verifier]);
+  return {
+    claimVersion: row!.claim_version,
+    artifact: row!.artifact,
+    spec: row!.spec,
+    source: graphSourceOf(row!),
+  };
 }
 
 /**
