@@ -102,8 +102,16 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
       if (!(await stillSilent(options.db, claim))) continue;
       // Temporal fails whichever attempt is current when the call lands, not the one described: so
       // the attempt is looked at again last, and left alone if another has started since (or it
-      // heartbeated). What remains is the call's own flight time.
-      if ((await pendingRun(options, claim.taskId))?.attempt !== attempt.attempt) continue;
+      // heartbeated). What remains is the call's own flight time. Rare, so said.
+      const current = (await pendingRun(options, claim.taskId))?.attempt;
+      if (current !== attempt.attempt) {
+        options.log(
+          `silent-attempt watch: task ${claim.taskId}: run attempt ${attempt.attempt} left alone: ` +
+            (current === undefined ? 'it heartbeated or ended' : `attempt ${current} started`) +
+            ' while the watch looked at it',
+        );
+        continue;
+      }
       await failAttempt(options, claim, attempt, toSilentOwner);
       firstSeen.delete(key);
     } catch (error) {

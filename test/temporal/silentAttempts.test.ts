@@ -257,6 +257,8 @@ describe('the watch on attempts handed to a silent worker', () => {
       expect(raced).toBe(true);
       // Attempt `attempt` was over before the watch acted: a watch that says it failed it failed another.
       expect(lines.filter((line) => line.includes(`run attempt ${attempt} went to`))).toEqual([]);
+      // And it says it left that attempt alone.
+      expect(lines.some((line) => line.includes(`run attempt ${attempt} left alone`))).toBe(true);
     } finally {
       await stop();
     }
