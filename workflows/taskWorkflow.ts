@@ -80,9 +80,10 @@ export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskW
   setHandler(recheckTaskSignal, onRecheck);
   // Sent under 0.1's name by executions started by 0.1, to a workflow that may now run on this code.
   setHandler(recheckTaskSignalUnprefixed, onRecheck);
-  const { store } = lifecycleActivities(input.patchLevel);
+  const activities = lifecycleActivities(input.patchLevel);
+  const { store } = activities;
   try {
-    return await lifecycle(input, recheck);
+    return await lifecycle(input, recheck, activities);
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Cancelled (by an operator or the graph): the task must not stay claimed by nobody.
@@ -93,9 +94,12 @@ export async function batonTaskWorkflow(input: TaskWorkflowInput): Promise<TaskW
   }
 }
 
-async function lifecycle(input: TaskWorkflowInput, recheck: Recheck): Promise<TaskWorkflowResult> {
+async function lifecycle(
+  input: TaskWorkflowInput,
+  recheck: Recheck,
+  { store, verifier }: ReturnType<typeof lifecycleActivities>,
+): Promise<TaskWorkflowResult> {
   const { taskId, policy } = input;
-  const { store, verifier } = lifecycleActivities(input.patchLevel);
   let delayMs = POLL_DELAY_MIN_MS;
   const wait = async () => {
     // A recheck (an upstream task was verified) ends the wait early.

@@ -20,6 +20,30 @@ async function recordedHistories(file: string): Promise<Array<{ workflowId: stri
   return JSON.parse(await readFile(new URL(`../fixtures/${file}`, import.meta.url), 'utf8'));
 }
 
+type RecordedHistory = Awaited<ReturnType<typeof recordedHistories>>[number];
+type ReplayBundle = Parameters<typeof Worker.runReplayHistory>[0]['workflowBundle'];
+
+/** baton's workflows as the suite built them: the current code. */
+const currentCode = (): ReplayBundle => ({ codePath: inject('workflowBundlePath') });
+
+/** Each recorded history replays against `bundle` (default: the current code). */
+async function expectEachReplays(recorded: RecordedHistory[], bundle: ReplayBundle = currentCode()): Promise<void> {
+  for (const { workflowId, history } of recorded)
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: bundle }, historyFromJSON(history), workflowId),
+      workflowId,
+    ).resolves.toBeUndefined();
+}
+
+/** Each recorded history fails to replay against `bundle`, for nondeterminism. */
+async function expectEachFails(recorded: RecordedHistory[], bundle: ReplayBundle): Promise<void> {
+  for (const { workflowId, history } of recorded)
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: bundle }, historyFromJSON(history), workflowId),
+      workflowId,
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
+}
+
 /** The workflow types, activity types and signal names a history (as JSON) names. */
 function temporalNames(history: unknown): string[] {
   type Attributes = { workflowType?: { name?: string }; activityType?: { name?: string }; signalName?: string };
@@ -84,16 +108,9 @@ describe('workflow replay (no server needed)', () => {
     // Recorded with the workflow code of commit 5d02f5d on the dev server: they call the activities as
     // that code did. The rerun's verification left a dependent stale and woke nothing, which the
     // current code replays only because its wake-ups sit behind `patched` (without it: nondeterminism).
-    const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
-      await readFile(new URL('../fixtures/taskWorkflows.before-wake.histories.json', import.meta.url), 'utf8'),
-    );
+    const recorded = await recordedHistories('taskWorkflows.before-wake.histories.json');
     expect(recorded.map((r) => r.what)).toHaveLength(4);
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).resolves.toBeUndefined();
-    }
+    await expectEachReplays(recorded);
   });
 
   it.each([
@@ -103,16 +120,9 @@ describe('workflow replay (no server needed)', () => {
     // Recorded by scripts/recordGraphHistories.ts: a diamond a -> b, a -> c, b + c -> d. The graph
     // workflow decides which path to take by `patched` at its start, so both replay: the old history
     // has no marker and counts, the new one has it and reads the children's `released`.
-    const recorded: Array<{ workflowId: string; what: string; history: unknown }> = JSON.parse(
-      await readFile(new URL(`../fixtures/graphWorkflow.${label}.histories.json`, import.meta.url), 'utf8'),
-    );
+    const recorded = await recordedHistories(`graphWorkflow.${label}.histories.json`);
     expect(recorded.map((r) => r.workflowId.split(':')[0])).toEqual(['baton-graph', ...Array(4).fill('baton-task')]);
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).resolves.toBeUndefined();
-    }
+    await expectEachReplays(recorded);
   });
 
   it.each([
@@ -127,12 +137,7 @@ describe('workflow replay (no server needed)', () => {
       // a released b and c, and one of those released d.
       expect(recorded.filter(({ history }) => temporalNames(history).includes('batonWakeTasks'))).toHaveLength(2);
       expect(recorded.every(({ history }) => patchMarkers(history) === 0)).toBe(label === 'patch-level');
-      for (const { workflowId, history } of recorded) {
-        await expect(
-          Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-          workflowId,
-        ).resolves.toBeUndefined();
-      }
+      await expectEachReplays(recorded);
     },
   );
 
@@ -150,12 +155,7 @@ describe('workflow replay (no server needed)', () => {
     for (const used of ['graphWorkflow', 'taskWorkflow', 'runTask', 'afterRejection', 'rerunTask', 'cancelTask', 'recheckTask'])
       expect(names).toContain(name(used));
     expect([...names].filter((n) => n.startsWith('baton') !== prefixed)).toEqual([]);
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).resolves.toBeUndefined();
-    }
+    await expectEachReplays(recorded);
   });
 
   it.each([
@@ -194,23 +194,13 @@ describe('workflow replay (no server needed)', () => {
           .map((a) => a.lastFailure?.applicationFailureInfo?.type ?? a.lastFailure?.timeoutFailureInfo?.timeoutType),
       );
       expect(retriedAfter).toEqual(expect.arrayContaining(['TIMEOUT_TYPE_HEARTBEAT', 'HandedBack']));
-      for (const { workflowId, history } of recorded) {
-        await expect(
-          Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-          workflowId,
-        ).resolves.toBeUndefined();
-      }
+      await expectEachReplays(recorded);
     },
   );
 
   it('fails to replay the task lifecycles recorded before the prefix when the prefixed names do not wait for the patch', async () => {
     const unpatched = await bundleReplacing('./prefixedNames.js', new URL('../fixtures/unpatchedNames.ts', import.meta.url));
-    for (const { workflowId, history } of await recordedHistories('taskWorkflows.before-prefix.histories.json')) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: unpatched }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).rejects.toBeInstanceOf(DeterminismViolationError);
-    }
+    await expectEachFails(await recordedHistories('taskWorkflows.before-prefix.histories.json'), unpatched);
   });
 
   it('fails to replay the verifications that started the tasks they woke as children when the wake by activity does not wait for its patch', async () => {
@@ -220,16 +210,9 @@ describe('workflow replay (no server needed)', () => {
         workflowId.startsWith('baton-task:') && JSON.stringify(history).includes('startChildWorkflowExecutionInitiatedEventAttributes'),
     );
     expect(waking.length).toBeGreaterThan(0);
-    for (const { workflowId, history } of waking) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: unpatched }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).rejects.toBeInstanceOf(DeterminismViolationError);
-      // The same history replays on the real code: the failure is the patch's absence, not the history.
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, historyFromJSON(history), workflowId),
-      ).resolves.toBeUndefined();
-    }
+    await expectEachFails(waking, unpatched);
+    // The same histories replay on the real code: the failure is the patch's absence, not the history.
+    await expectEachReplays(waking);
   });
 
   it('fails to replay the lifecycles started with a patch level when the workflows ask every patch of `patched()`', async () => {
@@ -239,12 +222,7 @@ describe('workflow replay (no server needed)', () => {
       ...(await recordedHistories('graphRun.patch-level.histories.json')),
     ];
     expect(recorded.length).toBeGreaterThan(10);
-    for (const { workflowId, history } of recorded) {
-      await expect(
-        Worker.runReplayHistory({ workflowBundle: asking }, historyFromJSON(history), workflowId),
-        workflowId,
-      ).rejects.toBeInstanceOf(DeterminismViolationError);
-    }
+    await expectEachFails(recorded, asking);
   });
 
   it('fails to replay the same history against an incompatible edit of the workflow', async () => {
