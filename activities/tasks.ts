@@ -349,25 +349,24 @@ export function createTaskActivities(deps: TaskActivityDeps) {
     /** T7: verifies the exact submitted artifact as someone other than its agent, and releases dependents. */
     async batonVerifyTask(input: { taskId: string }): Promise<VerifyOutcome> {
       const verifier = verifierIdentity(identity);
-      // A retry after the outcome was recorded (its completion lost on the way to Temporal)
-      // returns that outcome instead of verifying twice, with the dependents as they are now.
-      const current = await taskRead(db, input.taskId);
-      if (current.status === 'awaiting_approval')
-        return { status: current.status, revision: current.artifact?.revision ?? '', released: [], staled: [] };
-      if (current.status === 'verified' || current.status === 'rejected' || current.status === 'stale') {
-        const revision = current.artifact?.revision ?? '';
-        if (current.status !== 'verified') return { status: current.status, revision, released: [], staled: [] };
+      // A retry after the outcome was recorded (its completion lost on the way to Temporal) finds
+      // the task decided and returns that outcome instead of verifying twice, with the dependents as
+      // they are now.
+      const current = await verificationStart(db, input.taskId, verifier);
+      const { claimVersion, artifact, spec, source: graph } = current;
+      if (current.status === 'awaiting_approval' || current.status === 'rejected' || current.status === 'stale')
+        return { status: current.status, revision: artifact.revision, released: [], staled: [] };
+      if (current.status === 'verified') {
         const tasks = await graphReadTasks(db, current.graphId);
         const verified = new Set(tasks.filter((t) => t.status === 'verified').map((t) => t.key));
         const dependents = tasks.filter((t) => t.dependsOn.includes(current.key) && t.dependsOn.every((d) => verified.has(d)));
         return {
           status: 'verified',
-          revision,
+          revision: artifact.revision,
           released: dependents.filter((t) => t.status === 'ready').map((t) => t.id),
           staled: dependents.filter((t) => t.status === 'stale').map((t) => t.id),
         };
       }
-      const { claimVersion, artifact, spec, source: graph } = await verificationStart(db, input.taskId, verifier);
       const approvalAlone = spec.verify.command === undefined && spec.verify.function === undefined;
       const ctx = Context.current();
       const keepAlive = setInterval(() => ctx.heartbeat(), VERIFY_KEEPALIVE_MS);

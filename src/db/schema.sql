@@ -3893,7 +3893,7 @@ END $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton.verification_start(p_task_id text, p_verifier text)
- RETURNS TABLE(claim_version bigint, artifact jsonb, spec jsonb, repo text, base text)
+ RETURNS TABLE(status text, claim_version bigint, artifact jsonb, spec jsonb, graph_id text, key text, upstream_revisions jsonb, repo text, base text)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'baton', 'pg_temp'
@@ -3902,20 +3902,23 @@ DECLARE
   t baton.tasks;
 BEGIN
   t := baton.task_lock(p_task_id);
-  IF t.owner = p_verifier THEN
-    RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
+  IF t.status NOT IN ('verified', 'rejected', 'stale', 'awaiting_approval') THEN
+    IF t.owner = p_verifier THEN
+      RAISE EXCEPTION 'task %: % produced the artifact and may not verify it', p_task_id, p_verifier USING ERRCODE = 'BT003';
+    END IF;
+    IF t.status = 'verifying' THEN
+      -- An earlier verifier was lost before recording a result: this one starts over.
+      UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
+      PERFORM baton.event_append('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
+        format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
+    END IF;
+    UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
+    PERFORM baton.event_append('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
+      jsonb_build_object('revision', t.artifact->>'revision'));
+    t.status := 'verifying';
   END IF;
-  IF t.status = 'verifying' THEN
-    -- An earlier verifier was lost before recording a result: this one starts over.
-    UPDATE baton.tasks SET status = 'submitted' WHERE id = p_task_id;
-    PERFORM baton.event_append('task', p_task_id, 'verification_restarted', p_verifier, t.claim_version, NULL,
-      format('verifier %s did not record a result', t.verifier), jsonb_build_object('lost_verifier', t.verifier));
-  END IF;
-  UPDATE baton.tasks SET status = 'verifying', verifier = p_verifier WHERE id = p_task_id;
-  PERFORM baton.event_append('task', p_task_id, 'verification_started', p_verifier, t.claim_version, NULL, NULL,
-    jsonb_build_object('revision', t.artifact->>'revision'));
-  -- With where the verifier works next: the graph's repository and base.
-  RETURN QUERY SELECT t.claim_version, t.artifact, t.spec, g.repo, g.base FROM baton.graphs g WHERE g.id = t.graph_id;
+  RETURN QUERY SELECT t.status, t.claim_version, t.artifact, t.spec, t.graph_id, t.key, t.upstream_revisions, g.repo, g.base
+    FROM baton.graphs g WHERE g.id = t.graph_id;
 END $function$
 ;
 

@@ -200,6 +200,23 @@ describe('verification (T7) and release (T8)', () => {
     expect((await taskClaim(db.pool, `${local}/only`, 'agent', LEASE_MS))!.source).toEqual({ base: 'HEAD' });
   });
 
+  it('answers a start of a decided verification (a retry after its outcome was recorded) with the task as it is, changing nothing', async () => {
+    for (const status of ['verified', 'rejected'] as const) {
+      const task = await insertTask(db.pool, { status });
+      const eventsBefore = await kinds(task.id);
+      expect(await verificationStart(db.pool, task.id, 'verifier')).toMatchObject({
+        status,
+        claimVersion: task.claimVersion,
+        artifact: { revision: 'rev-1' },
+        graphId: task.graphId,
+        key: 't',
+        upstreamRevisions: {},
+      });
+      expect(await taskRead(db.pool, task.id)).toEqual(task);
+      expect(await kinds(task.id)).toEqual(eventsBefore);
+    }
+  });
+
   it('refuses the agent as its own verifier', async () => {
     const task = await insertTask(db.pool, { status: 'submitted', owner: 'agent' });
     await expect(verificationStart(db.pool, task.id, 'agent')).rejects.toThrow(/agent produced the artifact and may not verify it/);
@@ -252,6 +269,10 @@ describe('verification (T7) and release (T8)', () => {
     });
     expect((await run('up', 'up-2')).staled).toEqual([`${graphId}/down`]);
     expect(await taskRead(db.pool, `${graphId}/down`)).toMatchObject({ status: 'stale', upstreamRevisions: { up: 'up-1' } });
+    // A verifier that comes to it now (a retry of its verification) finds it stale and leaves it so.
+    const eventsBefore = await kinds(`${graphId}/down`);
+    expect(await verificationStart(db.pool, `${graphId}/down`, 'verifier')).toMatchObject({ status: 'stale', key: 'down' });
+    expect(await kinds(`${graphId}/down`)).toEqual(eventsBefore);
     // Re-running it builds on the new upstream revision; its pins say so before any work starts.
     await taskSetStatus(db.pool, {
       taskId: `${graphId}/down`,

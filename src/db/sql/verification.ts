@@ -32,23 +32,45 @@ export interface VerificationOutcome {
   staled: string[];
 }
 
-/** T7: a verifier (never the agent that produced it) takes a submitted or stale artifact to check, and where its graph works (`source`). */
-export async function verificationStart(
-  db: Queryable,
-  taskId: string,
-  verifier: string,
-): Promise<{ claimVersion: number; artifact: Artifact; spec: TaskSpec; source: GraphSource }> {
+/** What `verificationStart` hands the verifier: the task as it is now, and where its graph works (`source`). */
+interface VerificationStart {
+  /** `verifying`: this verifier took it. Any other: its verification was already decided, and nothing changed. */
+  status: 'verifying' | 'verified' | 'rejected' | 'stale' | 'awaiting_approval';
+  claimVersion: number;
+  artifact: Artifact;
+  spec: TaskSpec;
+  graphId: string;
+  key: string;
+  /** The upstream revisions the run was pinned to, by upstream key. */
+  upstreamRevisions: Record<string, string>;
+  source: GraphSource;
+}
+
+/**
+ * T7: a verifier (never the agent that produced it) takes a submitted artifact to check. A task
+ * whose verification was already decided comes back as it is, with that status (a retry after the
+ * outcome was recorded).
+ */
+export async function verificationStart(db: Queryable, taskId: string, verifier: string): Promise<VerificationStart> {
   const [row] = await callStore<{
+    status: VerificationStart['status'];
     claim_version: number;
     artifact: Artifact;
     spec: TaskSpec;
+    graph_id: string;
+    key: string;
+    upstream_revisions: Record<string, string>;
     repo: string | null;
     base: string;
   }>(db, 'verification_start', [taskId, verifier]);
   return {
+    status: row!.status,
     claimVersion: row!.claim_version,
     artifact: row!.artifact,
     spec: row!.spec,
+    graphId: row!.graph_id,
+    key: row!.key,
+    upstreamRevisions: row!.upstream_revisions,
     source: graphSourceOf(row!),
   };
 }
