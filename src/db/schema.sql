@@ -351,6 +351,7 @@ CREATE TABLE baton.tasks (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   limits jsonb,
+  store_claim boolean DEFAULT false NOT NULL,
   CONSTRAINT tasks_check CHECK (((status <> 'running'::text) OR ((owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
   CONSTRAINT tasks_check1 CHECK (((status <> ALL (ARRAY['submitted'::text, 'verifying'::text, 'awaiting_approval'::text, 'verified'::text, 'rejected'::text, 'stale'::text])) OR (artifact IS NOT NULL))),
   CONSTRAINT tasks_claim_version_check CHECK ((claim_version >= 0)),
@@ -1508,7 +1509,7 @@ BEGIN
 END $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer)
+CREATE OR REPLACE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer, p_store_claim boolean)
  RETURNS baton.claim
  LANGUAGE plpgsql
 AS $function$
@@ -1518,7 +1519,7 @@ BEGIN
   UPDATE baton.tasks
      SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
          claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-         attempts = attempts + 1, progress = NULL, artifact = NULL
+         attempts = attempts + 1, progress = NULL, artifact = NULL, store_claim = p_store_claim
    WHERE id = p_task_id
   RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
   PERFORM baton.event_append('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
@@ -1572,7 +1573,7 @@ AS $function$
   SELECT t.id, t.owner, t.claim_version,
          (extract(epoch FROM t.lease_expires_at - t.heartbeat_at) * 1000)::integer
     FROM baton.tasks t
-   WHERE t.status = 'running' AND t.lease_expires_at < now()
+   WHERE t.status = 'running' AND NOT t.store_claim AND t.lease_expires_at < now()
      AND t.lease_expires_at > now() - p_within_ms * interval '1 millisecond'
    ORDER BY t.lease_expires_at DESC, t.id
    LIMIT p_limit
@@ -3096,7 +3097,7 @@ BEGIN
    WHERE t.id = p_task_id AND t.status = 'ready' AND (p_max_attempts IS NULL OR t.attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms) c JOIN baton.graphs g ON g.id = c.graph_id;
+    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms, false) c JOIN baton.graphs g ON g.id = c.graph_id;
   END IF;
 END $function$
 ;
@@ -3120,7 +3121,7 @@ BEGIN
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   END IF;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms, true);
   END IF;
 END $function$
 ;
@@ -4033,7 +4034,7 @@ function baton.claim_refuse_stale_write(text,text,bigint,text): {baton_owner=X/b
 
 function baton.claim_release(text,bigint,text,text,text,jsonb): {baton_owner=X/baton_owner,baton_worker=X/baton_owner}
 
-function baton.claim_take(text,text,integer): {baton_owner=X/baton_owner}
+function baton.claim_take(text,text,integer,boolean): {baton_owner=X/baton_owner}
 
 function baton.claim_within_limits(text,jsonb): {baton_owner=X/baton_owner}
 

@@ -72,7 +72,7 @@ afterAll(async () => {
 
 describe('upgrading a database migrated by baton 0.1', () => {
   it('accepts the old migrations as they were recorded and re-creates every definition', () => {
-    expect(upgrade.applied.map((m) => m.id)).toEqual([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]); // the migrations added since 0.1
+    expect(upgrade.applied.map((m) => m.id)).toEqual([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25]); // the migrations added since 0.1
     expect(upgrade.upgraded).toEqual([2, 3, 4, 5, 6]);
     expect(upgrade.definitionsApplied).toBe(true);
   });
@@ -84,8 +84,8 @@ describe('upgrading a database migrated by baton 0.1', () => {
   });
 
   it('loses no data: tasks, events, objects and tool calls are as they were', async () => {
-    // Migration 0019 gives every task its concurrency limits: none.
-    expect(await rowsOf(db, 'tasks', 'id')).toEqual(before.tasks!.map((t) => ({ ...(t as object), limits: null })));
+    // Migration 0019 gives every task its concurrency limits: none; 0025 counts every claim as a run's.
+    expect(await rowsOf(db, 'tasks', 'id')).toEqual(before.tasks!.map((t) => ({ ...(t as object), limits: null, store_claim: false })));
     expect(await rowsOf(db, 'events', 'id')).toEqual(before.events);
     // Migration 0018 gives every object its reserved paths: none.
     expect(await rowsOf(db, 'objects', 'key')).toEqual(before.objects!.map((o) => ({ ...(o as object), paths: [] })));

@@ -10,11 +10,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { createBatonClient } from '../../src/client.js';
 import type { Queryable } from '../../src/db/queryable.js';
-import { claimsSilent, taskClaim } from '../../src/db/sql/claims.js';
+import { claimsSilent, taskClaim, taskClaimNext } from '../../src/db/sql/claims.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
 import { RETRY_AT_ONCE_MS } from '../../src/temporal/retryAtOnce.js';
+import { independentTasks, insertGraph } from '../../src/testkit/graphs.js';
 import { SILENT_ATTEMPT_FAILURE, watchSilentAttempts } from '../../src/temporal/silentAttempts.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
@@ -142,6 +143,32 @@ describe('the watch on attempts handed to a silent worker', () => {
     const wider = await claimsSilent(stack.db.pool, 10, 7_200_000);
     expect(wider.map((c) => c.taskId)).toEqual(expect.arrayContaining(stale.map((t) => t.id)));
     expect(wider[0]!.taskId).toBe(fresh.id);
+  });
+
+  // A store-path claim (task_claim_next) has no run attempt in Temporal to look at. In a full bench
+  // run the claim benchmark's thousands of claims ran out ten minutes on, one after another, each
+  // newer than a frozen worker's silence: they filled every round, and the retry the frozen owner
+  // was handed waited out its whole heartbeat timeout.
+  it('passes over store-path claims: a stream of them running out cannot hide a fresh silence', async () => {
+    const run = await insertTask(stack.db.pool);
+    await taskClaim(stack.db.pool, run.id, 'frozen-just-now', 1);
+    const graphId = await insertGraph(stack.db.pool, independentTasks(25));
+    const stored: string[] = [];
+    for (let i = 0; i < 25; i++) stored.push((await taskClaimNext(stack.db.pool, 'store-claimer-gone', 1, graphId))!.taskId);
+    await waitFor(
+      "the store claims to be past their leases, each after the run's",
+      async () => {
+        const { rows } = await stack.db.pool.query<{ left: number }>(
+          "SELECT count(*)::int AS left FROM baton.tasks WHERE graph_id = $1 AND status = 'running' AND lease_expires_at >= now()",
+          [graphId],
+        );
+        if (rows[0]!.left > 0) throw new Error(`${rows[0]!.left} not yet`);
+      },
+      { timeoutMs: 10_000, intervalMs: 10 },
+    );
+    const seen = (await claimsSilent(stack.db.pool, 20, 60_000)).map((c) => c.taskId);
+    expect(seen).toContain(run.id);
+    expect(seen.filter((id) => stored.includes(id))).toEqual([]);
   });
 
   it('fails the retry a frozen owner was handed, so the next goes to a worker that answers, which recovers the task', async () => {

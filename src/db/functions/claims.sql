@@ -2,7 +2,9 @@
 -- the claim version and starts the lease on the database clock; a claim given back (after silence,
 -- or by a run that failed under its agent) releases exactly that claim version.
 
-CREATE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer) RETURNS baton.claim
+-- p_store_claim: taken through the store path (task_claim_next), so no run attempt in Temporal
+-- holds it and the watch on silent claims passes it over (claims_silent).
+CREATE FUNCTION baton.claim_take(p_task_id text, p_owner text, p_lease_ms integer, p_store_claim boolean) RETURNS baton.claim
 LANGUAGE plpgsql AS $$
 DECLARE
   c baton.claim;
@@ -10,7 +12,7 @@ BEGIN
   UPDATE baton.tasks
      SET status = 'running', owner = p_owner, claim_version = claim_version + 1,
          claimed_at = now(), heartbeat_at = now(), lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-         attempts = attempts + 1, progress = NULL, artifact = NULL
+         attempts = attempts + 1, progress = NULL, artifact = NULL, store_claim = p_store_claim
    WHERE id = p_task_id
   RETURNING id, graph_id, key, spec, claim_version, lease_expires_at, attempts, upstream_revisions INTO c;
   PERFORM baton.event_append('task', c.task_id, 'claimed', p_owner, c.claim_version, NULL, NULL,
@@ -43,7 +45,7 @@ BEGIN
    WHERE t.id = p_task_id AND t.status = 'ready' AND (p_max_attempts IS NULL OR t.attempts < p_max_attempts)
      FOR UPDATE SKIP LOCKED;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms) c JOIN baton.graphs g ON g.id = c.graph_id;
+    RETURN QUERY SELECT c.*, g.repo, g.base FROM baton.claim_take(v_id, p_owner, p_lease_ms, false) c JOIN baton.graphs g ON g.id = c.graph_id;
   END IF;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.task_claim TO baton_worker;
@@ -104,7 +106,7 @@ BEGIN
      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED;
   END IF;
   IF FOUND AND (v_limits IS NULL OR baton.claim_within_limits(v_id, v_limits)) THEN
-    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms);
+    RETURN NEXT baton.claim_take(v_id, p_owner, p_lease_ms, true);
   END IF;
 END $$;
 GRANT EXECUTE ON FUNCTION baton.task_claim_next TO baton_worker;
@@ -149,7 +151,8 @@ GRANT EXECUTE ON FUNCTION baton.claim_release TO baton_worker;
 -- heartbeating, or froze), the latest first, with the lease each was given (the graph's heartbeat
 -- timeout). Workers watch these tasks' run attempts in Temporal (src/temporal/silentAttempts.ts):
 -- the latest first, so claims left long ago (a task queue no worker serves) never crowd out a fresh
--- silence. Changes nothing.
+-- silence. Store-path claims are left out: no run attempt holds them, and a stream of them running
+-- out (thousands taken together) would otherwise fill every round (migration 0025). Changes nothing.
 CREATE FUNCTION baton.claims_silent(p_limit integer, p_within_ms integer)
 RETURNS TABLE (task_id text, owner text, claim_version bigint, lease_ms integer)
 LANGUAGE sql STABLE
@@ -157,7 +160,7 @@ SECURITY DEFINER SET search_path = pg_catalog, baton, pg_temp AS $$
   SELECT t.id, t.owner, t.claim_version,
          (extract(epoch FROM t.lease_expires_at - t.heartbeat_at) * 1000)::integer
     FROM baton.tasks t
-   WHERE t.status = 'running' AND t.lease_expires_at < now()
+   WHERE t.status = 'running' AND NOT t.store_claim AND t.lease_expires_at < now()
      AND t.lease_expires_at > now() - p_within_ms * interval '1 millisecond'
    ORDER BY t.lease_expires_at DESC, t.id
    LIMIT p_limit
