@@ -1,14 +1,15 @@
-// A frozen worker (alive, not answering: SIGSTOP, a hung host, a VM paused) keeps the activity polls
-// it opened before it froze, and Temporal hands them the run's retries: each such attempt counts as
-// started and then waits out a whole heartbeat timeout, so the frozen owner of a task went on
-// holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore watches the
-// tasks whose claim lease ran out on the database clock and fails, through Temporal, a run attempt
-// of such a task that has not heartbeated since it started: at once when it went to the silent owner
-// itself, after a grace otherwise, never when it went to the watching worker itself (which answers,
-// since it watches). Temporal retries it at once (the failure names its own delay, not
-// the run's retry interval), and the attempt that lands on a live worker recovers the silent claim
-// as before (docs/tasks.md, Recovery). Nothing here writes to Postgres: the fence stays the only
-// guard, so a live attempt failed by mistake costs a retry, never a write.
+// A frozen worker (alive, not answering: SIGSTOP, a hung host, a VM paused) keeps the activity
+// polls it opened before it froze, and Temporal hands them the run's retries: each such attempt
+// counts as started and then waits out a whole heartbeat timeout, so the frozen owner of a task
+// went on holding it for several timeouts (issue 25 measured 2 to 14). Every worker therefore
+// watches the tasks whose claim lease ran out on the database clock (claims a run took: the store
+// path's have no run attempt) and fails, through Temporal, a run attempt of such a task that has
+// not heartbeated since it started: at once when it went to the silent owner itself, after a grace
+// otherwise, never when it went to the watching worker itself (which answers, since it watches).
+// Temporal retries it at once (the failure names its own delay, not the run's retry interval), and
+// the attempt that lands on a live worker recovers the silent claim as before (docs/tasks.md,
+// Recovery). Nothing here writes to Postgres: the fence stays the only guard, so a live attempt
+// failed by mistake costs a retry, never a write.
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
