@@ -456,6 +456,8 @@ CREATE INDEX tasks_ready_idx ON baton.tasks USING btree (created_at, id) WHERE (
 
 CREATE INDEX tasks_ready_in_graph_idx ON baton.tasks USING btree (graph_id, created_at, id) WHERE (status = 'ready'::text);
 
+CREATE INDEX tasks_run_claims_idx ON baton.tasks USING btree (id) WHERE ((status = 'running'::text) AND (NOT store_claim));
+
 CREATE INDEX tasks_running_idx ON baton.tasks USING btree (id) WHERE (status = 'running'::text);
 
 CREATE INDEX tool_calls_tool_sent_idx ON baton.tool_calls USING btree (tool, sent_at);

@@ -2,12 +2,13 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/queryable.js';
+import { claimsSilent } from '../../src/db/sql/claims.js';
 import { dumpSchema, SCHEMA_SNAPSHOT_PATH } from '../../src/db/schemaSnapshot.js';
 import { taskNoteAdd } from '../../src/db/sql/ownerWrites.js';
 import { taskRead } from '../../src/db/sql/reads.js';
 import { TASK_STATUSES } from '../../src/tasks/states.js';
 import { useTestDatabase } from '../helpers/db.js';
-import { insertTask, verifyTask } from '../helpers/tasks.js';
+import { insertTask, storeClaims, verifyTask } from '../helpers/tasks.js';
 
 const DB_DIR = 'src/db';
 // CONTRIBUTING.md: no file over about 400 lines; a migration or definition file that grows past this is split.
@@ -107,6 +108,25 @@ describe('the schema', () => {
         .map(([table, r]) => ({ table, scans: r.scans - (before.get(table)?.scans ?? 0), rows: r.rows - (before.get(table)?.rows ?? 0) }))
         .filter((r) => r.scans > 0 || r.rows >= OTHER_ROWS);
       expect(readWhole).toEqual([]);
+    } finally {
+      await conn.query('ROLLBACK');
+      conn.release();
+    }
+  });
+
+  // Every worker asks claims_silent four times a second; a store-path claimer may hold thousands of
+  // claims, which the watch leaves out (migration 0025), so its read must not pass over them either.
+  it('looks for silent run claims without passing over the store-path claims held', async () => {
+    await storeClaims(db.pool, OTHER_ROWS, 'store-claimer', 600_000);
+    const conn = await db.pool.connect();
+    try {
+      await conn.query('BEGIN');
+      await conn.query('SET LOCAL enable_seqscan = off');
+      const before = await tableReads(conn);
+      await claimsSilent(conn, 20, 180_000);
+      const tasks = (await tableReads(conn)).get('tasks')!;
+      expect(tasks.scans - before.get('tasks')!.scans).toBe(0);
+      expect(tasks.rows - before.get('tasks')!.rows).toBeLessThan(OTHER_ROWS);
     } finally {
       await conn.query('ROLLBACK');
       conn.release();

@@ -1,11 +1,11 @@
 import type { Queryable } from '../../src/db/queryable.js';
-import { taskClaim } from '../../src/db/sql/claims.js';
+import { taskClaim, taskClaimNext } from '../../src/db/sql/claims.js';
 import { taskSubmit } from '../../src/db/sql/ownerWrites.js';
 import { taskRead } from '../../src/db/sql/reads.js';
 import { approvalRequest, verificationRecord, verificationStart } from '../../src/db/sql/verification.js';
 import type { TaskRow } from '../../src/tasks/types.js';
 import { taskIdOf } from '../../src/tasks/taskId.js';
-import { insertGraph } from '../../src/testkit/graphs.js';
+import { independentTasks, insertGraph } from '../../src/testkit/graphs.js';
 
 export const LEASE_MS = 60_000;
 
@@ -42,6 +42,14 @@ export async function insertTask(db: Queryable, overrides: { status?: Stage; own
     }
   }
   return taskRead(db, taskId);
+}
+
+/** `count` tasks of a graph of their own, claimed one by one through the store path (`task_claim_next`) by `owner`: their ids. */
+export async function storeClaims(db: Queryable, count: number, owner: string, leaseMs: number): Promise<string[]> {
+  const graphId = await insertGraph(db, independentTasks(count));
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) ids.push((await taskClaimNext(db, owner, leaseMs, graphId))!.taskId);
+  return ids;
 }
 
 /**

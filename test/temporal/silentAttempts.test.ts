@@ -10,16 +10,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { createBatonClient } from '../../src/client.js';
 import type { Queryable } from '../../src/db/queryable.js';
-import { claimsSilent, taskClaim, taskClaimNext } from '../../src/db/sql/claims.js';
+import { claimsSilent, taskClaim } from '../../src/db/sql/claims.js';
 import { eventRead, taskRead } from '../../src/db/sql/reads.js';
 import { waitFor } from '../../src/dev/waitFor.js';
 import { taskIdOf, taskWorkflowId } from '../../src/tasks/taskId.js';
 import { RETRY_AT_ONCE_MS } from '../../src/temporal/retryAtOnce.js';
-import { independentTasks, insertGraph } from '../../src/testkit/graphs.js';
 import { SILENT_ATTEMPT_FAILURE, watchSilentAttempts } from '../../src/temporal/silentAttempts.js';
 import { startWorkerFleet, type WorkerFleet } from '../../src/testkit/workerFleet.js';
 import { createScriptedRepo, steppingAgent } from '../../src/testkit/scriptedRepo.js';
-import { insertTask } from '../helpers/tasks.js';
+import { insertTask, storeClaims } from '../helpers/tasks.js';
 import { useTaskStack } from '../helpers/taskStack.js';
 
 const stack = useTaskStack();
@@ -152,15 +151,13 @@ describe('the watch on attempts handed to a silent worker', () => {
   it('passes over store-path claims: a stream of them running out cannot hide a fresh silence', async () => {
     const run = await insertTask(stack.db.pool);
     await taskClaim(stack.db.pool, run.id, 'frozen-just-now', 1);
-    const graphId = await insertGraph(stack.db.pool, independentTasks(25));
-    const stored: string[] = [];
-    for (let i = 0; i < 25; i++) stored.push((await taskClaimNext(stack.db.pool, 'store-claimer-gone', 1, graphId))!.taskId);
+    const stored = await storeClaims(stack.db.pool, 25, 'store-claimer-gone', 1);
     await waitFor(
       "the store claims to be past their leases, each after the run's",
       async () => {
         const { rows } = await stack.db.pool.query<{ left: number }>(
-          "SELECT count(*)::int AS left FROM baton.tasks WHERE graph_id = $1 AND status = 'running' AND lease_expires_at >= now()",
-          [graphId],
+          "SELECT count(*)::int AS left FROM baton.tasks WHERE id = ANY($1) AND status = 'running' AND lease_expires_at >= now()",
+          [stored],
         );
         if (rows[0]!.left > 0) throw new Error(`${rows[0]!.left} not yet`);
       },
