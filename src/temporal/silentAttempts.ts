@@ -8,8 +8,10 @@
 // otherwise, never when it went to the watching worker itself (which answers, since it watches).
 // Temporal retries it at once (the failure names its own delay, not the run's retry interval), and
 // the attempt that lands on a live worker recovers the silent claim as before (docs/tasks.md,
-// Recovery). Nothing here writes to Postgres: the fence stays the only guard, so a live attempt
-// failed by mistake costs a retry, never a write.
+// Recovery). A claim whose workflow Temporal does not know (say an operator terminated it) is
+// passed over for a while and the watch looks past it, so a stream of them cannot fill its rounds.
+// Nothing here writes to Postgres: the fence stays the only guard, so a live attempt failed by
+// mistake costs a retry, never a write.
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import type { NativeConnection } from '@temporalio/worker';
 import { claimsSilent, type SilentClaim } from '../db/sql/claims.js';
@@ -35,6 +37,11 @@ const CALL_DEADLINE_MS = 5_000;
  * 20 s. Older claims are the workflow's to recover (docs/tasks.md).
  */
 const SILENT_CLAIM_WINDOW_MS = 180_000;
+/**
+ * How long a claim whose workflow Temporal does not know is passed over before it is described
+ * again (a resubmitted graph starts a missing workflow, whose first attempt may go to a frozen poll).
+ */
+const NO_WORKFLOW_RECHECK_MS = 10_000;
 /** The run's activity type, under baton's name and under 0.1's. */
 const RUN_ACTIVITY_TYPES = new Set(['batonRunTask', 'runTask']);
 /** Temporal's PendingActivityState.STARTED. */
@@ -44,9 +51,8 @@ const GRPC_NOT_FOUND = 5;
 /** The failure type Temporal records for an attempt failed here (retryable). */
 export const SILENT_ATTEMPT_FAILURE = 'SilentWorkerAttempt';
 
-type PendingActivity = NonNullable<
-  Awaited<ReturnType<NativeConnection['workflowService']['describeWorkflowExecution']>>['pendingActivities']
->[number];
+type Description = Awaited<ReturnType<NativeConnection['workflowService']['describeWorkflowExecution']>>;
+type PendingActivity = NonNullable<Description['pendingActivities']>[number];
 
 interface SilentAttemptWatchOptions {
   db: Queryable;
@@ -75,20 +81,43 @@ function graceMs(claim: SilentClaim): number {
   return Math.max(500, Math.floor(claim.leaseMs / 4));
 }
 
-/** Starts the watch; `stop` ends it after the round in flight. */
-export function watchSilentAttempts(options: SilentAttemptWatchOptions): Repeating {
-  // Attempts seen without a heartbeat, by task and attempt, with when this worker first saw them
-  // (its own monotonic clock: the server's and the database's may differ from it).
-  const firstSeen = new Map<string, number>();
-  return everyInterval('silent-attempt watch', SILENT_ATTEMPT_WATCH_INTERVAL_MS, () => watchRound(options, firstSeen), options.log);
+/** What the watch remembers from one round to the next; times are this worker's monotonic clock (the server's and the database's may differ from it). */
+interface WatchMemory {
+  /** Attempts seen without a heartbeat, by task and attempt, with when this worker first saw them. */
+  firstSeen: Map<string, number>;
+  /** Claims whose workflow Temporal did not know, by task: the claim version, and until when it is passed over. */
+  noWorkflow: Map<string, { claimVersion: number; until: number }>;
 }
 
-async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<string, number>): Promise<void> {
-  const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND, SILENT_CLAIM_WINDOW_MS);
+/** Starts the watch; `stop` ends it after the round in flight. */
+export function watchSilentAttempts(options: SilentAttemptWatchOptions): Repeating {
+  const memory: WatchMemory = { firstSeen: new Map(), noWorkflow: new Map() };
+  return everyInterval('silent-attempt watch', SILENT_ATTEMPT_WATCH_INTERVAL_MS, () => watchRound(options, memory), options.log);
+}
+
+/**
+ * The latest silent claims, at most SILENT_CLAIMS_PER_ROUND of them, past those passed over: it
+ * reads as many more as are passed over, so however many there are, none hides a fresh silence.
+ */
+async function claimsToLookAt(options: SilentAttemptWatchOptions, noWorkflow: WatchMemory['noWorkflow']): Promise<SilentClaim[]> {
+  const now = performance.now();
+  for (const [taskId, passed] of noWorkflow) if (passed.until <= now) noWorkflow.delete(taskId);
+  const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND + noWorkflow.size, SILENT_CLAIM_WINDOW_MS);
+  return claims.filter((claim) => noWorkflow.get(claim.taskId)?.claimVersion !== claim.claimVersion).slice(0, SILENT_CLAIMS_PER_ROUND);
+}
+
+async function watchRound(options: SilentAttemptWatchOptions, { firstSeen, noWorkflow }: WatchMemory): Promise<void> {
+  const claims = await claimsToLookAt(options, noWorkflow);
   const live = new Set<string>();
   for (const claim of claims) {
     try {
-      const attempt = await pendingRun(options, claim.taskId);
+      const description = await describeTask(options, claim.taskId);
+      // A task run outside baton's workflow, or one whose workflow was terminated: nothing to fail.
+      if (!description) {
+        noWorkflow.set(claim.taskId, { claimVersion: claim.claimVersion, until: performance.now() + NO_WORKFLOW_RECHECK_MS });
+        continue;
+      }
+      const attempt = silentRun(description);
       // An attempt on this worker is on a worker that answers: it is running this watch. (A claim
       // left silent by its agent, say a pooled agent gone quiet, is retried on the same worker.)
       if (!attempt || attempt.lastWorkerIdentity === options.identity) continue;
@@ -104,7 +133,8 @@ async function watchRound(options: SilentAttemptWatchOptions, firstSeen: Map<str
       // Temporal fails whichever attempt is current when the call lands, not the one described: so
       // the attempt is looked at again last, and left alone if another has started since (or it
       // heartbeated). What remains is the call's own flight time. Rare, so said.
-      const current = (await pendingRun(options, claim.taskId))?.attempt;
+      const again = await describeTask(options, claim.taskId);
+      const current = again && silentRun(again)?.attempt;
       if (current !== attempt.attempt) {
         options.log(
           `silent-attempt watch: task ${claim.taskId}: run attempt ${attempt.attempt} left alone: ` +
@@ -129,17 +159,21 @@ async function stillSilent(db: Queryable, claim: SilentClaim): Promise<boolean> 
   return task.status === 'running' && task.owner === claim.owner && task.claimVersion === claim.claimVersion && task.leaseExpired;
 }
 
-/** The task's run attempt if it started and has not heartbeated since; undefined otherwise. */
-async function pendingRun(options: SilentAttemptWatchOptions, taskId: string): Promise<PendingActivity | undefined> {
-  const description = await callTemporal(options, (service) =>
+/** The task's workflow as Temporal describes it; undefined when Temporal knows no workflow of it. */
+async function describeTask(options: SilentAttemptWatchOptions, taskId: string): Promise<Description | undefined> {
+  return callTemporal(options, (service) =>
     service.describeWorkflowExecution({ namespace: options.namespace, execution: { workflowId: taskWorkflowId(taskId) } }),
   ).catch((error: unknown) => {
-    // A task run outside baton's workflow: nothing to do. Anything else (a missed deadline, a
-    // server that does not answer) is the round's to log: a watch that cannot see must say so.
+    // Not found: no workflow of that id. Anything else (a missed deadline, a server that does not
+    // answer) is the round's to log: a watch that cannot see must say so.
     if ((error as { code?: unknown } | undefined)?.code === GRPC_NOT_FOUND) return undefined;
     throw error;
   });
-  const run = description?.pendingActivities?.find((a) => RUN_ACTIVITY_TYPES.has(a.activityType?.name ?? ''));
+}
+
+/** The run attempt of `description` if it started and has not heartbeated since; undefined otherwise. */
+function silentRun(description: Description): PendingActivity | undefined {
+  const run = description.pendingActivities?.find((a) => RUN_ACTIVITY_TYPES.has(a.activityType?.name ?? ''));
   if (!run || run.state !== STARTED || !run.lastStartedTime) return undefined;
   const started = tsToMs(run.lastStartedTime);
   if (run.lastHeartbeatTime && tsToMs(run.lastHeartbeatTime) >= started) return undefined;

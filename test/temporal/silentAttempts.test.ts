@@ -213,6 +213,40 @@ describe('the watch on attempts handed to a silent worker', () => {
     }
   }, 600_000);
 
+  // A claim whose workflow Temporal does not know (an operator terminated it; here, taken outside any
+  // workflow) gives the watch nothing to fail. A stream of them running out after a frozen owner's
+  // silence filled every round for the watch's whole window, as the store-path claims above did.
+  it('looks past claims whose workflow Temporal does not know: a stream of them cannot hide a frozen owner', async () => {
+    const orphans = await Promise.all(Array.from({ length: 25 }, () => insertTask(stack.db.pool)));
+    const { taskId, attempt } = await frozenOwnerHoldingARetry();
+    await waitFor(
+      "the frozen owner's claim to be past its lease",
+      async () => {
+        if (!(await claimsSilent(stack.db.pool, 100, 60_000)).some((c) => c.taskId === taskId)) throw new Error('not yet');
+      },
+      { timeoutMs: 60_000, intervalMs: 20 },
+    );
+    for (const orphan of orphans) await taskClaim(stack.db.pool, orphan.id, 'workflow-terminated', 1);
+    const orphanIds = orphans.map((t) => t.id);
+    const latest = await waitFor(
+      "the orphans' claims to be past their leases, each after the frozen owner's",
+      async () => {
+        const claims = await claimsSilent(stack.db.pool, 20, 60_000);
+        if (!claims.every((c) => orphanIds.includes(c.taskId))) throw new Error('not yet');
+        return claims;
+      },
+      { timeoutMs: 10_000, intervalMs: 10 },
+    );
+    expect(latest.map((c) => c.taskId)).not.toContain(taskId);
+    const { stop } = await startWatch('test-watch');
+    try {
+      const next = await nextAttempt(taskId, attempt);
+      expect(next.lastFailure?.applicationFailureInfo?.type).toBe(SILENT_ATTEMPT_FAILURE);
+    } finally {
+      await stop();
+    }
+  }, 600_000);
+
   // A claim left silent by its agent (a pooled agent gone quiet) is retried on the same worker,
   // which answers: the watch of that worker, running, is proof of it, and must not fail the retry
   // before it heartbeats (CI saw it do so, and the retry's work was thrown away).
