@@ -434,6 +434,8 @@ CREATE INDEX archived_events_subject_idx ON baton.archived_events USING btree (s
 
 CREATE UNIQUE INDEX object_offers_one_open ON baton.object_offers USING btree (object_key) WHERE (status = 'open'::text);
 
+CREATE INDEX object_suggestions_open_idx ON baton.object_suggestions USING btree (object_key, id) WHERE (status = 'open'::text);
+
 CREATE INDEX objects_held ON baton.objects USING btree (holder_heartbeat_at) WHERE (holder IS NOT NULL);
 
 CREATE INDEX objects_held_idx ON baton.objects USING btree (key) WHERE (holder IS NOT NULL);

@@ -134,6 +134,43 @@ describe('the schema', () => {
   });
 });
 
+describe("a shared object's open suggestions", () => {
+  // objects.list gathers each listed object's open suggestions; approved ones stay for good (SPEC O6).
+  it("are read through an index: a list passes over no other object's suggestions, and none approved", async () => {
+    await db.pool.query(
+      "INSERT INTO baton.objects (key, silence_timeout_ms, created_by) VALUES ('busy', 60000, 'test'), ('quiet', 60000, 'test')",
+    );
+    // Another object's open suggestions, and this one's approved ones.
+    await db.pool.query(
+      `INSERT INTO baton.object_suggestions (object_key, suggested_by, base_version, content, status)
+       SELECT o.key, 'someone', 0, 'x', o.status FROM generate_series(1, $1), (VALUES ('busy', 'open'), ('quiet', 'approved')) o(key, status)`,
+      [OTHER_ROWS],
+    );
+    await db.pool.query(
+      "INSERT INTO baton.object_suggestions (object_key, suggested_by, base_version, content) VALUES ('quiet', 'someone', 0, 'y')",
+    );
+    await db.pool.query(
+      "INSERT INTO baton.agent_tokens (id, identity, scopes, secret_sha256, created_by) VALUES ('tok_00000000000000ad', 'admin', '{admin}', sha256('t'), 'test')",
+    );
+    const conn = await db.pool.connect();
+    try {
+      await conn.query('BEGIN');
+      await conn.query('SET LOCAL enable_seqscan = off');
+      const before = await tableReads(conn);
+      const { rows } = await conn.query<{ view: { objects: { key: string; suggestions: unknown[] }[] } }>(
+        `SELECT baton.agent_view_objects(t, '{"key": "quiet"}') AS view FROM baton.agent_tokens t WHERE t.id = 'tok_00000000000000ad'`,
+      );
+      expect(rows[0]!.view.objects.map((o) => [o.key, o.suggestions.length])).toEqual([['quiet', 1]]);
+      const suggestions = (await tableReads(conn)).get('object_suggestions')!;
+      expect(suggestions.scans - before.get('object_suggestions')!.scans).toBe(0);
+      expect(suggestions.rows - before.get('object_suggestions')!.rows).toBe(1);
+    } finally {
+      await conn.query('ROLLBACK');
+      conn.release();
+    }
+  });
+});
+
 /**
  * Each baton table's sequential scans and rows read (by either kind of scan) on this connection, as
  * far as not yet reported to the statistics: this transaction's reads among them.

@@ -72,7 +72,7 @@ afterAll(async () => {
 
 describe('upgrading a database migrated by baton 0.1', () => {
   it('accepts the old migrations as they were recorded and re-creates every definition', () => {
-    expect(upgrade.applied.map((m) => m.id)).toEqual([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]); // the migrations added since 0.1
+    expect(upgrade.applied.map((m) => m.id)).toEqual([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]); // the migrations added since 0.1
     expect(upgrade.upgraded).toEqual([2, 3, 4, 5, 6]);
     expect(upgrade.definitionsApplied).toBe(true);
   });
