@@ -38,8 +38,9 @@ const CALL_DEADLINE_MS = 5_000;
  */
 const SILENT_CLAIM_WINDOW_MS = 180_000;
 /**
- * How long a claim whose workflow Temporal does not know is passed over before it is described
- * again (a resubmitted graph starts a missing workflow, whose first attempt may go to a frozen poll).
+ * How long a claim whose workflow Temporal does not know is passed over before it may be described
+ * again (a resubmitted graph starts a missing workflow, whose first attempt may go to a frozen poll),
+ * and then only in a round with room left after the claims not passed over.
  */
 const NO_WORKFLOW_RECHECK_MS = 10_000;
 /** The run's activity type, under baton's name and under 0.1's. */
@@ -61,6 +62,8 @@ interface SilentAttemptWatchOptions {
   /** This worker's identity, recorded as who failed the attempt. */
   identity: string;
   log: Log;
+  /** How long a claim whose workflow Temporal does not know is passed over (default NO_WORKFLOW_RECHECK_MS). */
+  noWorkflowRecheckMs?: number;
 }
 
 /** A call to Temporal's workflow service on the watch's connection, cut off after CALL_DEADLINE_MS. */
@@ -96,14 +99,23 @@ export function watchSilentAttempts(options: SilentAttemptWatchOptions): Repeati
 }
 
 /**
- * The latest silent claims, at most SILENT_CLAIMS_PER_ROUND of them, past those passed over: it
- * reads as many more as are passed over, so however many there are, none hides a fresh silence.
+ * The latest silent claims, at most SILENT_CLAIMS_PER_ROUND of them: those not passed over first
+ * (it reads as many more as it passes over, so however many there are, none hides a fresh
+ * silence), then, in the room left, those passed over long enough to be described again.
  */
 async function claimsToLookAt(options: SilentAttemptWatchOptions, noWorkflow: WatchMemory['noWorkflow']): Promise<SilentClaim[]> {
-  const now = performance.now();
-  for (const [taskId, passed] of noWorkflow) if (passed.until <= now) noWorkflow.delete(taskId);
   const claims = await claimsSilent(options.db, SILENT_CLAIMS_PER_ROUND + noWorkflow.size, SILENT_CLAIM_WINDOW_MS);
-  return claims.filter((claim) => noWorkflow.get(claim.taskId)?.claimVersion !== claim.claimVersion).slice(0, SILENT_CLAIMS_PER_ROUND);
+  // A claim no longer among them was taken again or left the window: forgotten.
+  const read = new Set(claims.map((claim) => claim.taskId));
+  for (const taskId of noWorkflow.keys()) if (!read.has(taskId)) noWorkflow.delete(taskId);
+  const passedOver = (claim: SilentClaim) => {
+    const passed = noWorkflow.get(claim.taskId);
+    return passed?.claimVersion === claim.claimVersion ? passed : undefined;
+  };
+  const now = performance.now();
+  const fresh = claims.filter((claim) => !passedOver(claim));
+  const due = claims.filter((claim) => (passedOver(claim)?.until ?? Infinity) <= now);
+  return [...fresh, ...due].slice(0, SILENT_CLAIMS_PER_ROUND);
 }
 
 async function watchRound(options: SilentAttemptWatchOptions, { firstSeen, noWorkflow }: WatchMemory): Promise<void> {
@@ -114,7 +126,8 @@ async function watchRound(options: SilentAttemptWatchOptions, { firstSeen, noWor
       const description = await describeTask(options, claim.taskId);
       // A task run outside baton's workflow, or one whose workflow was terminated: nothing to fail.
       if (!description) {
-        noWorkflow.set(claim.taskId, { claimVersion: claim.claimVersion, until: performance.now() + NO_WORKFLOW_RECHECK_MS });
+        const recheckMs = options.noWorkflowRecheckMs ?? NO_WORKFLOW_RECHECK_MS;
+        noWorkflow.set(claim.taskId, { claimVersion: claim.claimVersion, until: performance.now() + recheckMs });
         continue;
       }
       const attempt = silentRun(description);
@@ -134,7 +147,7 @@ async function watchRound(options: SilentAttemptWatchOptions, { firstSeen, noWor
       // the attempt is looked at again last, and left alone if another has started since (or it
       // heartbeated). What remains is the call's own flight time. Rare, so said.
       const again = await describeTask(options, claim.taskId);
-      const current = again && silentRun(again)?.attempt;
+      const current = again ? silentRun(again)?.attempt : undefined;
       if (current !== attempt.attempt) {
         options.log(
           `silent-attempt watch: task ${claim.taskId}: run attempt ${attempt.attempt} left alone: ` +

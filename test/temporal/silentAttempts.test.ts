@@ -82,7 +82,10 @@ async function pendingRun(taskId: string): Promise<PendingActivity | undefined> 
  * The watch as the worker `identity` runs it, on its own connection and login (seen through `wrap`
  * when given); `lines` is what it logged.
  */
-async function startWatch(identity: string, wrap: (db: Queryable) => Queryable = (db) => db) {
+async function startWatch(
+  identity: string,
+  { wrap = (db) => db, noWorkflowRecheckMs }: { wrap?: (db: Queryable) => Queryable; noWorkflowRecheckMs?: number } = {},
+) {
   const connection = await NativeConnection.connect({ address: stack.temporal.address });
   const login = await stack.db.login('baton_worker');
   const lines: string[] = [];
@@ -92,6 +95,7 @@ async function startWatch(identity: string, wrap: (db: Queryable) => Queryable =
     namespace: stack.temporal.namespace,
     identity,
     log: (line) => lines.push(line),
+    noWorkflowRecheckMs,
   });
   return {
     lines,
@@ -216,6 +220,7 @@ describe('the watch on attempts handed to a silent worker', () => {
   // A claim whose workflow Temporal does not know (an operator terminated it; here, taken outside any
   // workflow) gives the watch nothing to fail. A stream of them running out after a frozen owner's
   // silence filled every round for the watch's whole window, as the store-path claims above did.
+  // Looked at again at once here (a recheck of 0 ms), they still must not crowd out the fresh silence.
   it('looks past claims whose workflow Temporal does not know: a stream of them cannot hide a frozen owner', async () => {
     const orphans = await Promise.all(Array.from({ length: 25 }, () => insertTask(stack.db.pool)));
     const { taskId, attempt } = await frozenOwnerHoldingARetry();
@@ -238,7 +243,7 @@ describe('the watch on attempts handed to a silent worker', () => {
       { timeoutMs: 10_000, intervalMs: 10 },
     );
     expect(latest.map((c) => c.taskId)).not.toContain(taskId);
-    const { stop } = await startWatch('test-watch');
+    const { stop } = await startWatch('test-watch', { noWorkflowRecheckMs: 0 });
     try {
       const next = await nextAttempt(taskId, attempt);
       expect(next.lastFailure?.applicationFailureInfo?.type).toBe(SILENT_ATTEMPT_FAILURE);
@@ -271,38 +276,41 @@ describe('the watch on attempts handed to a silent worker', () => {
     // Set once the next attempt has started between the watch's read and its call: the race this is about.
     let raced = false;
     let racing = false;
-    const { lines, stop } = await startWatch('test-watch', (db) => ({
-      async query<R extends Record<string, unknown>>(text: string, values?: readonly unknown[]) {
-        const result = await db.query<R>(text, values);
-        if (racing || !text.includes('baton.task_read(')) return result;
-        racing = true;
-        // Between the watch's read of the claim (still silent) and its call: the attempt it described
-        // ends, as by Temporal's own timeout, and the next one starts (on whichever worker polls first).
-        const held = (await pendingRun(taskId))!;
-        await stack.temporal.client.workflowService.respondActivityTaskFailedById({
-          namespace: stack.temporal.namespace,
-          workflowId: taskWorkflowId(taskId),
-          activityId: held.activityId,
-          identity: 'test',
-          failure: {
-            message: 'ended by the test',
-            applicationFailureInfo: { type: 'EndedByTest', nextRetryDelay: msToTs(RETRY_AT_ONCE_MS) },
-          },
-          lastHeartbeatDetails: held.heartbeatDetails,
-        });
-        fleet!.spawn();
-        await waitFor(
-          `run attempt ${attempt + 1} to start`,
-          async () => {
-            const run = await pendingRun(taskId);
-            if (!run || (run.attempt ?? 0) <= attempt || run.state !== 2) throw new Error(`attempt ${run?.attempt} in state ${run?.state}`);
-          },
-          { timeoutMs: 120_000, intervalMs: 50 },
-        );
-        raced = true;
-        return result;
-      },
-    }));
+    const { lines, stop } = await startWatch('test-watch', {
+      wrap: (db) => ({
+        async query<R extends Record<string, unknown>>(text: string, values?: readonly unknown[]) {
+          const result = await db.query<R>(text, values);
+          if (racing || !text.includes('baton.task_read(')) return result;
+          racing = true;
+          // Between the watch's read of the claim (still silent) and its call: the attempt it described
+          // ends, as by Temporal's own timeout, and the next one starts (on whichever worker polls first).
+          const held = (await pendingRun(taskId))!;
+          await stack.temporal.client.workflowService.respondActivityTaskFailedById({
+            namespace: stack.temporal.namespace,
+            workflowId: taskWorkflowId(taskId),
+            activityId: held.activityId,
+            identity: 'test',
+            failure: {
+              message: 'ended by the test',
+              applicationFailureInfo: { type: 'EndedByTest', nextRetryDelay: msToTs(RETRY_AT_ONCE_MS) },
+            },
+            lastHeartbeatDetails: held.heartbeatDetails,
+          });
+          fleet!.spawn();
+          await waitFor(
+            `run attempt ${attempt + 1} to start`,
+            async () => {
+              const run = await pendingRun(taskId);
+              if (!run || (run.attempt ?? 0) <= attempt || run.state !== 2)
+                throw new Error(`attempt ${run?.attempt} in state ${run?.state}`);
+            },
+            { timeoutMs: 120_000, intervalMs: 50 },
+          );
+          raced = true;
+          return result;
+        },
+      }),
+    });
     try {
       await waitFor(
         'the task to be verified',
