@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { quantile, round } from './stats.js';
 
 type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events']>[number];
 
@@ -6,6 +7,8 @@ type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Client['workflow']
 export interface HistorySummary {
   events: number;
   workflowTasks: number;
+  /** Workflow tasks that timed out: on a sticky queue, a worker that did not take it in time (the next one replays the whole history). */
+  workflowTaskTimeouts: number;
   activities: number;
   /** First event to last event. */
   spanMs: number;
@@ -39,6 +42,7 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
   const summary: HistorySummary & { startMs: number; endMs: number } = {
     events: events.length,
     workflowTasks: 0,
+    workflowTaskTimeouts: 0,
     activities: 0,
     spanMs: 0,
     workflowTaskWaitMs: 0,
@@ -56,6 +60,7 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
       summary.workflowTasks++;
       summary.workflowTaskWaitMs += t - (at.get(Number(e.workflowTaskStartedEventAttributes.scheduledEventId)) ?? t);
     } else if (e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes) {
+      if (e.workflowTaskTimedOutEventAttributes) summary.workflowTaskTimeouts++;
       const a = e.workflowTaskCompletedEventAttributes ?? e.workflowTaskFailedEventAttributes ?? e.workflowTaskTimedOutEventAttributes!;
       summary.workflowTaskRunMs += t - (at.get(Number(a.startedEventId)) ?? t);
     } else if (e.activityTaskScheduledEventAttributes) {
@@ -72,4 +77,34 @@ export async function summariseHistory(client: Client, workflowId: string): Prom
     }
   }
   return summary;
+}
+
+const SUMMARY_FIELDS = [
+  'events',
+  'workflowTasks',
+  'workflowTaskTimeouts',
+  'activities',
+  'spanMs',
+  'workflowTaskWaitMs',
+  'workflowTaskRunMs',
+  'activityWaitMs',
+  'activityRunMs',
+] as const;
+
+/** The median of each HistorySummary figure over the histories of `workflowIds`, read one after another. */
+export async function medianHistory(client: Client, workflowIds: string[]): Promise<Record<(typeof SUMMARY_FIELDS)[number], number>> {
+  const summaries: HistorySummary[] = [];
+  for (const id of workflowIds) summaries.push(await summariseHistory(client, id));
+  return Object.fromEntries(
+    SUMMARY_FIELDS.map((f) => [
+      f,
+      round(
+        quantile(
+          summaries.map((s) => s[f]),
+          0.5,
+        ),
+        1,
+      ),
+    ]),
+  ) as Record<(typeof SUMMARY_FIELDS)[number], number>;
 }

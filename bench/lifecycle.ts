@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import { createBatonClient, type BatonClient } from '../src/client.js';
 import { taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
 import { functionGraph, independentTasks } from '../src/testkit/graphs.js';
 import { runConcurrent, sleep, type BenchContext } from './context.js';
-import { summariseHistory, type HistorySummary } from './history.js';
+import { medianHistory, summariseHistory, type HistorySummary } from './history.js';
 import { interleave } from './interleave.js';
 import { readCounters } from './queueTables.js';
-import { latencies, nowMs, quantile, round, spread, type Latencies } from './stats.js';
+import { latencies, nowMs, round, spread, type Latencies } from './stats.js';
 import { startBenchWorker, type BenchWorker } from './workerProcess.js';
 
 /** `tasks` independent tasks, each a no-op function agent and a passing function verifier: baton's whole lifecycle, nothing else. */
@@ -45,25 +46,35 @@ interface LifecycleRound {
   transactionsPerLifecycle?: number;
 }
 
-/** Both workers of the lifecycle and scale benchmarks: a baton worker and a bare one, own processes. */
+/** Runs one one-task graph (`graphId`) through `client` to its end and summarises its task workflow's history. */
+export async function probeLifecycle(client: BatonClient, temporal: Client, graphId: string): Promise<HistorySummary> {
+  await client.submitGraph(noopGraph(graphId), 'bench');
+  await client.waitForGraph(graphId);
+  return summariseHistory(temporal, taskWorkflowId(`${graphId}/t0`));
+}
+
+/** A benchmark worker of `kind` on task queue `<runId>-<tag>-<kind>`, its own process, with Temporal as `env` names it. */
+export async function startSideWorker(
+  ctx: BenchContext,
+  kind: 'baton' | 'bare',
+  tag: string,
+  env: Record<string, string> = ctx.stack.workerEnv,
+): Promise<{ worker: BenchWorker; taskQueue: string }> {
+  const taskQueue = `${ctx.runId}-${tag}-${kind}`;
+  const worker = await startBenchWorker(
+    { kind, taskQueue, identity: `${tag}-${kind}-worker`, workflowBundlePath: ctx.bundles[kind], slowSteps: 0, slowStepMs: 0 },
+    env,
+  );
+  return { worker, taskQueue };
+}
+
+/** Both workers of the lifecycle benchmark: a baton worker and a bare one, own processes. */
 export async function startWorkerPair(
   ctx: BenchContext,
   tag: string,
 ): Promise<{ baton: BenchWorker; bare: BenchWorker; batonQueue: string; bareQueue: string }> {
-  const batonQueue = `${ctx.runId}-${tag}-baton`;
-  const bareQueue = `${ctx.runId}-${tag}-bare`;
-  const common = { slowSteps: 0, slowStepMs: 0 };
-  const [baton, bare] = await Promise.all([
-    startBenchWorker(
-      { ...common, kind: 'baton', taskQueue: batonQueue, identity: `${tag}-baton-worker`, workflowBundlePath: ctx.bundles.baton },
-      ctx.stack.workerEnv,
-    ),
-    startBenchWorker(
-      { ...common, kind: 'bare', taskQueue: bareQueue, identity: `${tag}-bare-worker`, workflowBundlePath: ctx.bundles.bare },
-      ctx.stack.workerEnv,
-    ),
-  ]);
-  return { baton, bare, batonQueue, bareQueue };
+  const [baton, bare] = await Promise.all([startSideWorker(ctx, 'baton', tag), startSideWorker(ctx, 'bare', tag)]);
+  return { baton: baton.worker, bare: bare.worker, batonQueue: baton.taskQueue, bareQueue: bare.taskQueue };
 }
 
 /**
@@ -77,11 +88,8 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
   const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue: workers.batonQueue });
   const admin = await stack.pool.connect();
   try {
-    // How many activities one baton lifecycle runs, read from its histories; the bare workflow runs as many.
-    const probe = `${ctx.runId}-probe`;
-    await client.submitGraph(noopGraph(probe), 'bench');
-    await client.waitForGraph(probe);
-    const probeTask = await summariseHistory(stack.temporal, taskWorkflowId(`${probe}/t0`));
+    // How many activities one baton lifecycle runs, read from its history; the bare workflow runs as many.
+    const probeTask = await probeLifecycle(client, stack.temporal, `${ctx.runId}-probe`);
     const activities = probeTask.activities;
     log(
       `  lifecycle: one baton lifecycle runs ${activities} activities (${probeTask.activityTypes.join(', ')}); the bare workflow runs as many`,
@@ -150,31 +158,8 @@ export async function runLifecycleBench(ctx: BenchContext, options: { pairs: num
 }
 
 const BREAKDOWN_SAMPLE = 10;
-const BREAKDOWN_FIELDS = [
-  'events',
-  'workflowTasks',
-  'activities',
-  'spanMs',
-  'workflowTaskWaitMs',
-  'workflowTaskRunMs',
-  'activityWaitMs',
-  'activityRunMs',
-] as const;
 
 /** Median per lifecycle of its workflow's history (one workflow per lifecycle on either side). */
-async function breakdown(ctx: BenchContext, ids: string[], workflowOf: (id: string) => string) {
-  const perLifecycle: HistorySummary[] = [];
-  for (const id of ids.slice(0, BREAKDOWN_SAMPLE)) perLifecycle.push(await summariseHistory(ctx.stack.temporal, workflowOf(id)));
-  return Object.fromEntries(
-    BREAKDOWN_FIELDS.map((f) => [
-      f,
-      round(
-        quantile(
-          perLifecycle.map((l) => l[f]!),
-          0.5,
-        ),
-        1,
-      ),
-    ]),
-  );
+function breakdown(ctx: BenchContext, ids: string[], workflowOf: (id: string) => string) {
+  return medianHistory(ctx.stack.temporal, ids.slice(0, BREAKDOWN_SAMPLE).map(workflowOf));
 }

@@ -1,6 +1,7 @@
 import type { runClaimBench } from './claim.js';
 import type { runCompleteBench } from './complete.js';
 import type { Environment } from './env.js';
+import type { medianHistory } from './history.js';
 import type { runLifecycleBench } from './lifecycle.js';
 import type { runObservabilityBench } from './observability.js';
 import type { runPeersBench } from './peers.js';
@@ -320,7 +321,10 @@ export function renderMarkdown(results: BenchResults): string {
     out.push('');
   }
   if (scale) {
-    out.push('## scale (independent no-op tasks; bare: as many client-started bare workflows)', '');
+    out.push(
+      `## scale (independent no-op tasks; bare: as many client-started bare workflows of ${scale.activitiesPerBareWorkflow} no-op activities each; each side on a Temporal dev server of its own)`,
+      '',
+    );
     out.push(
       '| tasks | baton submit ms | baton verified (ms) | baton /s | waitForGraph | history events of one task | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
     );
@@ -345,7 +349,10 @@ export function renderMarkdown(results: BenchResults): string {
           `graph spec ${f(b.specRead.specJsonBytes / 1024, 0)} KiB as JSON, whole spec read ${b.specRead.selectGraphMedianMs} ms` +
           (b.graph.terminated !== undefined ? `; ${b.graph.terminated} task workflows still running at the deadline, terminated` : '') +
           `; worker heap ${b.workerHeapUsedMiB} MiB at the end; Postgres pool (max ${b.pool.max}) had up to ${b.pool.maxWaiting} callers waiting, some waiting in ${f(b.pool.waitingShare * 100, 1)}% of samples` +
-          `; machine busy ${b.cpu.machineSeconds} CPU s over ${f(b.elapsedMs / 1000, 0)} s.`,
+          `; machine busy ${b.cpu.machineSeconds} CPU s over ${f(b.elapsedMs / 1000, 0)} s` +
+          `; median history, baton task workflow: ${historyText(b.history)}` +
+          (s.bare ? `; bare workflow: ${historyText(s.bare.history)}` : '') +
+          '.',
       );
     }
     out.push('');
@@ -433,4 +440,10 @@ ${line(
 )}
 </svg>
 `;
+}
+
+/** A scale side's median workflow history in a few words. */
+function historyText(h: Awaited<ReturnType<typeof medianHistory>> | undefined): string {
+  if (!h) return 'n/a';
+  return `${h.events} events, ${h.activities} activities, ${h.workflowTasks} workflow tasks (${h.workflowTaskTimeouts} timed out), waiting ${h.workflowTaskWaitMs} ms for workflow tasks over ${h.spanMs} ms`;
 }

@@ -171,12 +171,7 @@ async function main(): Promise<void> {
     await step('scaling', () =>
       runScalingBench(stack.pool, { pairs: opts.pairs ?? profile.scalingPairs, count: profile.scalingClaims }, log),
     );
-    let activities = 5;
-    await step('lifecycle', async () => {
-      const result = await runLifecycleBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency });
-      activities = result.activitiesPerLifecycle;
-      return result;
-    });
+    await step('lifecycle', () => runLifecycleBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency }));
     await step('observability', () =>
       runObservabilityBench(ctx, { pairs, count: profile.lifecycles, concurrency: profile.lifecycleConcurrency }),
     );
@@ -187,9 +182,7 @@ async function main(): Promise<void> {
     await step('peers', () =>
       runPeersBench(stack.pool, stack.databaseUrl, { rounds: pairs, jobs: profile.peersJobs, workers: PEERS_WORKERS, log }),
     );
-    await step('scale', () =>
-      runScaleBench(ctx, { sizes: scaleSizes, activities, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }),
-    );
+    await step('scale', () => runScaleBench(ctx, { sizes: scaleSizes, deadlineMs: scaleDeadlineMs, baseline: opts.scaleBaseline }));
     await step('startup', () => runStartupBench(stack.pool, { pairs }, log));
 
     const results: BenchResults = {

@@ -4,8 +4,10 @@ import { createBatonClient } from '../src/client.js';
 import { graphRead } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { runConcurrent, type BenchContext } from './context.js';
-import { noopGraph, startWorkerPair } from './lifecycle.js';
+import { noopGraph, probeLifecycle, startSideWorker } from './lifecycle.js';
+import { medianHistory } from './history.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
+import { withOwnTemporal, type BenchTemporal } from './stack.js';
 import { nowMs, round } from './stats.js';
 import type { BenchWorker } from './workerProcess.js';
 import { graphWorkflowsQuery, taskIdOf, taskWorkflowId } from '../src/tasks/taskId.js';
@@ -29,8 +31,8 @@ interface CpuAccount {
   machineSeconds: number;
 }
 
-async function cpuAccounting(ctx: BenchContext, worker: BenchWorker): Promise<() => Promise<CpuAccount>> {
-  const roots = { worker: worker.pid, temporalServer: ctx.stack.pids.temporal, postgres: ctx.stack.pids.postgres };
+async function cpuAccounting(ctx: BenchContext, server: BenchTemporal, worker: BenchWorker): Promise<() => Promise<CpuAccount>> {
+  const roots = { worker: worker.pid, temporalServer: server.pid, postgres: ctx.stack.pids.postgres };
   const before = await cpuSecondsByTree(roots);
   const machineBefore = await machineBusySeconds();
   const ownBefore = process.cpuUsage();
@@ -59,11 +61,18 @@ async function terminateGraphWorkflows(temporal: Client, graphId: string): Promi
 }
 
 /** A baton graph of `tasks` independent no-op tasks, from submit to every task verified in Postgres. */
-async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: string, tasks: number, deadlineMs: number) {
+async function runBatonScale(
+  ctx: BenchContext,
+  server: BenchTemporal,
+  worker: BenchWorker,
+  taskQueue: string,
+  tasks: number,
+  deadlineMs: number,
+) {
   const { stack, log } = ctx;
-  const client = createBatonClient({ db: stack.pool, temporal: stack.temporal, taskQueue });
+  const client = createBatonClient({ db: stack.pool, temporal: server.temporal, taskQueue });
   const graphId = `${ctx.runId}-scale-${tasks}`;
-  const stopCpu = await cpuAccounting(ctx, worker);
+  const stopCpu = await cpuAccounting(ctx, server, worker);
   const start = nowMs();
   const deadline = start + deadlineMs;
   const graph = noopGraph(graphId, tasks);
@@ -123,7 +132,7 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
     giveUp.abort();
     await done;
     graphOutcome = allVerifiedMs === undefined ? 'still running at the deadline' : 'all verified, but waitForGraph had not answered';
-    terminated = await terminateGraphWorkflows(stack.temporal, graphId);
+    terminated = await terminateGraphWorkflows(server.temporal, graphId);
   }
   const { rows: statuses } = await stack.pool.query<{ status: string; n: number }>(
     'SELECT status, count(*)::int AS n FROM baton.tasks WHERE graph_id = $1 GROUP BY status ORDER BY status',
@@ -149,11 +158,15 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
   const since = (d: Date | null) => (d ? round(d.getTime() - p.submitted_at.getTime(), 0) : undefined);
   const verified = statuses.find((s) => s.status === 'verified')?.n ?? 0;
   // One task's lifecycle workflow, as every task has one: its history is all a task costs Temporal.
-  const taskHistory = await stack.temporal.workflow
+  const taskHistory = await server.temporal.workflow
     .getHandle(taskWorkflowId(taskIdOf(graphId, 't0')))
     .describe()
     .then((d) => d.historyLength)
     .catch(() => undefined);
+  const history = await medianHistory(
+    server.temporal,
+    historySample(tasks).map((i) => taskWorkflowId(taskIdOf(graphId, `t${i}`))),
+  ).catch(() => undefined);
   return {
     tasks,
     submitMs: round(submitMs, 0),
@@ -170,6 +183,8 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
       terminated,
     },
     taskHistoryEvents: taskHistory,
+    /** Median over HISTORY_SAMPLE task workflows spread over the graph of what their histories say. */
+    history,
     phasesMsSinceSubmit: {
       firstClaim: since(p.first_claim),
       lastClaim: since(p.last_claim),
@@ -191,14 +206,15 @@ async function runBatonScale(ctx: BenchContext, worker: BenchWorker, taskQueue: 
 /** The same number of bare workflows (as many no-op activities each), started by the client. */
 async function runBareScale(
   ctx: BenchContext,
+  server: BenchTemporal,
   worker: BenchWorker,
   taskQueue: string,
   tasks: number,
   activities: number,
   deadlineMs: number,
 ) {
-  const { temporal } = ctx.stack;
-  const stopCpu = await cpuAccounting(ctx, worker);
+  const { temporal } = server;
+  const stopCpu = await cpuAccounting(ctx, server, worker);
   const start = nowMs();
   const ids = Array.from({ length: tasks }, (_, i) => `${ctx.runId}-bare-scale-${tasks}-${i}`);
   let peak = 0;
@@ -220,7 +236,7 @@ async function runBareScale(
     const abortTimer = setTimeout(() => abort.abort(), Math.max(0, start + deadlineMs - nowMs()));
     await runConcurrent(tasks, BARE_RESULT_CONCURRENCY, async (i) => {
       if (timedOut) return;
-      const finished = await ctx.stack.connection
+      const finished = await server.connection
         .withAbortSignal(abort.signal, () => temporal.workflow.getHandle(ids[i]!).result())
         .then(
           () => true,
@@ -235,6 +251,11 @@ async function runBareScale(
       done = (await temporal.workflow.count(`TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Completed'`)).count;
     }
     const memory = await memoryOf(worker.pid);
+    const cpu = await stopCpu();
+    const history = await medianHistory(
+      temporal,
+      historySample(tasks).map((i) => ids[i]!),
+    ).catch(() => undefined);
     return {
       tasks,
       activitiesPerWorkflow: activities,
@@ -246,13 +267,20 @@ async function runBareScale(
       perSecond: round((done / elapsedMs) * 1000, 2),
       timedOut,
       workerPeakRssMiB: round(Math.max(peak, memory?.peakRssMiB ?? 0), 0),
-      cpu: await stopCpu(),
+      cpu,
+      /** Median over HISTORY_SAMPLE workflows spread over the run of what their histories say. */
+      history,
     };
   } finally {
     clearInterval(sampler);
     clearTimeout(timer);
   }
 }
+
+/** Workflows whose histories a side reads after its run, spread evenly over the order they started in. */
+const HISTORY_SAMPLE = 20;
+const historySample = (count: number) =>
+  Array.from(new Set(Array.from({ length: Math.min(HISTORY_SAMPLE, count) }, (_, k) => Math.floor((k * count) / HISTORY_SAMPLE))));
 
 const GRAPH_READ_PROBES = 10;
 
@@ -289,53 +317,82 @@ function thin<T>(items: T[], max: number): T[] {
 }
 
 /**
- * scale: for each size, a fresh baton worker runs a graph of that many independent no-op tasks
- * and a fresh bare worker runs as many bare workflows; both from submit to all done, with the
- * worker's peak memory and CPU by process.
+ * Runs `measure` with a worker of `kind` (task queue tagged `tag`) on a Temporal server of its own
+ * (withOwnTemporal says why), both stopped afterwards.
+ */
+function onOwnServer<T>(
+  ctx: BenchContext,
+  kind: 'baton' | 'bare',
+  tag: string,
+  measure: (server: BenchTemporal, worker: BenchWorker, taskQueue: string) => Promise<T>,
+): Promise<T> {
+  return withOwnTemporal(ctx.stack, ctx.log, async (server) => {
+    const { worker, taskQueue } = await startSideWorker(ctx, kind, tag, server.workerEnv);
+    try {
+      return await measure(server, worker, taskQueue);
+    } finally {
+      await worker.kill();
+    }
+  });
+}
+
+/**
+ * scale: for each size, a baton worker runs a graph of that many independent no-op tasks and a
+ * bare worker runs as many bare workflows, each running as many no-op activities as one baton
+ * task's workflow does (counted from a probe graph's history first); both from submit to all
+ * done, with the worker's peak memory and CPU by process. Each side runs on a Temporal server of
+ * its own with a worker of its own; which side runs first alternates from one size to the next.
  */
 export async function runScaleBench(
   ctx: BenchContext,
-  options: { sizes: number[]; activities: number; deadlineMs: (tasks: number) => number; baseline?: boolean },
+  options: { sizes: number[]; deadlineMs: (tasks: number) => number; baseline?: boolean },
 ) {
+  const probe = await onOwnServer(ctx, 'baton', 'scaleprobe', (server, _worker, taskQueue) =>
+    probeLifecycle(
+      createBatonClient({ db: ctx.stack.pool, temporal: server.temporal, taskQueue }),
+      server.temporal,
+      `${ctx.runId}-scale-probe`,
+    ),
+  );
+  const activities = probe.activities;
+  ctx.log(`  scale: one baton task runs ${activities} activities (${probe.activityTypes.join(', ')}); each bare workflow runs as many`);
   const results = [];
   for (const [i, tasks] of options.sizes.entries()) {
     ctx.log(`  scale: ${tasks} tasks`);
-    const workers = await startWorkerPair(ctx, `scale${tasks}`);
-    try {
-      const runBaton = () => runBatonScale(ctx, workers.baton, workers.batonQueue, tasks, options.deadlineMs(tasks));
-      const runBare = () =>
-        options.baseline === false
-          ? Promise.resolve(undefined)
-          : runBareScale(ctx, workers.bare, workers.bareQueue, tasks, options.activities, options.deadlineMs(tasks));
-      let baton;
-      let bare;
-      // Alternate which side runs first from one size to the next.
-      if (i % 2 === 0) {
-        baton = await runBaton();
-        bare = await runBare();
-      } else {
-        bare = await runBare();
-        baton = await runBaton();
-      }
-      // Both complete: bare time / baton time. Either cut off by its deadline: the rates so far.
-      const ratio = bare ? baton.perSecond / bare.perSecond : undefined;
-      ctx.log(
-        `  scale ${tasks}: baton ${baton.allVerifiedMs !== undefined ? `all verified in ${baton.allVerifiedMs} ms` : `${baton.verified} verified in ${baton.elapsedMs} ms (deadline)`}, ` +
-          `waitForGraph: ${baton.graph.outcome}` +
-          (bare
-            ? `; bare ${bare.allDoneMs !== undefined ? `all done in ${bare.allDoneMs} ms` : `${bare.done} done in ${bare.elapsedMs} ms (deadline)`}; throughput ratio ${ratio?.toFixed(3)}`
-            : ''),
-      );
-      results.push({
-        tasks,
-        throughputRatio: ratio === undefined ? undefined : round(ratio, 3),
-        bothCompleted: baton.allVerifiedMs !== undefined && bare?.allDoneMs !== undefined,
-        baton,
-        bare,
-      });
-    } finally {
-      await Promise.all([workers.baton.kill(), workers.bare.kill()]);
+    const deadlineMs = options.deadlineMs(tasks);
+    const runBaton = () =>
+      onOwnServer(ctx, 'baton', `scale${tasks}`, (server, worker, queue) => runBatonScale(ctx, server, worker, queue, tasks, deadlineMs));
+    const runBare = () =>
+      options.baseline === false
+        ? Promise.resolve(undefined)
+        : onOwnServer(ctx, 'bare', `scale${tasks}`, (server, worker, queue) =>
+            runBareScale(ctx, server, worker, queue, tasks, activities, deadlineMs),
+          );
+    let baton;
+    let bare;
+    if (i % 2 === 0) {
+      baton = await runBaton();
+      bare = await runBare();
+    } else {
+      bare = await runBare();
+      baton = await runBaton();
     }
+    // Both complete: bare time / baton time. Either cut off by its deadline: the rates so far.
+    const ratio = bare ? baton.perSecond / bare.perSecond : undefined;
+    ctx.log(
+      `  scale ${tasks}: baton ${baton.allVerifiedMs !== undefined ? `all verified in ${baton.allVerifiedMs} ms` : `${baton.verified} verified in ${baton.elapsedMs} ms (deadline)`}, ` +
+        `waitForGraph: ${baton.graph.outcome}` +
+        (bare
+          ? `; bare ${bare.allDoneMs !== undefined ? `all done in ${bare.allDoneMs} ms` : `${bare.done} done in ${bare.elapsedMs} ms (deadline)`}; throughput ratio ${ratio?.toFixed(3)}`
+          : ''),
+    );
+    results.push({
+      tasks,
+      throughputRatio: ratio === undefined ? undefined : round(ratio, 3),
+      bothCompleted: baton.allVerifiedMs !== undefined && bare?.allDoneMs !== undefined,
+      baton,
+      bare,
+    });
   }
-  return { activitiesPerBareWorkflow: options.activities, sizes: results };
+  return { activitiesPerBareWorkflow: activities, sizes: results };
 }

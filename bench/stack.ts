@@ -7,6 +7,7 @@ import { batonHome, DATABASE_URL_ENV, readEnv, TEMPORAL_ADDRESS_ENV } from '../s
 import { migrate } from '../src/db/migrate.js';
 import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/db/pool.js';
 import { startDevStack, type DevStack } from '../src/dev/devStack.js';
+import { startTemporalDevServer } from '../src/dev/temporalDevServer.js';
 import type { Log } from '../src/log.js';
 import { connectClient } from '../src/temporal/connection.js';
 
@@ -83,6 +84,43 @@ export async function openBenchStack(log: Log): Promise<BenchStack> {
       await stack.stop();
     },
   };
+}
+
+/** A Temporal server as one side of a measurement uses it. */
+export interface BenchTemporal {
+  temporal: Client;
+  connection: Connection;
+  /** The server's root pid, for CPU accounting (a server started here only). */
+  pid?: number;
+  /** Environment for worker processes: the stack's, with this server's address. */
+  workerEnv: Record<string, string>;
+}
+
+/**
+ * Runs `fn` on a Temporal dev server of its own, in memory as the stack's is, stopped afterwards.
+ * The dev server slows as it holds more workflows (in one run its CPU per workflow rose 2.2-fold
+ * over 8,000 more), so on the stack's server the side that ran second paid for the first one's
+ * workflows. On a deployment named by TEMPORAL_ADDRESS, `fn` runs on that server.
+ */
+export async function withOwnTemporal<T>(bench: BenchStack, log: Log, fn: (server: BenchTemporal) => Promise<T>): Promise<T> {
+  const cli = bench.stack.temporalCli;
+  if (!cli) return fn({ temporal: bench.temporal, connection: bench.connection, pid: bench.pids.temporal, workerEnv: bench.workerEnv });
+  const server = await startTemporalDevServer({ cliPath: cli.path, headless: true, namespace: bench.stack.temporal.namespace, log });
+  try {
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      return await fn({
+        temporal: new Client({ connection, namespace: server.namespace }),
+        connection,
+        pid: server.process.pid,
+        workerEnv: { ...bench.workerEnv, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace },
+      });
+    } finally {
+      await connection.close();
+    }
+  } finally {
+    await server.stop();
+  }
 }
 
 async function postmasterPid(dataDir: string): Promise<number | undefined> {
