@@ -4,8 +4,8 @@ import { createBatonClient } from '../src/client.js';
 import { graphRead } from '../src/db/sql/reads.js';
 import { NotReadyError, waitFor } from '../src/dev/waitFor.js';
 import { runConcurrent, type BenchContext } from './context.js';
-import { noopGraph, probeLifecycle, startSideWorker } from './lifecycle.js';
 import { medianHistory } from './history.js';
+import { noopGraph, probeLifecycle, startSideWorker } from './lifecycle.js';
 import { cpuSecondsByTree, machineBusySeconds, memoryOf } from './procStats.js';
 import { withOwnTemporal, type BenchTemporal } from './stack.js';
 import { nowMs, round } from './stats.js';
@@ -279,8 +279,10 @@ async function runBareScale(
 
 /** Workflows whose histories a side reads after its run, spread evenly over the order they started in. */
 const HISTORY_SAMPLE = 20;
-const historySample = (count: number) =>
-  Array.from(new Set(Array.from({ length: Math.min(HISTORY_SAMPLE, count) }, (_, k) => Math.floor((k * count) / HISTORY_SAMPLE))));
+const historySample = (count: number) => {
+  const n = Math.min(HISTORY_SAMPLE, count);
+  return Array.from({ length: n }, (_, k) => Math.floor((k * count) / n));
+};
 
 const GRAPH_READ_PROBES = 10;
 

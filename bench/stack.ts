@@ -98,9 +98,9 @@ export interface BenchTemporal {
 
 /**
  * Runs `fn` on a Temporal dev server of its own, in memory as the stack's is, stopped afterwards.
- * The dev server slows as it holds more workflows (in one run its CPU per workflow rose 2.2-fold
- * over 8,000 more), so on the stack's server the side that ran second paid for the first one's
- * workflows. On a deployment named by TEMPORAL_ADDRESS, `fn` runs on that server.
+ * The dev server slows as it holds more workflows (four 2,000-task graphs in a row on one server
+ * took 44, 88, 100 and 166 s of its CPU), so on the stack's server the side that ran second paid
+ * for the first one's workflows. On a deployment named by TEMPORAL_ADDRESS, `fn` runs on that server.
  */
 export async function withOwnTemporal<T>(bench: BenchStack, log: Log, fn: (server: BenchTemporal) => Promise<T>): Promise<T> {
   const cli = bench.stack.temporalCli;
