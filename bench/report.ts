@@ -326,7 +326,7 @@ export function renderMarkdown(results: BenchResults): string {
       '',
     );
     out.push(
-      '| tasks | baton submit ms | baton verified (ms) | baton /s | waitForGraph | history events of one task | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
+      '| tasks | baton submit ms | baton verified (ms) | baton /s | waitForGraph | history events of a task (median) | baton peak RSS MiB | bare done (ms) | bare /s | bare peak RSS MiB | baton CPU s: worker / Temporal / Postgres | bare CPU s: worker / Temporal / Postgres |',
     );
     out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const s of scale.sizes) {
@@ -336,7 +336,7 @@ export function renderMarkdown(results: BenchResults): string {
       const answered = b.graph.completedMs === undefined ? '' : ` (${b.graph.completedMs})`;
       out.push(
         `| ${s.tasks} | ${b.submitMs} | ${b.verified} (${b.allVerifiedMs ?? `deadline ${b.elapsedMs}`}) | ${b.perSecond} | ${b.graph.outcome.replaceAll('|', '/')}${answered} | ` +
-          `${b.taskHistoryEvents ?? 'n/a'} | ${b.workerPeakRssMiB ?? 'n/a'} | ` +
+          `${b.history?.events ?? 'n/a'} | ${b.workerPeakRssMiB ?? 'n/a'} | ` +
           `${s.bare ? `${s.bare.done} (${s.bare.allDoneMs ?? `deadline ${s.bare.elapsedMs}`})` : 'not run'} | ${s.bare?.perSecond ?? ''} | ${s.bare?.workerPeakRssMiB ?? ''} | ${cpu(b.cpu)} | ${cpu(s.bare?.cpu)} |`,
       );
     }

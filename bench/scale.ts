@@ -157,12 +157,7 @@ async function runBatonScale(
   const p = phases[0]!;
   const since = (d: Date | null) => (d ? round(d.getTime() - p.submitted_at.getTime(), 0) : undefined);
   const verified = statuses.find((s) => s.status === 'verified')?.n ?? 0;
-  // One task's lifecycle workflow, as every task has one: its history is all a task costs Temporal.
-  const taskHistory = await server.temporal.workflow
-    .getHandle(taskWorkflowId(taskIdOf(graphId, 't0')))
-    .describe()
-    .then((d) => d.historyLength)
-    .catch(() => undefined);
+  // Every task has its lifecycle workflow: their histories are all a task costs Temporal.
   const history = await medianHistory(
     server.temporal,
     historySample(tasks).map((i) => taskWorkflowId(taskIdOf(graphId, `t${i}`))),
@@ -182,7 +177,6 @@ async function runBatonScale(
       /** Task workflows still running at the deadline, terminated then. */
       terminated,
     },
-    taskHistoryEvents: taskHistory,
     /** Median over HISTORY_SAMPLE task workflows spread over the graph of what their histories say. */
     history,
     phasesMsSinceSubmit: {

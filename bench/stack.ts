@@ -9,7 +9,7 @@ import { createPool, dropDatabase, ensureDatabase, withDatabase } from '../src/d
 import { startDevStack, type DevStack } from '../src/dev/devStack.js';
 import { startTemporalDevServer } from '../src/dev/temporalDevServer.js';
 import type { Log } from '../src/log.js';
-import { connectClient } from '../src/temporal/connection.js';
+import { connectClient, temporalSettings } from '../src/temporal/connection.js';
 
 /** Where the benchmark's private embedded stack keeps its Postgres data. */
 export const BENCH_HOME = path.join(batonHome(), 'bench');
@@ -107,7 +107,7 @@ export async function withOwnTemporal<T>(bench: BenchStack, log: Log, fn: (serve
   if (!cli) return fn({ temporal: bench.temporal, connection: bench.connection, pid: bench.pids.temporal, workerEnv: bench.workerEnv });
   const server = await startTemporalDevServer({ cliPath: cli.path, headless: true, namespace: bench.stack.temporal.namespace, log });
   try {
-    const connection = await Connection.connect({ address: server.address });
+    const connection = await connectClient(temporalSettings({ address: server.address, namespace: server.namespace }));
     try {
       return await fn({
         temporal: new Client({ connection, namespace: server.namespace }),

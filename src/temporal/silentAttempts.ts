@@ -108,13 +108,14 @@ async function claimsToLookAt(options: SilentAttemptWatchOptions, noWorkflow: Wa
   // A claim no longer among them was taken again or left the window: forgotten.
   const read = new Set(claims.map((claim) => claim.taskId));
   for (const taskId of noWorkflow.keys()) if (!read.has(taskId)) noWorkflow.delete(taskId);
-  const passedOver = (claim: SilentClaim) => {
-    const passed = noWorkflow.get(claim.taskId);
-    return passed?.claimVersion === claim.claimVersion ? passed : undefined;
-  };
   const now = performance.now();
-  const fresh = claims.filter((claim) => !passedOver(claim));
-  const due = claims.filter((claim) => (passedOver(claim)?.until ?? Infinity) <= now);
+  const fresh: SilentClaim[] = [];
+  const due: SilentClaim[] = [];
+  for (const claim of claims) {
+    const passed = noWorkflow.get(claim.taskId);
+    if (passed?.claimVersion !== claim.claimVersion) fresh.push(claim);
+    else if (passed.until <= now) due.push(claim);
+  }
   return [...fresh, ...due].slice(0, SILENT_CLAIMS_PER_ROUND);
 }
 
