@@ -1,12 +1,13 @@
 import type pg from 'pg';
-import type { Queryable } from '../src/db/queryable.js';
 import type { Log } from '../src/log.js';
 import { taskIdOf } from '../src/tasks/taskId.js';
 import { statementAnatomy } from './anatomy.js';
 import { ANATOMY_OPERATIONS } from './claim.js';
 import { interleave } from './interleave.js';
 import {
+  barePreparedSubmitOnce,
   bareSubmitOnce,
+  bareSubmitWithEventOnce,
   batonSubmitOnce,
   calibrateCounters,
   claimAllBatonTasks,
@@ -30,7 +31,7 @@ async function completeRound(
   overhead: number,
   count: number,
   seedRunning: () => Promise<string>,
-  submit: (db: Queryable, taskId: string) => Promise<void>,
+  submit: (db: pg.ClientBase, taskId: string) => Promise<void>,
 ): Promise<CompleteRound> {
   const graphId = await seedRunning();
   const samples: number[] = [];
@@ -54,13 +55,16 @@ async function completeRound(
 
 /**
  * complete: baton.task_submit (fenced on owner, claim version and status, with its event row)
- * against the same update keyed by id only, on running tasks, one connection.
+ * against the same update keyed by id only, on running tasks, one connection; then the floor of
+ * any submit that keeps its event row (the id-keyed update with one event row, against the update
+ * alone).
  */
 export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; count: number }, log: Log) {
   const conn = await pool.connect();
   const admin = await pool.connect();
   try {
     const overhead = await calibrateCounters(admin, [conn]);
+    const seedBareRunning = () => seedBareTasks(pool, options.count, 'running');
     const pairs = await interleave(
       'complete',
       options.pairs,
@@ -78,11 +82,22 @@ export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; 
             },
             batonSubmitOnce,
           ),
-        baseline: () =>
-          completeRound(conn, admin, overhead, options.count, () => seedBareTasks(pool, options.count, 'running'), bareSubmitOnce),
+        baseline: () => completeRound(conn, admin, overhead, options.count, seedBareRunning, bareSubmitOnce),
       },
       log,
       (p) => `baton ${p.candidate.perSecond.toFixed(0)}/s, bare ${p.baseline.perSecond.toFixed(0)}/s`,
+    );
+    // The floor of E1: the bare completion with one event row against the bare completion alone,
+    // both prepared, so neither pays a parse and plan per call that a store function need not.
+    const floorPairs = await interleave(
+      'complete, bare with an event row',
+      options.pairs,
+      {
+        candidate: () => completeRound(conn, admin, overhead, options.count, seedBareRunning, bareSubmitWithEventOnce),
+        baseline: () => completeRound(conn, admin, overhead, options.count, seedBareRunning, barePreparedSubmitOnce),
+      },
+      log,
+      (p) => `with event ${p.candidate.perSecond.toFixed(0)}/s, bare ${p.baseline.perSecond.toFixed(0)}/s`,
     );
     const batonGraph = await seedBatonTasks(pool, ANATOMY_OPERATIONS);
     await claimAllBatonTasks(pool, batonGraph);
@@ -103,6 +118,15 @@ export async function runCompleteBench(pool: pg.Pool, options: { pairs: number; 
       walBytesPerSubmit: {
         baton: spread(pairs.map((p) => p.candidate.walBytesPerSubmit)),
         bare: spread(pairs.map((p) => p.baseline.walBytesPerSubmit)),
+      },
+      /**
+       * The least a submit with its event row costs: the bare completion plus one row in a table
+       * shaped as baton.events over the bare completion alone, both prepared, in pairs as above.
+       * Below 0.95, no submit that keeps E1's event row in its transaction reaches the target.
+       */
+      eventFloor: {
+        throughputRatio: spread(floorPairs.map((p) => p.candidate.perSecond / p.baseline.perSecond)),
+        walBytesPerSubmit: spread(floorPairs.map((p) => p.candidate.walBytesPerSubmit)),
       },
       anatomy: { operations: ANATOMY_OPERATIONS, baton: batonAnatomy, bare: bareAnatomy },
       rounds: pairs.map((p) => ({ first: p.first, baton: side(p.candidate), bare: side(p.baseline) })),

@@ -7,11 +7,11 @@ import { taskSubmit } from '../src/db/sql/ownerWrites.js';
 import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { waitFor } from '../src/dev/waitFor.js';
 import type { Log } from '../src/log.js';
-import { BENCH_ARTIFACT, BENCH_LEASE_MS, seedBatonTasks } from './queueTables.js';
+import { BARE_CLAIM_SQL, BARE_SUBMIT_SQL, BENCH_ARTIFACT, BENCH_LEASE_MS, seedBareTasks, seedBatonTasks } from './queueTables.js';
 import { nowMs, round, spread } from './stats.js';
 
-/** The four sides of a round, in the order the first measured round runs them (later rounds rotate it). */
-const SIDES = ['baton', 'batonVerified', 'graphileWorker', 'pgBoss'] as const;
+/** The sides of a round, in the order the first measured round runs them (later rounds rotate it). */
+const SIDES = ['baton', 'batonVerified', 'bareFourTransactions', 'graphileWorker', 'pgBoss'] as const;
 type Side = (typeof SIDES)[number];
 
 const GRAPHILE_SCHEMA = 'bench_graphile_worker';
@@ -50,6 +50,7 @@ export async function runPeersBench(pool: pg.Pool, databaseUrl: string, options:
   const drain: Record<Side, () => Promise<number>> = {
     baton: () => batonRound(pool, options, false),
     batonVerified: () => batonRound(pool, options, true),
+    bareFourTransactions: () => bareFourTransactionsRound(pool, options),
     graphileWorker: () => graphileRound(pool, databaseUrl, options),
     pgBoss: () => pgBossRound(pool, boss, options),
   };
@@ -80,6 +81,12 @@ export async function runPeersBench(pool: pg.Pool, databaseUrl: string, options:
     >,
     /** baton's claim + fenced submit + recorded verification over the faster peer of the same round. */
     verifiedToFasterPeer: spread(rounds.map((r) => r.batonVerified / fasterPeer(r))),
+    /**
+     * The same four transactions a job, each only its row update on the bare table, over the faster
+     * peer of the same round: below 1, no store path that spends four transactions on a job reaches
+     * the faster peer, however cheap each one is.
+     */
+    bareFourTransactionsToFasterPeer: spread(rounds.map((r) => r.bareFourTransactions / fasterPeer(r))),
     /** baton's claim + fenced submit over the faster peer of the same round. */
     submittedToFasterPeer: spread(rounds.map((r) => r.baton / fasterPeer(r))),
     rounds,
@@ -123,6 +130,50 @@ async function batonRound(pool: pg.Pool, options: PeersOptions, verify: boolean)
       done,
     ]);
     if (rows[0]!.n !== options.jobs) throw new Error(`peers: ${rows[0]!.n} of ${options.jobs} baton tasks ${done}`);
+    return (options.jobs / elapsed) * 1000;
+  } finally {
+    for (const conn of conns) conn.release();
+  }
+}
+
+/** A verified job's four row updates on the bare table, each prepared once per connection (as graphile-worker prepares its own). */
+const FLOOR_STATEMENTS = {
+  claim: { name: 'bench-floor-claim', text: BARE_CLAIM_SQL },
+  submit: { name: 'bench-floor-submit', text: BARE_SUBMIT_SQL },
+  verifying: { name: 'bench-floor-verifying', text: `UPDATE bench.tasks SET status = 'verifying', verifier = $2 WHERE id = $1` },
+  verified: { name: 'bench-floor-verified', text: `UPDATE bench.tasks SET status = 'verified', verified_revision = $2 WHERE id = $1` },
+};
+
+/**
+ * The floor of baton's verified job: its four transactions (claim, submit, verification start and
+ * record), each only the row update it makes, on the bare table (the claim and complete
+ * benchmarks' baselines for the first two), prepared: no event rows, no triggers, no fences, no
+ * verification rows. No store path that spends four transactions on a job does less.
+ */
+async function bareFourTransactionsRound(pool: pg.Pool, options: PeersOptions): Promise<number> {
+  const graphId = await seedBareTasks(pool, options.jobs);
+  const conns = await Promise.all(Array.from({ length: options.workers }, () => pool.connect()));
+  try {
+    const start = nowMs();
+    await Promise.all(
+      conns.map(async (conn, w) => {
+        const owner = `peers-worker-${w}`;
+        for (;;) {
+          const { rows } = await conn.query<{ id: string }>({ ...FLOOR_STATEMENTS.claim, values: [owner, BENCH_LEASE_MS, graphId] });
+          const taskId = rows[0]?.id;
+          if (!taskId) return;
+          await conn.query({ ...FLOOR_STATEMENTS.submit, values: [taskId, BENCH_ARTIFACT] });
+          await conn.query({ ...FLOOR_STATEMENTS.verifying, values: [taskId, `peers-verifier-${w}`] });
+          await conn.query({ ...FLOOR_STATEMENTS.verified, values: [taskId, BENCH_ARTIFACT.revision] });
+        }
+      }),
+    );
+    const elapsed = nowMs() - start;
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM bench.tasks WHERE graph_id = $1 AND status = 'verified'`,
+      [graphId],
+    );
+    if (rows[0]!.n !== options.jobs) throw new Error(`peers: ${rows[0]!.n} of ${options.jobs} bare rows verified`);
     return (options.jobs / elapsed) * 1000;
   } finally {
     for (const conn of conns) conn.release();

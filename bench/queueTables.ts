@@ -13,11 +13,13 @@ export const BENCH_ARTIFACT: Artifact = { revision: 'bench-rev', testCommand: 'n
 
 /**
  * The baseline's table: the same columns, defaults, checks and indexes as baton.tasks
- * (`LIKE ... INCLUDING ALL`), but no triggers, no foreign keys and no event log.
+ * (`LIKE ... INCLUDING ALL`), but no triggers, no foreign keys and no event log. Beside it, an
+ * event table shaped as baton.events, for the floor of a write that keeps its event row.
  */
 export async function createBareTable(db: Queryable): Promise<void> {
   await db.query('CREATE SCHEMA IF NOT EXISTS bench');
   await db.query('CREATE TABLE IF NOT EXISTS bench.tasks (LIKE baton.tasks INCLUDING ALL)');
+  await db.query('CREATE TABLE IF NOT EXISTS bench.events (LIKE baton.events INCLUDING ALL)');
 }
 
 /** The bare SKIP LOCKED claim, selecting and ordering exactly as baton.task_claim_next does. */
@@ -35,6 +37,25 @@ export const BARE_SUBMIT_SQL = `
 UPDATE bench.tasks SET status = 'submitted', artifact = $2, lease_expires_at = NULL
  WHERE id = $1
 RETURNING true AS accepted, status, owner, claim_version, lease_expires_at`;
+
+/**
+ * The floor of a submit that keeps its event row (SPEC E1): the bare completion and one row in an
+ * event table shaped as baton.events, in one statement, prepared once per connection (as
+ * graphile-worker prepares its own). It numbers the event from the claim version instead of
+ * reading the subject's last number. Nothing that writes the event row in the submit's
+ * transaction does less.
+ */
+const BARE_SUBMIT_WITH_EVENT = {
+  name: 'bench-submit-with-event',
+  text: `
+WITH submitted AS (
+  UPDATE bench.tasks SET status = 'submitted', artifact = $2, lease_expires_at = NULL
+   WHERE id = $1
+  RETURNING id, owner, claim_version)
+INSERT INTO bench.events (subject_kind, subject_id, subject_seq, kind, actor, fence, details)
+SELECT 'task', id, claim_version + 1, 'submitted', owner, claim_version, jsonb_build_object('revision', $3::text) FROM submitted
+RETURNING true AS accepted`,
+};
 
 /** `count` ready tasks in a fresh baton graph (written by baton.graph_submit, with their events). */
 export function seedBatonTasks(db: Queryable, count: number): Promise<string> {
@@ -78,6 +99,18 @@ export const batonSubmitOnce = (db: Queryable, taskId: string) =>
   taskSubmit(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
 export const bareSubmitOnce = async (db: Queryable, taskId: string) => {
   const { rows } = await db.query<{ accepted: boolean }>(BARE_SUBMIT_SQL, [taskId, BENCH_ARTIFACT]);
+  if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
+};
+/** The bare completion prepared once per connection: the floor's baseline. */
+export const barePreparedSubmitOnce = async (db: pg.ClientBase, taskId: string) => {
+  const { rows } = await db.query<{ accepted: boolean }>({ name: 'bench-submit', text: BARE_SUBMIT_SQL, values: [taskId, BENCH_ARTIFACT] });
+  if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
+};
+export const bareSubmitWithEventOnce = async (db: pg.ClientBase, taskId: string) => {
+  const { rows } = await db.query<{ accepted: boolean }>({
+    ...BARE_SUBMIT_WITH_EVENT,
+    values: [taskId, BENCH_ARTIFACT, BENCH_ARTIFACT.revision],
+  });
   if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
 };
 

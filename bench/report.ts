@@ -111,6 +111,13 @@ export function renderMarkdown(results: BenchResults): string {
     row('complete', 'p99 latency, fenced / by id', undefined, complete.p99Ratio);
     row('complete', 'WAL bytes per submit, fenced', undefined, complete.walBytesPerSubmit.baton, 0);
     row('complete', 'WAL bytes per submit, by id', undefined, complete.walBytesPerSubmit.bare, 0);
+    row(
+      'complete',
+      'floor of E1: submits/s, by id with one event row / by id, both prepared',
+      undefined,
+      complete.eventFloor.throughputRatio,
+    );
+    row('complete', 'WAL bytes per submit, by id with one event row', undefined, complete.eventFloor.walBytesPerSubmit, 0);
   }
   if (scaling) {
     const base = scaling.byClaimers[0]!;
@@ -165,6 +172,13 @@ export function renderMarkdown(results: BenchResults): string {
       peers.verifiedToFasterPeer,
     );
     row('peers', 'jobs/s, baton claim + fenced submit / faster peer', undefined, peers.submittedToFasterPeer);
+    row(
+      'peers',
+      "floor of four transactions a job: the bare table's four updates / faster peer",
+      undefined,
+      peers.bareFourTransactionsToFasterPeer,
+    );
+    row('peers', "jobs/s, the bare table's four updates", undefined, peers.perSecond.bareFourTransactions, 0);
     row('peers', 'jobs/s, baton claim + fenced submit + recorded verification', undefined, peers.perSecond.batonVerified, 0);
     row('peers', 'jobs/s, baton claim + fenced submit', undefined, peers.perSecond.baton, 0);
     row('peers', `jobs/s, graphile-worker ${peers.versions.graphileWorker}`, undefined, peers.perSecond.graphileWorker, 0);
