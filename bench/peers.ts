@@ -93,47 +93,63 @@ export async function runPeersBench(pool: pg.Pool, databaseUrl: string, options:
   };
 }
 
-/** baton's store path: each worker claims the next ready task, submits it fenced and, when `verify`, records a passing verification as another identity. */
-async function batonRound(pool: pg.Pool, options: PeersOptions, verify: boolean): Promise<number> {
-  const graphId = await seedBatonTasks(pool, options.jobs);
+/**
+ * Drains the seeded graph `graphId` with `options.workers` workers, one connection each: each
+ * calls `next` until it finds no job left. Then checks that every job of the graph is `status` in
+ * `table`, and returns jobs/s from the workers' start.
+ */
+async function drainOnConnections(
+  pool: pg.Pool,
+  options: PeersOptions,
+  graphId: string,
+  done: { table: 'baton.tasks' | 'bench.tasks'; status: string },
+  next: (conn: pg.PoolClient, worker: number) => Promise<boolean>,
+): Promise<number> {
   const conns = await Promise.all(Array.from({ length: options.workers }, () => pool.connect()));
   try {
     const start = nowMs();
     await Promise.all(
       conns.map(async (conn, w) => {
-        const owner = `peers-worker-${w}`;
-        for (;;) {
-          const claim = await taskClaimNext(conn, owner, BENCH_LEASE_MS, graphId);
-          if (!claim) return;
-          await taskSubmit(conn, { taskId: claim.taskId, owner, claimVersion: claim.claimVersion }, BENCH_ARTIFACT);
-          if (!verify) continue;
-          const verifier = `peers-verifier-${w}`;
-          const started = await verificationStart(conn, claim.taskId, verifier);
-          const outcome = await verificationRecord(conn, {
-            taskId: claim.taskId,
-            verifier,
-            claimVersion: started.claimVersion,
-            revision: BENCH_ARTIFACT.revision,
-            command: 'noop',
-            exitCode: 0,
-            outputDigest: 'noop',
-            outputTail: '',
-          });
-          if (outcome.status !== 'verified') throw new Error(`peers: ${claim.taskId} was ${outcome.status}, not verified`);
-        }
+        while (await next(conn, w));
       }),
     );
     const elapsed = nowMs() - start;
-    const done = verify ? 'verified' : 'submitted';
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM baton.tasks WHERE graph_id = $1 AND status = $2', [
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${done.table} WHERE graph_id = $1 AND status = $2`, [
       graphId,
-      done,
+      done.status,
     ]);
-    if (rows[0]!.n !== options.jobs) throw new Error(`peers: ${rows[0]!.n} of ${options.jobs} baton tasks ${done}`);
+    if (rows[0]!.n !== options.jobs) throw new Error(`peers: ${rows[0]!.n} of ${options.jobs} jobs in ${done.table} ${done.status}`);
     return (options.jobs / elapsed) * 1000;
   } finally {
     for (const conn of conns) conn.release();
   }
+}
+
+/** baton's store path: each worker claims the next ready task, submits it fenced and, when `verify`, records a passing verification as another identity. */
+async function batonRound(pool: pg.Pool, options: PeersOptions, verify: boolean): Promise<number> {
+  const graphId = await seedBatonTasks(pool, options.jobs);
+  const done = { table: 'baton.tasks', status: verify ? 'verified' : 'submitted' } as const;
+  return drainOnConnections(pool, options, graphId, done, async (conn, w) => {
+    const owner = `peers-worker-${w}`;
+    const claim = await taskClaimNext(conn, owner, BENCH_LEASE_MS, graphId);
+    if (!claim) return false;
+    await taskSubmit(conn, { taskId: claim.taskId, owner, claimVersion: claim.claimVersion }, BENCH_ARTIFACT);
+    if (!verify) return true;
+    const verifier = `peers-verifier-${w}`;
+    const started = await verificationStart(conn, claim.taskId, verifier);
+    const outcome = await verificationRecord(conn, {
+      taskId: claim.taskId,
+      verifier,
+      claimVersion: started.claimVersion,
+      revision: BENCH_ARTIFACT.revision,
+      command: 'noop',
+      exitCode: 0,
+      outputDigest: 'noop',
+      outputTail: '',
+    });
+    if (outcome.status !== 'verified') throw new Error(`peers: ${claim.taskId} was ${outcome.status}, not verified`);
+    return true;
+  });
 }
 
 /** A verified job's four row updates on the bare table, each prepared once per connection (as graphile-worker prepares its own). */
@@ -152,32 +168,18 @@ const FLOOR_STATEMENTS = {
  */
 async function bareFourTransactionsRound(pool: pg.Pool, options: PeersOptions): Promise<number> {
   const graphId = await seedBareTasks(pool, options.jobs);
-  const conns = await Promise.all(Array.from({ length: options.workers }, () => pool.connect()));
-  try {
-    const start = nowMs();
-    await Promise.all(
-      conns.map(async (conn, w) => {
-        const owner = `peers-worker-${w}`;
-        for (;;) {
-          const { rows } = await conn.query<{ id: string }>({ ...FLOOR_STATEMENTS.claim, values: [owner, BENCH_LEASE_MS, graphId] });
-          const taskId = rows[0]?.id;
-          if (!taskId) return;
-          await conn.query({ ...FLOOR_STATEMENTS.submit, values: [taskId, BENCH_ARTIFACT] });
-          await conn.query({ ...FLOOR_STATEMENTS.verifying, values: [taskId, `peers-verifier-${w}`] });
-          await conn.query({ ...FLOOR_STATEMENTS.verified, values: [taskId, BENCH_ARTIFACT.revision] });
-        }
-      }),
-    );
-    const elapsed = nowMs() - start;
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM bench.tasks WHERE graph_id = $1 AND status = 'verified'`,
-      [graphId],
-    );
-    if (rows[0]!.n !== options.jobs) throw new Error(`peers: ${rows[0]!.n} of ${options.jobs} bare rows verified`);
-    return (options.jobs / elapsed) * 1000;
-  } finally {
-    for (const conn of conns) conn.release();
-  }
+  return drainOnConnections(pool, options, graphId, { table: 'bench.tasks', status: 'verified' }, async (conn, w) => {
+    const { rows } = await conn.query<{ id: string }>({
+      ...FLOOR_STATEMENTS.claim,
+      values: [`peers-worker-${w}`, BENCH_LEASE_MS, graphId],
+    });
+    const taskId = rows[0]?.id;
+    if (!taskId) return false;
+    await conn.query({ ...FLOOR_STATEMENTS.submit, values: [taskId, BENCH_ARTIFACT] });
+    await conn.query({ ...FLOOR_STATEMENTS.verifying, values: [taskId, `peers-verifier-${w}`] });
+    await conn.query({ ...FLOOR_STATEMENTS.verified, values: [taskId, BENCH_ARTIFACT.revision] });
+    return true;
+  });
 }
 
 /** graphile-worker at its defaults but for the worker count: one runner with `concurrency` workers. */
