@@ -7,7 +7,7 @@ import { taskSubmit } from '../src/db/sql/ownerWrites.js';
 import { verificationRecord, verificationStart } from '../src/db/sql/verification.js';
 import { waitFor } from '../src/dev/waitFor.js';
 import type { Log } from '../src/log.js';
-import { BARE_CLAIM_SQL, BARE_SUBMIT_SQL, BENCH_ARTIFACT, BENCH_LEASE_MS, seedBareTasks, seedBatonTasks } from './queueTables.js';
+import { BARE_CLAIM_SQL, barePreparedSubmitOnce, BENCH_ARTIFACT, BENCH_LEASE_MS, seedBareTasks, seedBatonTasks } from './queueTables.js';
 import { nowMs, round, spread } from './stats.js';
 
 /** The sides of a round, in the order the first measured round runs them (later rounds rotate it). */
@@ -152,10 +152,9 @@ async function batonRound(pool: pg.Pool, options: PeersOptions, verify: boolean)
   });
 }
 
-/** A verified job's four row updates on the bare table, each prepared once per connection (as graphile-worker prepares its own). */
+/** The claim and the verification's two updates of a verified job on the bare table, each prepared once per connection (as graphile-worker prepares its own; the submit is barePreparedSubmitOnce). */
 const FLOOR_STATEMENTS = {
   claim: { name: 'bench-floor-claim', text: BARE_CLAIM_SQL },
-  submit: { name: 'bench-floor-submit', text: BARE_SUBMIT_SQL },
   verifying: { name: 'bench-floor-verifying', text: `UPDATE bench.tasks SET status = 'verifying', verifier = $2 WHERE id = $1` },
   verified: { name: 'bench-floor-verified', text: `UPDATE bench.tasks SET status = 'verified', verified_revision = $2 WHERE id = $1` },
 };
@@ -175,7 +174,7 @@ async function bareFourTransactionsRound(pool: pg.Pool, options: PeersOptions): 
     });
     const taskId = rows[0]?.id;
     if (!taskId) return false;
-    await conn.query({ ...FLOOR_STATEMENTS.submit, values: [taskId, BENCH_ARTIFACT] });
+    await barePreparedSubmitOnce(conn, taskId);
     await conn.query({ ...FLOOR_STATEMENTS.verifying, values: [taskId, `peers-verifier-${w}`] });
     await conn.query({ ...FLOOR_STATEMENTS.verified, values: [taskId, BENCH_ARTIFACT.revision] });
     return true;

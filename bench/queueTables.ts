@@ -97,22 +97,17 @@ export const bareClaimOnce: ClaimOnce = async (db, graphId, owner) =>
 
 export const batonSubmitOnce = (db: Queryable, taskId: string) =>
   taskSubmit(db, { taskId, owner: BENCH_OWNER, claimVersion: 1 }, BENCH_ARTIFACT).then(() => undefined);
-export const bareSubmitOnce = async (db: Queryable, taskId: string) => {
-  const { rows } = await db.query<{ accepted: boolean }>(BARE_SUBMIT_SQL, [taskId, BENCH_ARTIFACT]);
-  if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
-};
-/** The bare completion prepared once per connection: the floor's baseline. */
-export const barePreparedSubmitOnce = async (db: pg.ClientBase, taskId: string) => {
-  const { rows } = await db.query<{ accepted: boolean }>({ name: 'bench-submit', text: BARE_SUBMIT_SQL, values: [taskId, BENCH_ARTIFACT] });
-  if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
-};
-export const bareSubmitWithEventOnce = async (db: pg.ClientBase, taskId: string) => {
-  const { rows } = await db.query<{ accepted: boolean }>({
-    ...BARE_SUBMIT_WITH_EVENT,
-    values: [taskId, BENCH_ARTIFACT, BENCH_ARTIFACT.revision],
-  });
-  if (!rows[0]?.accepted) throw new Error(`bare submit of ${taskId} matched no row`);
-};
+/** Runs a bare completion (`statement`, prepared once per connection when it has a name) with `values` and checks it matched its row. */
+async function bareSubmit(db: pg.ClientBase, statement: { name?: string; text: string }, values: [taskId: string, ...rest: unknown[]]) {
+  const { rows } = await db.query<{ accepted: boolean }>({ ...statement, values });
+  if (!rows[0]?.accepted) throw new Error(`bare submit of ${values[0]} matched no row`);
+}
+/** The bare completion prepared once per connection: the baseline of the floors. */
+const BARE_SUBMIT_PREPARED = { name: 'bench-submit', text: BARE_SUBMIT_SQL };
+export const bareSubmitOnce = (db: pg.ClientBase, taskId: string) => bareSubmit(db, { text: BARE_SUBMIT_SQL }, [taskId, BENCH_ARTIFACT]);
+export const barePreparedSubmitOnce = (db: pg.ClientBase, taskId: string) => bareSubmit(db, BARE_SUBMIT_PREPARED, [taskId, BENCH_ARTIFACT]);
+export const bareSubmitWithEventOnce = (db: pg.ClientBase, taskId: string) =>
+  bareSubmit(db, BARE_SUBMIT_WITH_EVENT, [taskId, BENCH_ARTIFACT, BENCH_ARTIFACT.revision]);
 
 /** WAL position and committed transactions of the database, to compute per-operation costs. */
 export interface DbCounters {
